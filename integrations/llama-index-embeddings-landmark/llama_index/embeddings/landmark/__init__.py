@@ -1,0 +1,5 @@
+"""LlamaIndex embedding model backed by lmk_rag's landmark (LMK) pooling encoder."""
+
+from llama_index.embeddings.landmark.base import LandmarkEmbedding
+
+__all__ = ["LandmarkEmbedding"]

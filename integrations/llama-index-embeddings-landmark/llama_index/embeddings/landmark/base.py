@@ -1,0 +1,144 @@
+"""LandmarkEmbedding: LlamaIndex's embedding interface over :class:`lmk_rag.LandmarkEncoder`."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.callbacks import CallbackManager
+from lmk_rag.encoder import LandmarkEncoder
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+class LandmarkEmbedding(BaseEmbedding):
+    """Landmark (LMK) pooling embeddings for LlamaIndex.
+
+    A text's vector pools the landmark tokens of its chunks, so long texts keep the detail of
+    every part. The fields mirror :class:`lmk_rag.LandmarkEncoder`; the encoder itself is built on
+    first use (or injected) and shared with :class:`LandmarkNodeParser` and
+    :class:`LandmarkVectorStore` through :attr:`encoder`.
+
+    Example::
+
+        from llama_index.core import Settings
+        from llama_index.embeddings.landmark import LandmarkEmbedding
+
+        Settings.embed_model = LandmarkEmbedding(granularity=32)
+    """
+
+    model_name: str = Field(default=DEFAULT_MODEL, description="Hub id or folder of the transformer.")
+    granularity: int | Literal["sentence", "variable"] | None = Field(
+        default=32, description="Landmark chunk size in tokens, 'sentence', 'variable', or None (plain encoder)."
+    )
+    context: Literal["document", "chunk"] = Field(
+        default="document", description="'document': chunks see their window; 'chunk': each chunk is encoded alone."
+    )
+    pooling: Literal["auto", "lmk", "mean", "cls", "multicls"] = Field(
+        default="auto", description="Text pooling; 'auto' is 'lmk' for LMK-trained models, else 'mean'."
+    )
+    chunk_vector: Literal["auto", "landmark", "mean"] = Field(
+        default="auto", description="Per-chunk vector; 'auto' is 'landmark' for LMK-trained models, else 'mean'."
+    )
+    max_length: int | None = Field(default=None, gt=0, description="Window length in tokens; None: the model's.")
+    window_overlap: int = Field(
+        default=0, ge=0, description="Document context: up to this many tokens of preceding chunks prefix each window."
+    )
+    sentence_max_tokens: int = Field(default=128, gt=0, description="The longest chunk for granularity='sentence'.")
+
+    _encoder: LandmarkEncoder | None = PrivateAttr(default=None)
+    _device: str | None = PrivateAttr(default=None)
+
+    def __init__(
+        self,
+        model_name: str = DEFAULT_MODEL,
+        granularity: int | Literal["sentence", "variable"] | None = 32,
+        context: Literal["document", "chunk"] = "document",
+        pooling: Literal["auto", "lmk", "mean", "cls", "multicls"] = "auto",
+        chunk_vector: Literal["auto", "landmark", "mean"] = "auto",
+        max_length: int | None = None,
+        window_overlap: int = 0,
+        sentence_max_tokens: int = 128,
+        embed_batch_size: int = 32,
+        device: str | None = None,
+        callback_manager: CallbackManager | None = None,
+        encoder: LandmarkEncoder | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Configure the embedding model; the encoder loads on first use unless one is given.
+
+        :param model_name: hub id or local folder of the transformer (resolved offline when
+            ``HF_HUB_OFFLINE=1``; the default MiniLM ships as a pip package).
+        :param granularity: see :class:`lmk_rag.LandmarkEncoder`.
+        :param context: see :class:`lmk_rag.LandmarkEncoder`.
+        :param pooling: see :class:`lmk_rag.LandmarkEncoder`.
+        :param chunk_vector: see :class:`lmk_rag.LandmarkEncoder`.
+        :param max_length: see :class:`lmk_rag.LandmarkEncoder`.
+        :param window_overlap: see :class:`lmk_rag.LandmarkEncoder`.
+        :param sentence_max_tokens: see :class:`lmk_rag.LandmarkEncoder`.
+        :param embed_batch_size: texts per call to the encoder, and windows per forward pass.
+        :param device: ``"cpu"``, ``"cuda"``, ...; default: the best available (not serialised).
+        :param callback_manager: LlamaIndex callback manager.
+        :param encoder: an already built encoder to use; the settings fields are then read from it.
+        :param kwargs: other :class:`BaseEmbedding` fields (e.g. ``num_workers``).
+        """
+        settings = dict(
+            model_name=model_name,
+            granularity=granularity,
+            context=context,
+            pooling=pooling,
+            chunk_vector=chunk_vector,
+            max_length=max_length,
+            window_overlap=window_overlap,
+            sentence_max_tokens=sentence_max_tokens,
+        )
+        if encoder is not None:
+            settings.update(
+                {key: value for key, value in encoder.settings.items() if key in settings and value is not None}
+            )
+        super().__init__(embed_batch_size=embed_batch_size, callback_manager=callback_manager, **settings, **kwargs)
+        self._encoder = encoder
+        self._device = device
+
+    @classmethod
+    def class_name(cls) -> str:
+        """The name LlamaIndex serialises this class under."""
+        return "LandmarkEmbedding"
+
+    @property
+    def encoder(self) -> LandmarkEncoder:
+        """The landmark encoder, built from the fields on first access."""
+        if self._encoder is None:
+            self._encoder = LandmarkEncoder(
+                model_name=self.model_name,
+                granularity=self.granularity,
+                context=self.context,
+                pooling=self.pooling,
+                chunk_vector=self.chunk_vector,
+                max_length=self.max_length,
+                window_overlap=self.window_overlap,
+                sentence_max_tokens=self.sentence_max_tokens,
+                batch_size=self.embed_batch_size,
+                device=self._device,
+            )
+        return self._encoder
+
+    def _get_query_embedding(self, query: str) -> Embedding:
+        return self.encoder.encode_queries([query])[0].vector.tolist()
+
+    def _get_text_embedding(self, text: str) -> Embedding:
+        return self._get_text_embeddings([text])[0]
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[Embedding]:
+        return [encoded.vector.tolist() for encoded in self.encoder.encode_documents(texts)]
+
+    async def _aget_query_embedding(self, query: str) -> Embedding:
+        return await asyncio.to_thread(self._get_query_embedding, query)
+
+    async def _aget_text_embedding(self, text: str) -> Embedding:
+        return await asyncio.to_thread(self._get_text_embedding, text)
+
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[Embedding]:
+        return await asyncio.to_thread(self._get_text_embeddings, texts)

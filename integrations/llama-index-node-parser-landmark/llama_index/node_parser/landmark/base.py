@@ -1,0 +1,141 @@
+"""LandmarkNodeParser: nodes cut on landmark boundaries, embedded by the same single encoding pass.
+
+Side channel for chunk vectors: every node carries its landmark chunk vectors in
+``node.metadata[CHUNK_VECTORS_KEY]`` as base64 of little-endian float32, row-major, shape
+(n_chunks, dim) with dim = ``len(node.embedding)`` (:func:`decode_chunk_vectors` reads it back).
+The key is listed in the node's ``excluded_embed_metadata_keys`` and ``excluded_llm_metadata_keys``,
+so it never reaches an embedding or an LLM prompt, and it survives every LlamaIndex path a node
+takes (ingestion cache, docstore, worker processes), which a cache keyed by node id would not.
+``LandmarkVectorStore`` removes it from the payload and writes the vectors as the node's
+multivector.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from llama_index.core.bridge.pydantic import Field
+from llama_index.core.node_parser import NodeParser
+from llama_index.core.node_parser.interface import IdFuncCallable
+from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, TextNode
+from llama_index.core.utils import get_tqdm_iterable
+from llama_index.embeddings.landmark import LandmarkEmbedding
+from lmk_rag.nodes import NodeSlice, group_chunks
+
+CHUNK_VECTORS_KEY = "lmk_chunk_vectors"
+"""Node metadata key of the side channel that carries a node's chunk vectors to the vector store."""
+
+_NODE_ID_NAMESPACE = uuid.UUID("6f1c7a52-3f0e-4f57-9a8e-2d1f6c0b7a11")
+
+
+def encode_chunk_vectors(vectors: np.ndarray) -> str:
+    """Pack chunk vectors for node metadata.
+
+    :param vectors: shape (n_chunks, dim).
+    :return: base64 of the little-endian float32 bytes, row-major.
+    """
+    return base64.b64encode(np.ascontiguousarray(vectors, dtype="<f4").tobytes()).decode("ascii")
+
+
+def decode_chunk_vectors(value: str, dim: int) -> np.ndarray:
+    """Unpack chunk vectors written by :class:`LandmarkNodeParser`.
+
+    :param value: the ``CHUNK_VECTORS_KEY`` metadata value.
+    :param dim: the vector size (the length of the node's embedding).
+    :return: float32 array, shape (n_chunks, dim).
+    """
+    return np.frombuffer(base64.b64decode(value), dtype="<f4").reshape(-1, dim).astype(np.float32)
+
+
+def landmark_node_id(index: int, document: BaseNode) -> str:
+    """The default node id: a UUID derived from the document id and the node's position.
+
+    Deterministic, so that parsing the same document again yields the same ids and writing the
+    nodes again overwrites instead of duplicating.
+
+    :param index: the node's position in its document.
+    :param document: the document.
+    :return: the node id.
+    """
+    return str(uuid.uuid5(_NODE_ID_NAMESPACE, f"{document.node_id}/{index}"))
+
+
+class LandmarkNodeParser(NodeParser):
+    """Cut documents into runs of whole landmark chunks and embed them from one encoding pass.
+
+    Every document is encoded once, in the encoder's context mode; each node gets its text
+    ``document.text[start:end]`` (exact ``start_char_idx``/``end_char_idx``; the nodes tile the
+    document), its vector (``node.embedding``, the normalised mean of its chunk vectors) and its
+    chunk vectors (side channel, see :data:`CHUNK_VECTORS_KEY`), so ``VectorStoreIndex`` and
+    ``IngestionPipeline`` embed nothing again. Nodes end on landmark boundaries; with
+    ``LandmarkEmbedding(granularity="sentence")`` landmarks are sentences, so nodes end on
+    sentence boundaries. Documents with no text give no nodes.
+
+    Example::
+
+        embed_model = LandmarkEmbedding()
+        parser = LandmarkNodeParser(embed_model=embed_model, node_tokens=256)
+        nodes = parser.get_nodes_from_documents(documents)
+    """
+
+    embed_model: LandmarkEmbedding = Field(
+        default_factory=LandmarkEmbedding, description="The embedding model whose encoder cuts and embeds."
+    )
+    node_tokens: int = Field(
+        default=256, gt=0, description="Node size in tokens, rounded down to whole landmark chunks (>= one chunk)."
+    )
+    id_func: IdFuncCallable = Field(default=landmark_node_id, description="Function (index, document) -> node id.")
+
+    @classmethod
+    def class_name(cls) -> str:
+        """The name LlamaIndex serialises this class under."""
+        return "LandmarkNodeParser"
+
+    def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
+        documents = [node for node in nodes if node.get_content(metadata_mode=MetadataMode.NONE).strip()]
+        texts = [document.get_content(metadata_mode=MetadataMode.NONE) for document in documents]
+        if not texts:
+            return []
+        encoded = self.embed_model.encoder.encode_documents(texts)
+        parsed: list[BaseNode] = []
+        for document, text, encoding in get_tqdm_iterable(
+            list(zip(documents, texts, encoded)), show_progress, "Parsing nodes"
+        ):
+            parsed.extend(self._build_nodes(document, text, group_chunks(encoding, self.node_tokens)))
+        return parsed
+
+    def _build_nodes(self, document: BaseNode, text: str, slices: list[NodeSlice]) -> list[TextNode]:
+        """One TextNode per slice, carrying its span, vector and chunk vectors."""
+        source = {NodeRelationship.SOURCE: document.as_related_node_info()}
+        excluded_embed = [*document.excluded_embed_metadata_keys, CHUNK_VECTORS_KEY]
+        excluded_llm = [*document.excluded_llm_metadata_keys, CHUNK_VECTORS_KEY]
+        return [
+            TextNode(
+                id_=self.id_func(piece.index, document),
+                text=text[piece.span[0] : piece.span[1]],
+                start_char_idx=piece.span[0],
+                end_char_idx=piece.span[1],
+                embedding=piece.vector.tolist(),
+                metadata={CHUNK_VECTORS_KEY: encode_chunk_vectors(piece.chunk_vectors)},
+                excluded_embed_metadata_keys=excluded_embed,
+                excluded_llm_metadata_keys=excluded_llm,
+                metadata_separator=document.metadata_separator,
+                metadata_template=document.metadata_template,
+                text_template=document.text_template,
+                relationships=dict(source),
+            )
+            for piece in slices
+        ]
+
+    def _postprocess_parsed_nodes(self, nodes: list[BaseNode], parent_doc_map: dict[str, Document]) -> list[BaseNode]:
+        # The base class adds metadata and PREVIOUS/NEXT, but re-derives char indices with
+        # str.find, which lands on an earlier copy of repeated text; keep the exact spans.
+        spans = [(node.start_char_idx, node.end_char_idx) for node in nodes]
+        nodes = super()._postprocess_parsed_nodes(nodes, parent_doc_map)
+        for node, (start, end) in zip(nodes, spans):
+            node.start_char_idx, node.end_char_idx = start, end
+        return nodes

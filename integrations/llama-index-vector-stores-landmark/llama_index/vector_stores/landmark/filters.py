@@ -1,0 +1,76 @@
+"""Translate LlamaIndex ``MetadataFilters`` (plus node/doc id constraints) into lmk_rag store filters."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilter, MetadataFilters
+from lmk_rag.errors import InvalidInputError
+from lmk_rag.store.filters import Condition, FieldCondition, Filter
+
+_OPERATORS = {
+    FilterOperator.EQ: "eq",
+    FilterOperator.NE: "ne",
+    FilterOperator.GT: "gt",
+    FilterOperator.GTE: "gte",
+    FilterOperator.LT: "lt",
+    FilterOperator.LTE: "lte",
+    FilterOperator.IN: "in",
+    FilterOperator.NIN: "nin",
+    FilterOperator.ANY: "in",  # a list field holding any of the values
+    FilterOperator.CONTAINS: "eq",  # a list field holding the value (Qdrant matches list elements)
+    FilterOperator.TEXT_MATCH: "text",
+    FilterOperator.IS_EMPTY: "is_empty",
+}
+
+
+def to_store_filter(
+    filters: MetadataFilters | None,
+    node_ids: Sequence[str] | None = None,
+    doc_ids: Sequence[str] | None = None,
+) -> Filter | None:
+    """Build the store filter of a LlamaIndex query or ``get_nodes`` call.
+
+    ``AND``/``OR``/``NOT`` become ``must``/``should``/``must_not``; nested ``MetadataFilters`` nest.
+    ``ALL`` (a list field holding every value) becomes one ``eq`` per value.
+
+    :param filters: LlamaIndex metadata filters, or None.
+    :param node_ids: restrict to these node ids, or None.
+    :param doc_ids: restrict to these document (``ref_doc_id``) ids, or None.
+    :return: the store filter, or None when nothing restricts.
+    :raises InvalidInputError: for an operator the store cannot express (``TEXT_MATCH_INSENSITIVE``).
+    """
+    must: list[Condition] = []
+    if node_ids:
+        must.append(FieldCondition("node_id", "in", list(node_ids)))
+    if doc_ids:
+        must.append(FieldCondition("doc_id", "in", list(doc_ids)))
+    if filters is not None and filters.filters:
+        must.append(_translate(filters))
+    return Filter(must=tuple(must)) if must else None
+
+
+def _translate(filters: MetadataFilters) -> Filter:
+    """One ``MetadataFilters`` level."""
+    conditions = [
+        _translate(item) if isinstance(item, MetadataFilters) else _translate_leaf(item) for item in filters.filters
+    ]
+    condition = filters.condition or FilterCondition.AND
+    if condition == FilterCondition.OR:
+        return Filter(should=tuple(conditions))
+    if condition == FilterCondition.NOT:
+        return Filter(must_not=tuple(conditions))
+    return Filter(must=tuple(conditions))
+
+
+def _translate_leaf(item: MetadataFilter) -> Condition:
+    """One ``MetadataFilter``."""
+    if item.operator == FilterOperator.ALL:
+        return Filter(must=tuple(FieldCondition(item.key, "eq", value) for value in item.value))
+    op = _OPERATORS.get(item.operator)
+    if op is None:
+        raise InvalidInputError(
+            f"metadata filter {item.key!r}: operator {item.operator.value!r} is not supported by LandmarkVectorStore; "
+            f"use one of {sorted(o.value for o in _OPERATORS)} or 'all'"
+        )
+    return FieldCondition(item.key, op, item.value)  # type: ignore[arg-type]

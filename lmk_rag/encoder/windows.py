@@ -1,0 +1,192 @@
+"""Model input for landmark encoding: landmark tokens inserted after chunks, chunks packed into windows.
+
+Two layouts:
+
+* ``"after"`` (LMK pooling): ``[CLS] c1 [SEP] c2 [SEP] ... cn [SEP]``; each chunk's landmark is the
+  SEP (or EOS) after it, and the last landmark doubles as the end-of-sequence token, so a one-chunk
+  text is exactly the sequence a plain encoder sees.
+* ``"before"`` (multi-CLS, the paper's control): ``[CLS] c1 [CLS] c2 ... [CLS] cn [SEP]``; each
+  chunk's landmark is the CLS before it.
+
+A window holds whole chunks only. Each chunk owns the states of its tokens and its landmark; the first
+chunk of a window also owns the window's leading/trailing special tokens, so a chunk alone in its
+window (``context="chunk"``) owns exactly the tokens a plain encoder would mean-pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from lmk_rag.errors import LandmarkTokenError
+
+Layout = Literal["after", "before"]
+
+
+@dataclass(frozen=True)
+class SpecialTokens:
+    """The token ids a layout needs.
+
+    :param cls_id: the sequence-start token (CLS, or BOS), or None when the tokenizer has neither.
+    :param landmark_id: the landmark token: SEP, or EOS when there is no SEP.
+    :param pad_id: the padding token.
+    """
+
+    cls_id: int | None
+    landmark_id: int
+    pad_id: int
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer: Any) -> SpecialTokens:
+        """Read the special tokens of a Hugging Face tokenizer.
+
+        :raises LandmarkTokenError: when the tokenizer has neither a SEP nor an EOS token.
+        """
+        landmark_id = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
+        if landmark_id is None:
+            raise LandmarkTokenError(
+                f"tokenizer {type(tokenizer).__name__} has neither a SEP nor an EOS token to use as landmark"
+            )
+        cls_id = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
+        pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else landmark_id
+        return cls(cls_id=cls_id, landmark_id=landmark_id, pad_id=pad_id)
+
+
+@dataclass(frozen=True)
+class Window:
+    """One model input sequence and where each of its chunks' states are.
+
+    :param text_index: which text of the batch this window belongs to.
+    :param input_ids: the token ids, special tokens included.
+    :param chunk_indices: the chunks of the text whose states this window yields (context chunks excluded).
+    :param landmark_positions: per yielded chunk, the position of its landmark token.
+    :param sum_ranges: per yielded chunk, the positions ``[start, end)`` whose states it owns.
+    :param cls_position: the position of the window's sequence-start token, or None.
+    """
+
+    text_index: int
+    input_ids: list[int]
+    chunk_indices: list[int]
+    landmark_positions: list[int]
+    sum_ranges: list[tuple[int, int]]
+    cls_position: int | None
+
+
+def special_token_count(layout: Layout, special: SpecialTokens) -> int:
+    """How many tokens a window with one chunk adds around it (so a chunk may hold ``max_length`` minus this)."""
+    if layout == "before":
+        return 2
+    return 2 if special.cls_id is not None else 1
+
+
+def build_windows(
+    text_index: int,
+    ids: Sequence[int],
+    chunks: Sequence[tuple[int, int]],
+    special: SpecialTokens,
+    layout: Layout,
+    max_length: int,
+    *,
+    one_chunk_per_window: bool = False,
+    overlap_tokens: int = 0,
+) -> list[Window]:
+    """Pack a text's chunks into windows of at most ``max_length`` tokens.
+
+    :param text_index: index of the text in its batch (copied into each window).
+    :param ids: the text's token ids, without special tokens.
+    :param chunks: token ranges from :func:`lmk_rag.encoder.planning.plan_landmarks`; each must fit a window.
+    :param special: the special token ids.
+    :param layout: ``"after"`` (SEP landmarks) or ``"before"`` (CLS landmarks).
+    :param max_length: the model's window, special tokens included.
+    :param one_chunk_per_window: encode each chunk alone (``context="chunk"``).
+    :param overlap_tokens: up to this many tokens of whole preceding chunks are prepended to a window as
+        context; their states are not used.
+    :return: the windows, in text order.
+    """
+    if layout == "before" and special.cls_id is None:
+        raise LandmarkTokenError("multi-CLS pooling needs a CLS or BOS token; this tokenizer has neither")
+    base = special_token_count(layout, special) - 1
+    windows: list[Window] = []
+    next_chunk = 0
+    while next_chunk < len(chunks):
+        context = [] if one_chunk_per_window else _context_chunks(chunks, next_chunk, overlap_tokens)
+        budget = max_length - base - sum(_cost(chunks[c]) for c in context)
+        if _cost(chunks[next_chunk]) > budget:
+            context, budget = [], max_length - base
+        members: list[int] = []
+        while next_chunk < len(chunks) and _cost(chunks[next_chunk]) <= budget:
+            members.append(next_chunk)
+            budget -= _cost(chunks[next_chunk])
+            next_chunk += 1
+            if one_chunk_per_window:
+                break
+        if not members:
+            raise ValueError(f"chunk of {_cost(chunks[next_chunk]) - 1} tokens does not fit a {max_length}-token window")
+        windows.append(_assemble(text_index, ids, chunks, context, members, special, layout))
+    return windows
+
+
+def _cost(chunk: tuple[int, int]) -> int:
+    """Tokens a chunk takes in a window: its tokens and its landmark."""
+    return chunk[1] - chunk[0] + 1
+
+
+def _context_chunks(chunks: Sequence[tuple[int, int]], first: int, overlap_tokens: int) -> list[int]:
+    """The whole chunks just before ``first`` that fit in ``overlap_tokens``."""
+    context: list[int] = []
+    used = 0
+    index = first - 1
+    while index >= 0 and used + chunks[index][1] - chunks[index][0] <= overlap_tokens and overlap_tokens > 0:
+        used += chunks[index][1] - chunks[index][0]
+        context.insert(0, index)
+        index -= 1
+    return context
+
+
+def _assemble(
+    text_index: int,
+    ids: Sequence[int],
+    chunks: Sequence[tuple[int, int]],
+    context: list[int],
+    members: list[int],
+    special: SpecialTokens,
+    layout: Layout,
+) -> Window:
+    """Lay out one window's tokens and record each member chunk's landmark and owned positions."""
+    input_ids: list[int] = []
+    landmark_positions: list[int] = []
+    sum_ranges: list[tuple[int, int]] = []
+    cls_position: int | None = None
+    if layout == "after" and special.cls_id is not None:
+        input_ids.append(special.cls_id)
+        cls_position = 0
+    for order, chunk_index in enumerate([*context, *members]):
+        owned_from = 0 if order == 0 else len(input_ids)
+        if layout == "before":
+            if cls_position is None:
+                cls_position = len(input_ids)
+            landmark = len(input_ids)
+            input_ids.append(special.cls_id)  # type: ignore[arg-type]  # checked in build_windows
+            start, end = chunks[chunk_index]
+            input_ids.extend(ids[start:end])
+        else:
+            start, end = chunks[chunk_index]
+            input_ids.extend(ids[start:end])
+            landmark = len(input_ids)
+            input_ids.append(special.landmark_id)
+        if chunk_index in members:
+            landmark_positions.append(landmark)
+            sum_ranges.append((owned_from, len(input_ids)))
+    if layout == "before":
+        input_ids.append(special.landmark_id)
+        last_start, _ = sum_ranges[-1]
+        sum_ranges[-1] = (last_start, len(input_ids))
+    return Window(
+        text_index=text_index,
+        input_ids=input_ids,
+        chunk_indices=list(members),
+        landmark_positions=landmark_positions,
+        sum_ranges=sum_ranges,
+        cls_position=cls_position,
+    )

@@ -1,0 +1,61 @@
+"""Run one pipeline on one BEIR set and report the metrics as one JSON-able dict."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from lmk_rag.eval.beir import BeirDataset
+from lmk_rag.eval.metrics import breakdown, mean_metrics, per_query_metrics
+from lmk_rag.eval.pipelines import PipelineOptions, get_pipeline
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+#: Depth of each query's ranking (enough for recall@100).
+RANK_DEPTH = 100
+#: Query metadata fields reported as breakdowns, and the JSON key of each.
+BREAKDOWNS = {"position": "by_position", "length": "by_length"}
+
+
+def evaluate(dataset: BeirDataset, pipeline: str, options: PipelineOptions) -> dict[str, Any]:
+    """Index the corpus with a pipeline, run the queries and score the rankings.
+
+    The pipeline sees ``dataset.doc_texts`` and ``dataset.query_texts`` only; the ids, qrels and
+    query metadata stay here.
+
+    :param dataset: the (possibly subsampled) dataset.
+    :param pipeline: a registered pipeline name.
+    :param options: the pipeline options.
+    :return: the report: ``dataset``, ``pipeline``, ``model``, ``queries``, ``docs``, the metrics of
+        :data:`lmk_rag.eval.metrics.METRIC_KEYS`, ``encode_s``, ``cached``, ``query_ms`` (mean
+        search time per query, query encoding included), ``encoder`` (the pipeline's effective encoder settings when it has a ``settings`` attribute,
+        else the overrides), and
+        ``by_position``/``by_length`` when the queries carry that metadata.
+    :raises lmk_rag.errors.InvalidInputError: for an unknown pipeline name.
+    """
+    runner = get_pipeline(pipeline, options)
+    stats = runner.index(list(dataset.doc_texts))
+    start = time.perf_counter()
+    rankings = runner.search(list(dataset.query_texts), RANK_DEPTH)
+    query_s = time.perf_counter() - start
+    run = {
+        query_id: [dataset.doc_ids[doc_index] for doc_index, _ in ranking[:RANK_DEPTH]]
+        for query_id, ranking in zip(dataset.query_ids, rankings)
+    }
+    per_query = per_query_metrics(dataset.qrels, run)
+    report: dict[str, Any] = {
+        "dataset": dataset.name,
+        "pipeline": pipeline,
+        "model": options.model or DEFAULT_MODEL,
+        "queries": len(dataset.query_ids),
+        "docs": len(dataset.doc_ids),
+        **mean_metrics([per_query[query_id] for query_id in dataset.query_ids]),
+        "encode_s": round(stats.encode_s, 3),
+        "cached": stats.cached,
+        "query_ms": round(1000 * query_s / max(1, len(dataset.query_ids)), 3),
+        "encoder": getattr(runner, "settings", None) or dict(options.encoder),
+    }
+    for field, key in BREAKDOWNS.items():
+        groups = breakdown(per_query, dataset.query_ids, dataset.query_metadata, field)
+        if groups is not None:
+            report[key] = groups
+    return report

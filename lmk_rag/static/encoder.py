@@ -1,0 +1,220 @@
+"""StaticTokenEncoder: per-token static vectors with char offsets, for MaxSim and pooled search.
+
+Implements the store's static-encoder protocol (``dim``, ``fingerprint``, ``encode_document_tokens``,
+``encode_query_tokens``). numpy only; a :class:`~lmk_rag.static.mixer.ConvMixer` (torch) is imported
+only when one is given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, overload
+
+import numpy as np
+
+from lmk_rag.errors import EmptyTextError, InvalidInputError
+from lmk_rag.static.model import StaticVectors, load_static_vectors
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lmk_rag.static.mixer import ConvMixer
+
+
+@dataclass(frozen=True)
+class StaticTokens:
+    """One text's static tokens.
+
+    :param ids: token ids, shape (n,).
+    :param offsets: each token's char span ``(start, end)`` in the text, shape (n, 2).
+    :param vectors: L2-normalised float32 token vectors (mixed when the encoder has a mixer), shape (n, dim).
+    """
+
+    ids: np.ndarray
+    offsets: np.ndarray
+    vectors: np.ndarray
+
+
+def tokens_in_chunks(offsets: np.ndarray, spans: Sequence[tuple[int, int]]) -> np.ndarray:
+    """Assign tokens to chunks by char offsets: a token belongs to the chunk holding its first char.
+
+    Works across tokenizers: ``spans`` may come from the landmark encoder (another tokenizer).
+
+    :param offsets: token char spans, shape (n, 2).
+    :param spans: sorted, non-overlapping chunk char spans ``(start, end)``.
+    :return: the chunk index of each token, shape (n,); -1 for a token outside every span.
+    """
+    if len(spans) == 0 or len(offsets) == 0:
+        return np.full(len(offsets), -1, dtype=np.int64)
+    bounds = np.asarray(spans, dtype=np.int64)
+    starts = offsets[:, 0]
+    chunk = np.searchsorted(bounds[:, 0], starts, side="right") - 1
+    inside = (chunk >= 0) & (starts < bounds[np.clip(chunk, 0, None), 1])
+    return np.where(inside, chunk, -1)
+
+
+class StaticTokenEncoder:
+    """Static (model2vec) token vectors for late interaction, optionally passed through a ConvMixer.
+
+    :param model: a model2vec folder or hub id; None uses the default model distilled from
+        all-MiniLM-L6-v2 (built and cached on first use, see ``lmk-rag distill-static``).
+    :param mixer: a :class:`ConvMixer`, a folder saved by it, or None for raw static vectors.
+    :raises ModelNotFoundError: if the model or mixer cannot be found locally.
+    :raises VectorSizeError: if the mixer's dimension differs from the model's.
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike[str] | StaticVectors | None = None,
+        mixer: ConvMixer | str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.vectors = model if isinstance(model, StaticVectors) else load_static_vectors(model)
+        if mixer is not None and not hasattr(mixer, "mix"):
+            from lmk_rag.static.mixer import ConvMixer
+
+            mixer = ConvMixer.load(mixer)
+        if mixer is not None and mixer.dim != self.vectors.dim:
+            from lmk_rag.errors import VectorSizeError
+
+            raise VectorSizeError(f"mixer dim {mixer.dim} != static model dim {self.vectors.dim}")
+        self.mixer = mixer
+        self._fingerprint: str | None = None
+
+    @property
+    def dim(self) -> int:
+        """The token vector dimension."""
+        return self.vectors.dim
+
+    @property
+    def fingerprint(self) -> str:
+        """A hash of the static model (vectors and tokenizer) and the mixer, for stores and caches."""
+        if self._fingerprint is None:
+            digest = hashlib.sha256(self.vectors.embedding.tobytes())
+            digest.update(self.vectors.tokenizer.to_str().encode())
+            for extra in (self.vectors.weights, self.vectors.mapping):
+                digest.update(b"-" if extra is None else np.ascontiguousarray(extra).tobytes())
+            digest.update((self.mixer.fingerprint() if self.mixer is not None else "no-mixer").encode())
+            self._fingerprint = digest.hexdigest()[:16]
+        return self._fingerprint
+
+    @property
+    def settings(self) -> dict[str, str | int | None]:
+        """JSON-able description (model source, dim, mixer config) for stores and caches."""
+        mixer = None if self.mixer is None else str(self.mixer.config)
+        return {"model": self.vectors.source, "dim": self.dim, "mixer": mixer, "fingerprint": self.fingerprint}
+
+    def tokenize(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """Tokenize without special tokens, dropping unknown tokens as model2vec does.
+
+        :param text: the text.
+        :return: ids (n,) and char offsets (n, 2).
+        :raises InvalidInputError: if ``text`` is not a str.
+        """
+        if not isinstance(text, str):
+            raise InvalidInputError(f"expected a str, got {type(text).__name__}")
+        encoding = self.vectors.tokenizer.encode(text, add_special_tokens=False)
+        ids = np.asarray(encoding.ids, dtype=np.int64)
+        offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
+        if self.vectors.unk_id is not None:
+            keep = ids != self.vectors.unk_id
+            ids, offsets = ids[keep], offsets[keep]
+        return ids, offsets
+
+    def tokens(self, text: str) -> StaticTokens:
+        """Token ids, offsets and normalised (mixed) vectors of one text.
+
+        :param text: the text.
+        :return: the text's tokens.
+        """
+        ids, offsets = self.tokenize(text)
+        vectors = _l2_normalise(self.vectors.lookup(ids))
+        if self.mixer is not None and len(ids):
+            vectors = self.mixer.mix(vectors)
+        return StaticTokens(ids, offsets, vectors)
+
+    def encode_query_tokens(self, text: str) -> np.ndarray:
+        """Every query token's vector, in order (never deduplicated: repeated query words count twice).
+
+        :param text: the query.
+        :return: float32 L2-normalised vectors, shape (q, dim).
+        :raises EmptyTextError: if the text is empty or whitespace.
+        """
+        _check_text(text)
+        return self.tokens(text).vectors
+
+    def encode_document_tokens(self, text: str) -> np.ndarray:
+        """The document's distinct token vectors: MaxSim only needs each distinct vector once.
+
+        Without a mixer a vector depends only on the token id, so tokens are deduplicated by id; with a
+        mixer vectors depend on context and only identical rows are dropped.
+
+        :param text: the document (or node) text.
+        :return: float32 L2-normalised vectors, shape (m, dim), in first-occurrence order.
+        :raises EmptyTextError: if the text is empty or whitespace.
+        """
+        _check_text(text)
+        tokens = self.tokens(text)
+        return self._distinct(tokens, np.arange(len(tokens.ids)))
+
+    def encode_document_chunks(self, text: str, spans: Sequence[tuple[int, int]]) -> list[np.ndarray]:
+        """Distinct token vectors per chunk, for chunk spans from any tokenizer (e.g. the landmark encoder's).
+
+        Tokens are encoded over the whole text (the mixer sees across chunk borders), then split by
+        :func:`tokens_in_chunks`.
+
+        :param text: the document text.
+        :param spans: chunk char spans ``(start, end)``, sorted and non-overlapping.
+        :return: one float32 (m_c, dim) array per span.
+        :raises EmptyTextError: if the text is empty or whitespace.
+        """
+        _check_text(text)
+        tokens = self.tokens(text)
+        chunk = tokens_in_chunks(tokens.offsets, spans)
+        return [self._distinct(tokens, np.flatnonzero(chunk == c)) for c in range(len(spans))]
+
+    @overload
+    def encode(self, texts: str) -> np.ndarray: ...
+
+    @overload
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def encode(self, texts: str | Sequence[str]) -> np.ndarray:
+        """Pooled static embeddings: the mean of a text's token vectors, L2-normalised.
+
+        Without a mixer this is model2vec's embedding (mean of the SIF-weighted static vectors).
+
+        :param texts: one text or a list of texts.
+        :return: float32 (dim,) for one text, (n, dim) for a list; a text without known tokens gives zeros.
+        """
+        single = isinstance(texts, str)
+        batch = [texts] if single else list(texts)
+        out = np.zeros((len(batch), self.dim), dtype=np.float32)
+        for i, text in enumerate(batch):
+            ids, _ = self.tokenize(text)
+            if len(ids) == 0:
+                continue
+            raw = self.vectors.lookup(ids)
+            out[i] = (self.mixer.mix(_l2_normalise(raw)) if self.mixer is not None else raw).mean(axis=0)
+        out = _l2_normalise(out)
+        return out[0] if single else out
+
+    def _distinct(self, tokens: StaticTokens, rows: np.ndarray) -> np.ndarray:
+        if self.mixer is None:
+            _, first = np.unique(tokens.ids[rows], return_index=True)
+        else:
+            view = np.ascontiguousarray(tokens.vectors[rows]).view(np.dtype((np.void, 4 * self.dim)))
+            _, first = np.unique(view.ravel(), return_index=True)
+        return tokens.vectors[rows[np.sort(first)]]
+
+
+def _l2_normalise(x: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    return (x / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+
+
+def _check_text(text: str) -> None:
+    if not isinstance(text, str):
+        raise InvalidInputError(f"expected a str, got {type(text).__name__}")
+    if not text.strip():
+        raise EmptyTextError("the text is empty or whitespace-only: there are no tokens to encode")

@@ -1,0 +1,295 @@
+"""Train a ConvMixer on (query, passage) pairs: cosine distillation to transformer token states and/or
+an in-batch contrastive MaxSim loss. Checkpoints are chosen by nDCG@10 of ``static-mixer`` on a dev set
+(callers pass a ``select`` function), not by loss.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+from torch import nn
+
+from lmk_rag.errors import DatasetError, InvalidInputError
+from lmk_rag.static.encoder import StaticTokenEncoder
+from lmk_rag.static.mixer import ConvMixer
+from lmk_rag.static.model import cache_dir
+from lmk_rag.static.teacher import teacher_targets
+
+Objective = Literal["distill", "contrastive", "both"]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Mixer training settings.
+
+    :param objective: ``"distill"`` (cosine to teacher token states), ``"contrastive"`` (in-batch MaxSim
+        cross-entropy) or ``"both"`` (their sum, distillation weighted by ``distill_weight``).
+    :param steps: optimisation steps.
+    :param batch_size: pairs per step (the other passages of the batch are the negatives).
+    :param lr: AdamW learning rate.
+    :param temperature: softmax temperature of the contrastive loss (scores are mean cosines).
+    :param distill_weight: weight of the distillation loss in ``"both"``.
+    :param max_tokens: static tokens kept per passage.
+    :param kernel_size: the mixer's conv width.
+    :param eval_every: steps between checkpoint evaluations.
+    :param seed: random seed (batches, init).
+    """
+
+    objective: Objective = "both"
+    steps: int = 300
+    batch_size: int = 32
+    lr: float = 2e-3
+    temperature: float = 0.05
+    distill_weight: float = 1.0
+    max_tokens: int = 128
+    kernel_size: int = 7
+    eval_every: int = 100
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What training produced.
+
+    :param mixer: the selected mixer (best checkpoint by the selection score, or the last one).
+    :param history: one row per evaluation: ``step``, ``val_loss`` and, with a selector, ``score``.
+    :param best_step: the step of the selected checkpoint.
+    :param seconds: wall time.
+    """
+
+    mixer: ConvMixer
+    history: list[dict[str, float]]
+    best_step: int
+    seconds: float
+
+
+def default_mixer_dir() -> Path:
+    """The folder ``lmk-rag train-mixer`` writes to by default and ``static-mixer`` loads from."""
+    return cache_dir() / "mixer-default"
+
+
+def load_pairs(path: str | Path) -> list[tuple[str, str]]:
+    """Read ``{"query", "positive"}`` JSON lines.
+
+    :param path: a pairs.jsonl file.
+    :return: (query, positive) pairs in file order.
+    :raises DatasetError: if a line is not JSON or lacks a field.
+    """
+    pairs = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                pairs.append((str(row["query"]), str(row["positive"])))
+            except (json.JSONDecodeError, KeyError, TypeError) as error:
+                raise DatasetError(f"{path}:{number}: expected a JSON object with query and positive ({error})")
+    return pairs
+
+
+def split_pairs(pairs: Sequence[tuple[str, str]], val_fraction: float = 0.1, seed: int = 0
+                ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """A seeded train/validation split.
+
+    :param pairs: all pairs.
+    :param val_fraction: the share held out for validation.
+    :param seed: the shuffle seed.
+    :return: (train, validation).
+    """
+    order = list(range(len(pairs)))
+    random.Random(seed).shuffle(order)
+    n_val = max(1, int(len(pairs) * val_fraction))
+    return [pairs[i] for i in order[n_val:]], [pairs[i] for i in order[:n_val]]
+
+
+class _Batches:
+    """Static token vectors and teacher targets of the pairs, padded into tensors on demand."""
+
+    def __init__(self, pairs: Sequence[tuple[str, str]], static: StaticTokenEncoder, config: TrainConfig,
+                 with_teacher: bool) -> None:
+        texts = [q for q, _ in pairs] + [p for _, p in pairs]
+        self.n = len(pairs)
+        self.tokens = []
+        for text in texts:
+            ids, _ = static.tokenize(text)
+            vectors = static.vectors.lookup(ids[: config.max_tokens])
+            self.tokens.append(vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12))
+        self.targets = teacher_targets(texts, static, config.max_tokens) if with_teacher else None
+
+    def get(self, rows: Sequence[int], passages: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        index = [r + self.n if passages else r for r in rows]
+        length = max(1, max(len(self.tokens[i]) for i in index))
+        dim = self.tokens[index[0]].shape[1]
+        x = torch.zeros(len(index), length, dim)
+        mask = torch.zeros(len(index), length)
+        target = None
+        if self.targets is not None:
+            target = torch.full((len(index), length, self.targets[0].shape[1]), float("nan"))
+        for row, i in enumerate(index):
+            n = len(self.tokens[i])
+            x[row, :n] = torch.from_numpy(self.tokens[i])
+            mask[row, :n] = 1
+            if target is not None:
+                target[row, :n] = torch.from_numpy(self.targets[i].astype(np.float32))
+        return x, mask, target
+
+
+def _maxsim_scores(q: torch.Tensor, q_mask: torch.Tensor, p: torch.Tensor, p_mask: torch.Tensor) -> torch.Tensor:
+    """Mean-over-query-tokens MaxSim of every query against every passage, shape (B_q, B_p)."""
+    sims = torch.einsum("aqd,bpd->abqp", q, p)
+    sims = sims.masked_fill(p_mask[None, :, None, :] == 0, -1e4)
+    best = sims.max(dim=-1).values * q_mask[:, None, :]
+    return best.sum(-1) / q_mask.sum(-1, keepdim=True).clamp(min=1)
+
+
+def _distill_loss(out: torch.Tensor, target: torch.Tensor, head: nn.Linear) -> torch.Tensor:
+    valid = ~torch.isnan(target[..., 0])
+    if not valid.any():
+        return out.sum() * 0
+    return (1 - nn.functional.cosine_similarity(head(out[valid]), target[valid], dim=-1)).mean()
+
+
+def _loss(mixer: ConvMixer, head: nn.Linear, data: _Batches, rows: Sequence[int], config: TrainConfig
+          ) -> torch.Tensor:
+    q, q_mask, q_target = data.get(rows, passages=False)
+    p, p_mask, p_target = data.get(rows, passages=True)
+    q_out, p_out = mixer(q, q_mask), mixer(p, p_mask)
+    loss = q_out.new_zeros(())
+    if config.objective in ("contrastive", "both"):
+        scores = _maxsim_scores(q_out, q_mask, p_out, p_mask) / config.temperature
+        loss = loss + nn.functional.cross_entropy(scores, torch.arange(len(rows)))
+    if config.objective in ("distill", "both"):
+        assert q_target is not None and p_target is not None
+        weight = config.distill_weight if config.objective == "both" else 1.0
+        distill = (_distill_loss(q_out, q_target, head) + _distill_loss(p_out, p_target, head)) / 2
+        loss = loss + weight * distill
+    return loss
+
+
+def validation_loss(mixer: ConvMixer, head: nn.Linear, data: _Batches, config: TrainConfig) -> float:
+    """The mean training loss over the held-out pairs, in batches of ``config.batch_size``.
+
+    :param mixer: the mixer.
+    :param head: the distillation head (static dim -> teacher dim).
+    :param data: the held-out pairs' batches.
+    :param config: the training settings.
+    :return: the loss.
+    """
+    with torch.no_grad():
+        losses = [_loss(mixer, head, data, range(s, min(s + config.batch_size, data.n)), config).item()
+                  for s in range(0, data.n, config.batch_size) if min(s + config.batch_size, data.n) - s > 1]
+    return float(np.mean(losses))
+
+
+def train_mixer(
+    train: Sequence[tuple[str, str]],
+    val: Sequence[tuple[str, str]],
+    static: StaticTokenEncoder,
+    config: TrainConfig = TrainConfig(),
+    select: Callable[[ConvMixer], float] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> TrainResult:
+    """Train a ConvMixer on top of a (frozen) static model.
+
+    :param train: training (query, passage) pairs.
+    :param val: held-out pairs for the validation loss.
+    :param static: the static encoder (its mixer, if any, is ignored).
+    :param config: the training settings.
+    :param select: scores a checkpoint (higher is better, e.g. nDCG@10 on a dev set); every
+        ``eval_every`` steps and at the end; None keeps the last checkpoint.
+    :param log: receives one line per evaluation.
+    :return: the selected mixer, the history and timing.
+    :raises InvalidInputError: for fewer than two training pairs or an unknown objective.
+    """
+    if len(train) < 2:
+        raise InvalidInputError("training needs at least two pairs (in-batch negatives)")
+    if config.objective not in ("distill", "contrastive", "both"):
+        raise InvalidInputError(f"unknown objective {config.objective!r}: use distill, contrastive or both")
+    start = time.perf_counter()
+    torch.manual_seed(config.seed)
+    rng = random.Random(config.seed)
+    with_teacher = config.objective != "contrastive"
+    train_data = _Batches(train, static, config, with_teacher)
+    val_data = _Batches(val, static, config, with_teacher)
+    mixer = ConvMixer(static.dim, kernel_size=config.kernel_size)
+    teacher_dim = train_data.targets[0].shape[1] if train_data.targets is not None else static.dim
+    head = nn.Linear(static.dim, teacher_dim)
+    optimiser = torch.optim.AdamW([*mixer.parameters(), *head.parameters()], lr=config.lr)
+    history: list[dict[str, float]] = []
+    best: tuple[float, int, dict[str, torch.Tensor]] | None = None
+    order: list[int] = []
+    for step in range(1, config.steps + 1):
+        if len(order) < config.batch_size:
+            order = list(range(train_data.n))
+            rng.shuffle(order)
+        rows, order = order[: config.batch_size], order[config.batch_size :]
+        mixer.train()
+        loss = _loss(mixer, head, train_data, rows, config)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        if step % config.eval_every == 0 or step == config.steps:
+            mixer.eval()
+            row: dict[str, float] = {"step": step, "train_loss": loss.item(),
+                                     "val_loss": validation_loss(mixer, head, val_data, config)}
+            if select is not None:
+                row["score"] = select(mixer)
+                if best is None or row["score"] > best[0]:
+                    best = (row["score"], step, {k: v.clone() for k, v in mixer.state_dict().items()})
+            history.append(row)
+            if log is not None:
+                log(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
+    best_step = config.steps
+    if best is not None:
+        best_step = best[1]
+        mixer.load_state_dict(best[2])
+    mixer.eval()
+    return TrainResult(mixer, history, best_step, time.perf_counter() - start)
+
+
+def save_training_record(folder: Path, config: TrainConfig, result: TrainResult, static: StaticTokenEncoder) -> None:
+    """Write ``training.json`` (settings, history, selected step, static model) next to the saved mixer.
+
+    :param folder: the mixer folder.
+    :param config: the training settings.
+    :param result: the training result.
+    :param static: the static encoder the mixer was trained on.
+    """
+    record = {"config": asdict(config), "history": result.history, "best_step": result.best_step,
+              "seconds": round(result.seconds, 1), "static_model": static.vectors.source,
+              "parameters": result.mixer.parameter_count}
+    (folder / "training.json").write_text(json.dumps(record, indent=2))
+
+
+def ndcg_selector(folder: str | Path, static: StaticTokenEncoder, max_queries: int | None = 200,
+                  max_docs: int | None = 800, seed: int = 0) -> Callable[[ConvMixer], float]:
+    """A checkpoint scorer: nDCG@10 of the ``static-mixer`` pipeline on a (seeded, subsampled) BEIR set.
+
+    :param folder: a BEIR folder (e.g. manpages-short).
+    :param static: the static encoder whose vectors the mixer runs on.
+    :param max_queries: queries kept (None: all).
+    :param max_docs: documents kept; relevant ones always are (None: all).
+    :param seed: the subsampling seed.
+    :return: a function mapping a mixer to its nDCG@10.
+    """
+    from lmk_rag.eval.beir import load_beir
+    from lmk_rag.eval.pipelines import PipelineOptions
+    from lmk_rag.eval.run import evaluate
+    from lmk_rag.eval.sample import subsample
+
+    dataset = subsample(load_beir(folder), max_queries=max_queries, max_docs=max_docs, seed=seed)
+
+    def score(mixer: ConvMixer) -> float:
+        options = PipelineOptions(encoder={"static_model": static.vectors, "mixer": mixer})
+        return float(evaluate(dataset, "static-mixer", options)["ndcg@10"])
+
+    return score

@@ -1,0 +1,85 @@
+"""The interface every store backend implements (Qdrant Edge in-process, qdrant-client local or server).
+
+The :class:`~lmk_rag.store.store.LandmarkStore` facade owns the data layout, versions and search
+logic; a backend only moves backend-neutral points and plans in and out of one Qdrant flavour.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Literal
+
+from lmk_rag.store.filters import ConditionBuilder
+from lmk_rag.store.types import CollectionSpec, PointData, QueryPlan, ScoredPointData
+
+IndexKind = Literal["keyword", "integer", "float", "text", "bool"]
+
+
+class Backend(ABC):
+    """One Qdrant flavour. Filters passed in are native (built with :attr:`builder`)."""
+
+    #: a short name for messages and ``info``.
+    name: str = "backend"
+
+    @property
+    @abstractmethod
+    def builder(self) -> ConditionBuilder:
+        """Constructors of this backend's native filter objects."""
+
+    @abstractmethod
+    def exists(self) -> bool:
+        """Whether the collection (or shard) exists."""
+
+    @abstractmethod
+    def create(self, spec: CollectionSpec) -> None:
+        """Create the collection with the named vectors of ``spec``."""
+
+    @abstractmethod
+    def vector_names(self) -> set[str]:
+        """The names of the dense and sparse vectors the existing collection holds."""
+
+    @abstractmethod
+    def read_meta(self) -> dict[str, Any] | None:
+        """The store's recorded settings, or None when none were recorded."""
+
+    @abstractmethod
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        """Record the store's settings durably."""
+
+    @abstractmethod
+    def create_payload_index(self, key: str, kind: IndexKind) -> None:
+        """Index a payload path for fast filtering."""
+
+    @abstractmethod
+    def upsert(self, points: list[PointData]) -> None:
+        """Insert or replace points (one request where the backend allows)."""
+
+    @abstractmethod
+    def delete(self, native_filter: Any) -> None:
+        """Delete every point matching a native filter."""
+
+    @abstractmethod
+    def query(self, plan: QueryPlan) -> list[ScoredPointData]:
+        """Run a (two-stage) query as one Query API call."""
+
+    @abstractmethod
+    def retrieve(self, ids: list[str], with_vectors: bool) -> list[PointData]:
+        """Points by id (missing ids are skipped), with their full payload."""
+
+    @abstractmethod
+    def scroll(
+        self, native_filter: Any, with_vectors: bool, limit: int, offset: str | None
+    ) -> tuple[list[PointData], str | None]:
+        """One page of points matching a filter, and the offset of the next page (None at the end)."""
+
+    @abstractmethod
+    def count(self, native_filter: Any) -> int:
+        """The exact number of points matching a filter."""
+
+    @abstractmethod
+    def flush(self) -> None:
+        """Make every write so far durable."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Flush and release the backend's files or connections."""

@@ -1,0 +1,312 @@
+"""Qdrant Edge backend: an in-process shard in a folder. The only module importing ``qdrant_edge``.
+
+Qdrant Edge is beta; keep every use of its API in this file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import qdrant_edge as qe
+
+from lmk_rag.errors import CorruptStoreError, StoreLockedError, VectorSizeError
+from lmk_rag.store.base import Backend, IndexKind
+from lmk_rag.store.filters import ConditionBuilder
+from lmk_rag.store.types import CollectionSpec, PointData, QueryPlan, ScoredPointData, SparseVector
+
+META_FILE = "lmk_rag.json"
+SHARD_DIR = "shard"
+_NO_HNSW = qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000)
+_INDEX_TYPES = {
+    "keyword": qe.PayloadSchemaType.Keyword,
+    "integer": qe.PayloadSchemaType.Integer,
+    "float": qe.PayloadSchemaType.Float,
+    "text": qe.PayloadSchemaType.Text,
+    "bool": qe.PayloadSchemaType.Bool,
+}
+
+
+class EdgeConditions:
+    """Native Qdrant Edge filter constructors for :func:`lmk_rag.store.filters.translate`."""
+
+    def match(self, key: str, value: Any) -> Any:
+        """Exact match of one value."""
+        return qe.FieldCondition(key=key, match=qe.MatchValue(value))
+
+    def match_any(self, key: str, values: list[Any]) -> Any:
+        """Match any of the values."""
+        return qe.FieldCondition(key=key, match=qe.MatchAny(values))
+
+    def match_text(self, key: str, text: str) -> Any:
+        """Full-text match."""
+        return qe.FieldCondition(key=key, match=qe.MatchText(text))
+
+    def range(self, key: str, bounds: dict[str, float]) -> Any:
+        """Numeric range."""
+        return qe.FieldCondition(key=key, range=qe.RangeFloat(**bounds))
+
+    def is_empty(self, key: str) -> Any:
+        """Missing, null or empty."""
+        return qe.IsEmptyCondition(key)
+
+    def combine(self, must: list[Any], should: list[Any], must_not: list[Any]) -> Any:
+        """A native filter."""
+        return qe.Filter(must=must or None, should=should or None, must_not=must_not or None)
+
+
+class Bm25Embedder:
+    """Qdrant Edge's built-in BM25 (no model download): term-frequency document vectors and binary
+    query vectors; IDF is applied by the sparse vector's ``Idf`` modifier at search time."""
+
+    def __init__(self) -> None:
+        """Build the default English BM25 (k=1.2, b=0.75, avg_len=256, stemming, stopwords)."""
+        self._bm25 = qe.Bm25()
+
+    def embed_document(self, text: str) -> SparseVector:
+        """A document's (node's) BM25 vector."""
+        vector = self._bm25.embed_document(text)
+        return SparseVector(list(vector.indices), list(vector.values))
+
+    def embed_query(self, text: str) -> SparseVector:
+        """A query's BM25 vector."""
+        vector = self._bm25.embed_query(text)
+        return SparseVector(list(vector.indices), list(vector.values))
+
+
+def edge_config(spec: CollectionSpec) -> qe.EdgeConfig:
+    """The Edge shard configuration for a collection spec (pure; tested on its own).
+
+    :param spec: the named vectors to create.
+    :return: the config: ``node`` (HNSW, cosine), ``chunks`` and ``static`` (MaxSim multivectors, no HNSW),
+        ``bm25`` (sparse, IDF).
+    """
+    multi = qe.MultiVectorConfig(qe.MultiVectorComparator.MaxSim)
+    quantization = _quantization(spec.quantization)
+    vectors = {
+        "node": qe.EdgeVectorParams(
+            size=spec.dim,
+            distance=qe.Distance.Cosine,
+            hnsw_config=qe.HnswIndexConfig(m=spec.hnsw_m, ef_construct=spec.ef_construct, full_scan_threshold=10_000),
+        ),
+        "chunks": qe.EdgeVectorParams(
+            size=spec.dim,
+            distance=qe.Distance.Cosine,
+            multivector_config=multi,
+            hnsw_config=_NO_HNSW,
+            quantization_config=quantization,
+        ),
+    }
+    if spec.static_dim is not None:
+        vectors["static"] = qe.EdgeVectorParams(
+            size=spec.static_dim,
+            distance=qe.Distance.Cosine,
+            multivector_config=multi,
+            hnsw_config=_NO_HNSW,
+            quantization_config=quantization,
+        )
+    sparse = {"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)} if spec.bm25 else None
+    return qe.EdgeConfig(vectors=vectors, sparse_vectors=sparse)
+
+
+def _quantization(kind: str | None) -> Any:
+    """The Edge quantization config for ``"int8"``, ``"binary"`` or None."""
+    if kind is None:
+        return None
+    if kind == "int8":
+        return qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=0.99, always_ram=True)
+    return qe.BinaryQuantizationConfig(always_ram=True)
+
+
+class EdgeBackend(Backend):
+    """A Qdrant Edge shard in ``<folder>/shard`` with the store's settings in ``<folder>/lmk_rag.json``.
+
+    :param folder: the store folder.
+    """
+
+    name = "qdrant-edge"
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        """Open the shard if the folder holds one; :meth:`create` makes a new one."""
+        self.folder = Path(folder)
+        self._shard: qe.EdgeShard | None = None
+        self._conditions = EdgeConditions()
+        if (self.folder / SHARD_DIR).exists():
+            self._shard = self._load()
+
+    @property
+    def builder(self) -> ConditionBuilder:
+        """Edge filter constructors."""
+        return self._conditions
+
+    @property
+    def shard(self) -> qe.EdgeShard:
+        """The open shard."""
+        if self._shard is None:
+            raise CorruptStoreError(f"{self.folder}: no Qdrant Edge shard in {self.folder / SHARD_DIR}")
+        return self._shard
+
+    def _load(self) -> qe.EdgeShard:
+        """Load the shard, turning Edge's errors into typed ones."""
+        try:
+            return qe.EdgeShard.load(str(self.folder / SHARD_DIR))
+        except Exception as error:  # Edge raises plain Exception with a message
+            if "WouldBlock" in str(error):
+                raise StoreLockedError(f"{self.folder}: the shard is open in another process ({error})") from error
+            raise CorruptStoreError(f"{self.folder}: cannot load the Qdrant Edge shard: {error}") from error
+
+    def exists(self) -> bool:
+        """Whether the folder holds a shard."""
+        return self._shard is not None
+
+    def create(self, spec: CollectionSpec) -> None:
+        """Create the shard and the store's payload indexes."""
+        self._shard = qe.EdgeShard.create(str(self.folder / SHARD_DIR), edge_config(spec))
+
+    def vector_names(self) -> set[str]:
+        """Names from the persisted shard config."""
+        try:
+            config = json.loads((self.folder / SHARD_DIR / "edge_config.json").read_text())
+        except (OSError, ValueError) as error:
+            raise CorruptStoreError(f"{self.folder}: unreadable shard config: {error}") from error
+        return set(config.get("vectors", {})) | set(config.get("sparse_vectors", {}))
+
+    def read_meta(self) -> dict[str, Any] | None:
+        """Read ``lmk_rag.json``; None when absent."""
+        path = self.folder / META_FILE
+        if not path.exists():
+            return None
+        try:
+            meta = json.loads(path.read_text())
+        except (OSError, ValueError) as error:
+            raise CorruptStoreError(f"{path}: unreadable store settings ({error}); the folder is damaged") from error
+        if not isinstance(meta, dict):
+            raise CorruptStoreError(f"{path}: store settings must be a JSON object")
+        return meta
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        """Write ``lmk_rag.json`` atomically (temp file, fsync, rename)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".lmk_rag.", suffix=".tmp")
+        with os.fdopen(fd, "w") as handle:
+            json.dump(meta, handle, indent=2, sort_keys=True)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.folder / META_FILE)
+
+    def create_payload_index(self, key: str, kind: IndexKind) -> None:
+        """Index a payload path."""
+        self.shard.update(qe.UpdateOperation.create_field_index(key, _INDEX_TYPES[kind]))
+
+    def upsert(self, points: list[PointData]) -> None:
+        """Upsert all points as one update operation (one WAL record)."""
+        if not points:
+            return
+        native = [qe.Point(id=p.id, vector=_native_vectors(p.vectors), payload=p.payload) for p in points]
+        try:
+            self.shard.update(qe.UpdateOperation.upsert_points(native))
+        except Exception as error:
+            if "dimension" in str(error).lower():
+                raise VectorSizeError(f"{self.folder}: {error}") from error
+            raise
+
+    def delete(self, native_filter: Any) -> None:
+        """Delete by filter."""
+        self.shard.update(qe.UpdateOperation.delete_points_by_filter(native_filter))
+
+    def query(self, plan: QueryPlan) -> list[ScoredPointData]:
+        """One Query API call: dense (+BM25 RRF) prefetch, then MaxSim rerank or not."""
+        params = qe.SearchParams(hnsw_ef=plan.hnsw_ef) if plan.hnsw_ef else None
+        dense = qe.Query.Nearest(plan.dense, using="node")
+        stages = [qe.Prefetch(limit=plan.prefetch_limit, query=dense, filter=plan.filter, params=params)]
+        if plan.sparse is not None:
+            sparse = qe.SparseVector(plan.sparse.indices, plan.sparse.values)
+            stages.append(
+                qe.Prefetch(limit=plan.prefetch_limit, query=qe.Query.Nearest(sparse, using="bm25"), filter=plan.filter)
+            )
+        fusion = qe.Fusion.Rrf(k=plan.rrf_k)
+        if plan.rerank_vector is not None:
+            if len(stages) > 1:
+                stages = [qe.Prefetch(limit=plan.prefetch_limit, prefetches=stages, query=fusion)]
+            request = qe.QueryRequest(
+                limit=plan.limit,
+                prefetches=stages,
+                query=qe.Query.Nearest(plan.rerank_query, using=plan.rerank_vector),
+                filter=plan.filter,
+                with_payload=qe.PayloadSelector.Include(plan.payload_keys),
+            )
+        elif len(stages) > 1:
+            request = qe.QueryRequest(
+                limit=plan.limit,
+                prefetches=stages,
+                query=fusion,
+                filter=plan.filter,
+                with_payload=qe.PayloadSelector.Include(plan.payload_keys),
+            )
+        else:
+            request = qe.QueryRequest(
+                limit=plan.limit,
+                query=dense,
+                filter=plan.filter,
+                params=params,
+                with_payload=qe.PayloadSelector.Include(plan.payload_keys),
+            )
+        return [ScoredPointData(str(p.id), float(p.score), p.payload or {}) for p in self.shard.query(request)]
+
+    def retrieve(self, ids: list[str], with_vectors: bool) -> list[PointData]:
+        """Points by id."""
+        if not ids:
+            return []
+        records = self.shard.retrieve(list(ids), True, with_vectors)
+        return [_point(r) for r in records]
+
+    def scroll(
+        self, native_filter: Any, with_vectors: bool, limit: int, offset: str | None
+    ) -> tuple[list[PointData], str | None]:
+        """One page of points."""
+        request = qe.ScrollRequest(
+            offset=offset, limit=limit, filter=native_filter, with_payload=True, with_vector=with_vectors
+        )
+        records, next_offset = self.shard.scroll(request)
+        return [_point(r) for r in records], None if next_offset is None else str(next_offset)
+
+    def count(self, native_filter: Any) -> int:
+        """Exact count."""
+        return int(self.shard.count(qe.CountRequest(exact=True, filter=native_filter)))
+
+    def optimize(self) -> bool:
+        """Build the HNSW index and merge segments in-process (blocking); True if anything changed."""
+        return bool(self.shard.optimize())
+
+    def flush(self) -> None:
+        """Flush the shard to disk."""
+        self.shard.flush()
+
+    def close(self) -> None:
+        """Flush and close the shard (idempotent)."""
+        if self._shard is not None:
+            self._shard.flush()
+            self._shard.close()
+            self._shard = None
+
+
+def _native_vectors(vectors: dict[str, Any]) -> dict[str, Any]:
+    """Neutral named vectors to Edge ones (sparse vectors become ``qe.SparseVector``)."""
+    return {
+        name: qe.SparseVector(v.indices, v.values) if isinstance(v, SparseVector) else v for name, v in vectors.items()
+    }
+
+
+def _point(record: Any) -> PointData:
+    """An Edge record as a neutral point."""
+    vectors: dict[str, Any] = {}
+    if isinstance(record.vector, dict):
+        for name, value in record.vector.items():
+            is_sparse = hasattr(value, "indices")
+            vectors[name] = SparseVector(list(value.indices), list(value.values)) if is_sparse else value
+    point_id = record.id
+    return PointData(str(point_id) if isinstance(point_id, UUID) else str(point_id), vectors, record.payload or {})

@@ -1,0 +1,172 @@
+"""Qdrant-agnostic payload filters and their one translation function.
+
+Callers (the CLI, the LlamaIndex adapter) build a :class:`Filter` of :class:`FieldCondition`
+leaves, or pass a plain ``{key: value}`` mapping (every key must equal its value; a list value
+means "any of"). :func:`translate` walks the tree once and asks a backend's
+:class:`ConditionBuilder` for the native objects, so both backends share the logic.
+
+Keys name document metadata (stored under ``meta.`` in the payload); ``doc_id`` and ``node_id``
+name the store's own fields.
+
+Example::
+
+    Filter(must=[FieldCondition("lang", "eq", "en"), FieldCondition("year", "gte", 2020)],
+           must_not=[FieldCondition("doc_id", "in", ["a.txt"])])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, Union
+
+from lmk_rag.errors import InvalidInputError
+
+Operator = Literal["eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "text", "is_empty"]
+OPERATORS: tuple[str, ...] = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "text", "is_empty")
+RESERVED_KEYS = frozenset({"doc_id", "node_id"})
+META_PREFIX = "meta."
+
+
+@dataclass(frozen=True)
+class FieldCondition:
+    """One condition on a metadata key.
+
+    :param key: the metadata key (``doc_id``/``node_id`` for the store's own fields); dots reach into nested dicts.
+    :param op: ``eq``/``ne`` (one value), ``in``/``nin`` (a list), ``gt``/``gte``/``lt``/``lte`` (a number),
+        ``text`` (full-text match of a string field), ``is_empty`` (key missing, null or ``[]``; value ignored).
+    :param value: the value to compare with.
+    """
+
+    key: str
+    op: Operator
+    value: Any = None
+
+    def __post_init__(self) -> None:
+        """Reject unknown operators and values of the wrong shape early, naming the condition."""
+        if self.op not in OPERATORS:
+            raise InvalidInputError(f"unknown filter operator {self.op!r} for key {self.key!r}; use one of {OPERATORS}")
+        if self.op in ("in", "nin") and (isinstance(self.value, str) or not isinstance(self.value, Sequence)):
+            raise InvalidInputError(f"filter {self.key!r} {self.op}: value must be a list, got {self.value!r}")
+        if self.op in ("gt", "gte", "lt", "lte") and (
+            isinstance(self.value, bool) or not isinstance(self.value, (int, float))
+        ):
+            raise InvalidInputError(f"filter {self.key!r} {self.op}: value must be a number, got {self.value!r}")
+
+
+@dataclass(frozen=True)
+class Filter:
+    """A boolean combination: every ``must``, at least one ``should`` (if any), no ``must_not``."""
+
+    must: Sequence[Condition] = field(default_factory=tuple)
+    should: Sequence[Condition] = field(default_factory=tuple)
+    must_not: Sequence[Condition] = field(default_factory=tuple)
+
+
+Condition = Union[FieldCondition, Filter]
+FilterLike = Union[Filter, Mapping[str, Any], None]
+
+
+class ConditionBuilder(Protocol):
+    """What a backend supplies to :func:`translate`: constructors of its native filter objects.
+
+    ``key`` arguments are payload paths (already mapped by :func:`payload_key`).
+    """
+
+    def match(self, key: str, value: Any) -> Any:
+        """Exact match of one value."""
+
+    def match_any(self, key: str, values: list[Any]) -> Any:
+        """Match any of the values."""
+
+    def match_text(self, key: str, text: str) -> Any:
+        """Full-text match."""
+
+    def range(self, key: str, bounds: dict[str, float]) -> Any:
+        """Numeric range; ``bounds`` keys are among ``gt``, ``gte``, ``lt``, ``lte``."""
+
+    def is_empty(self, key: str) -> Any:
+        """The key is missing, null or an empty list."""
+
+    def combine(self, must: list[Any], should: list[Any], must_not: list[Any]) -> Any:
+        """A native filter from native conditions."""
+
+
+def payload_key(key: str) -> str:
+    """Map a filter key to its payload path: the store's own fields stay, metadata keys go under ``meta.``.
+
+    :param key: the key as the caller wrote it.
+    :return: the payload path.
+    """
+    if not key:
+        raise InvalidInputError("a filter key must be a non-empty string")
+    return key if key in RESERVED_KEYS else META_PREFIX + key
+
+
+def as_filter(value: FilterLike) -> Filter | None:
+    """Normalise a filter argument: None, a :class:`Filter`, or a ``{key: value}`` mapping (list = any of).
+
+    :param value: the caller's filter.
+    :return: a :class:`Filter` or None.
+    :raises InvalidInputError: for anything else.
+    """
+    if value is None or isinstance(value, Filter):
+        return value
+    if isinstance(value, Mapping):
+        return Filter(
+            must=tuple(
+                FieldCondition(key, "in" if isinstance(v, (list, tuple)) else "eq", list(v) if isinstance(v, tuple) else v)
+                for key, v in value.items()
+            )
+        )
+    raise InvalidInputError(f"filter must be a lmk_rag.store.filters.Filter or a dict, got {type(value).__name__}")
+
+
+def translate(value: FilterLike, builder: ConditionBuilder, extra_must: Sequence[Any] = ()) -> Any:
+    """Translate a filter into a backend's native filter.
+
+    :param value: the caller's filter (see :func:`as_filter`).
+    :param builder: the backend's constructors.
+    :param extra_must: native conditions to AND in (the store's own, e.g. ``kind == "node"``).
+    :return: the native filter, or None when there is nothing to filter on.
+    """
+    flt = as_filter(value)
+    if flt is None and not extra_must:
+        return None
+    if flt is None:
+        return builder.combine(list(extra_must), [], [])
+    native = _translate_filter(flt, builder)
+    if not extra_must:
+        return native
+    return builder.combine([*extra_must, native], [], [])
+
+
+def _translate_filter(flt: Filter, builder: ConditionBuilder) -> Any:
+    """Translate one :class:`Filter` node."""
+    return builder.combine(
+        [_translate_condition(c, builder) for c in flt.must],
+        [_translate_condition(c, builder) for c in flt.should],
+        [_translate_condition(c, builder) for c in flt.must_not],
+    )
+
+
+def _translate_condition(condition: Condition, builder: ConditionBuilder) -> Any:
+    """Translate one condition; negative operators become a nested ``must_not``."""
+    if isinstance(condition, Filter):
+        return _translate_filter(condition, builder)
+    if not isinstance(condition, FieldCondition):
+        raise InvalidInputError(f"filter conditions must be FieldCondition or Filter, got {type(condition).__name__}")
+    key, op, value = payload_key(condition.key), condition.op, condition.value
+    if op == "eq":
+        return builder.match(key, value)
+    if op == "ne":
+        return builder.combine([], [], [builder.match(key, value)])
+    if op == "in":
+        return builder.match_any(key, list(value))
+    if op == "nin":
+        return builder.combine([], [], [builder.match_any(key, list(value))])
+    if op == "text":
+        return builder.match_text(key, str(value))
+    if op == "is_empty":
+        return builder.is_empty(key)
+    return builder.range(key, {op: float(value)})

@@ -1,0 +1,112 @@
+"""The store's data layout: point ids and payloads of nodes and per-document markers (pure helpers).
+
+Every document has one *marker* point (no vectors) holding its current ``version``; a node is
+visible only when its ``version`` equals its document's marker. A write puts the new nodes beside
+the old ones (in the other id *slot*), flips the marker in one point write, then deletes the old
+nodes. ``pending`` on a marker says a write or delete was under way; opening the store repairs
+those documents, so a crash leaves the old version or the new one, never both and never neither.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import numpy as np
+
+from lmk_rag.store.types import Hit, NodeRecord, PointData
+
+NAMESPACE = uuid.UUID("6f1d3c52-7f4e-4a55-9a38-5b1f0c2d9e10")
+META_POINT_ID = str(uuid.uuid5(NAMESPACE, "lmk-rag-store-settings"))
+NODE, DOC, STORE = "node", "doc", "store"
+HIT_KEYS = ["doc_id", "node_id", "version"]
+
+
+def node_id_for(doc_id: str, index: int) -> str:
+    """The id of the ``index``-th node the store cuts from a document: ``"<doc_id>#<index>"``."""
+    return f"{doc_id}#{index}"
+
+
+def node_point_id(node_id: str, slot: int) -> str:
+    """The stable point id of a node in id slot 0 or 1 (uuid5 of the node id and slot)."""
+    return str(uuid.uuid5(NAMESPACE, f"node\x00{node_id}\x00{slot}"))
+
+
+def marker_point_id(doc_id: str) -> str:
+    """The point id of a document's marker (uuid5 of the doc id)."""
+    return str(uuid.uuid5(NAMESPACE, f"doc\x00{doc_id}"))
+
+
+def marker_payload(
+    doc_id: str,
+    version: int | None,
+    slot: int | None,
+    n_nodes: int,
+    metadata: dict[str, Any],
+    pending: int | None = None,
+) -> dict[str, Any]:
+    """A document marker's payload; ``version`` None means no visible version."""
+    payload: dict[str, Any] = {
+        "kind": DOC,
+        "doc_id": doc_id,
+        "version": version,
+        "slot": slot,
+        "n_nodes": n_nodes,
+        "meta": metadata,
+    }
+    if pending is not None:
+        payload["pending"] = pending
+    return payload
+
+
+def marker_point(payload: dict[str, Any]) -> PointData:
+    """A marker point (no vectors) from its payload."""
+    return PointData(marker_point_id(payload["doc_id"]), {}, payload)
+
+
+def node_point(record: NodeRecord, version: int, slot: int, extra_vectors: dict[str, Any]) -> PointData:
+    """A node point: ``node`` and ``chunks`` vectors (plus ``static``/``bm25`` in ``extra_vectors``) and payload."""
+    vectors: dict[str, Any] = {
+        "node": np.asarray(record.vector, dtype=np.float32).tolist(),
+        "chunks": np.asarray(record.chunk_vectors, dtype=np.float32).tolist(),
+        **extra_vectors,
+    }
+    payload = {
+        "kind": NODE,
+        "doc_id": record.doc_id,
+        "node_id": record.node_id,
+        "version": version,
+        "text": record.text,
+        "span": [int(record.span[0]), int(record.span[1])],
+        "meta": record.metadata,
+    }
+    return PointData(node_point_id(record.node_id, slot), vectors, payload)
+
+
+def record_from_point(point: PointData) -> NodeRecord:
+    """A stored node point back as a :class:`NodeRecord` (vectors as float32 arrays)."""
+    payload, vectors = point.payload, point.vectors
+    static = vectors.get("static")
+    return NodeRecord(
+        node_id=payload["node_id"],
+        doc_id=payload["doc_id"],
+        text=payload.get("text", ""),
+        span=(int(payload["span"][0]), int(payload["span"][1])),
+        vector=np.asarray(vectors["node"], dtype=np.float32),
+        chunk_vectors=np.asarray(vectors["chunks"], dtype=np.float32).reshape(-1, len(vectors["node"])),
+        metadata=payload.get("meta") or {},
+        static_vectors=None if static is None else np.asarray(static, dtype=np.float32),
+    )
+
+
+def hit_from_point(point: PointData, score: float) -> Hit:
+    """A :class:`Hit` from a node point's payload and its score."""
+    payload = point.payload
+    return Hit(
+        doc_id=payload["doc_id"],
+        node_id=payload["node_id"],
+        score=score,
+        text=payload.get("text", ""),
+        span=(int(payload["span"][0]), int(payload["span"][1])),
+        metadata=payload.get("meta") or {},
+    )

@@ -1,0 +1,358 @@
+"""qdrant-client backend: a Qdrant server or cluster, or qdrant-client local mode. The only module
+importing ``qdrant_client``.
+
+The request builders (:func:`client_kwargs`, :func:`create_collection_request`,
+:func:`upload_request`, :func:`query_request`) are pure functions, so the pass-through settings
+(shards, replication, gRPC, parallel upload) are testable without a server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qdrant_client import QdrantClient, models
+
+from lmk_rag.errors import CorruptStoreError, InvalidInputError, VectorSizeError
+from lmk_rag.store.base import Backend, IndexKind
+from lmk_rag.store.filters import ConditionBuilder
+from lmk_rag.store.records import META_POINT_ID, STORE
+from lmk_rag.store.types import CollectionSpec, PointData, QueryPlan, ScoredPointData, SparseVector
+
+_INDEX_TYPES = {
+    "keyword": models.PayloadSchemaType.KEYWORD,
+    "integer": models.PayloadSchemaType.INTEGER,
+    "float": models.PayloadSchemaType.FLOAT,
+    "text": models.PayloadSchemaType.TEXT,
+    "bool": models.PayloadSchemaType.BOOL,
+}
+
+
+class ServerConditions:
+    """Native qdrant-client filter constructors for :func:`lmk_rag.store.filters.translate`."""
+
+    def match(self, key: str, value: Any) -> Any:
+        """Exact match of one value."""
+        return models.FieldCondition(key=key, match=models.MatchValue(value=value))
+
+    def match_any(self, key: str, values: list[Any]) -> Any:
+        """Match any of the values."""
+        return models.FieldCondition(key=key, match=models.MatchAny(any=values))
+
+    def match_text(self, key: str, text: str) -> Any:
+        """Full-text match."""
+        return models.FieldCondition(key=key, match=models.MatchText(text=text))
+
+    def range(self, key: str, bounds: dict[str, float]) -> Any:
+        """Numeric range."""
+        return models.FieldCondition(key=key, range=models.Range(**bounds))
+
+    def is_empty(self, key: str) -> Any:
+        """Missing, null or empty."""
+        return models.IsEmptyCondition(is_empty=models.PayloadField(key=key))
+
+    def combine(self, must: list[Any], should: list[Any], must_not: list[Any]) -> Any:
+        """A native filter."""
+        return models.Filter(must=must or None, should=should or None, must_not=must_not or None)
+
+
+def client_kwargs(
+    url: str | None, api_key: str | None, location: str | None, prefer_grpc: bool, timeout: int | None
+) -> dict[str, Any]:
+    """Keyword arguments of ``QdrantClient`` for a server (``url``) or local mode (``location``).
+
+    :return: the kwargs; gRPC and timeout only apply to servers.
+    """
+    if url is not None:
+        kwargs: dict[str, Any] = {"url": url, "api_key": api_key, "prefer_grpc": prefer_grpc}
+        if timeout is not None:
+            kwargs["timeout"] = timeout
+        return kwargs
+    if location == ":memory:":
+        return {"location": ":memory:"}
+    return {"path": location}
+
+
+def create_collection_request(
+    collection: str,
+    spec: CollectionSpec,
+    shard_number: int | None = None,
+    replication_factor: int | None = None,
+    write_consistency_factor: int | None = None,
+) -> dict[str, Any]:
+    """Keyword arguments of ``QdrantClient.create_collection`` for the store's named vectors.
+
+    :param collection: the collection name.
+    :param spec: the named vectors.
+    :param shard_number: shards of the collection (cluster), or None for the server default.
+    :param replication_factor: copies of each shard, or None.
+    :param write_consistency_factor: replicas that must confirm a write, or None.
+    :return: the kwargs.
+    """
+    multi = models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM)
+    no_hnsw = models.HnswConfigDiff(m=0)
+    quantization = _quantization(spec.quantization)
+    vectors = {
+        "node": models.VectorParams(
+            size=spec.dim,
+            distance=models.Distance.COSINE,
+            hnsw_config=models.HnswConfigDiff(m=spec.hnsw_m, ef_construct=spec.ef_construct),
+        ),
+        "chunks": models.VectorParams(
+            size=spec.dim,
+            distance=models.Distance.COSINE,
+            multivector_config=multi,
+            hnsw_config=no_hnsw,
+            quantization_config=quantization,
+        ),
+    }
+    if spec.static_dim is not None:
+        vectors["static"] = models.VectorParams(
+            size=spec.static_dim,
+            distance=models.Distance.COSINE,
+            multivector_config=multi,
+            hnsw_config=no_hnsw,
+            quantization_config=quantization,
+        )
+    request: dict[str, Any] = {"collection_name": collection, "vectors_config": vectors}
+    if spec.bm25:
+        request["sparse_vectors_config"] = {"bm25": models.SparseVectorParams(modifier=models.Modifier.IDF)}
+    for key, value in (
+        ("shard_number", shard_number),
+        ("replication_factor", replication_factor),
+        ("write_consistency_factor", write_consistency_factor),
+    ):
+        if value is not None:
+            request[key] = value
+    return request
+
+
+def _quantization(kind: str | None) -> Any:
+    """qdrant-client quantization config for ``"int8"``, ``"binary"`` or None."""
+    if kind is None:
+        return None
+    if kind == "int8":
+        return models.ScalarQuantization(
+            scalar=models.ScalarQuantizationConfig(type=models.ScalarType.INT8, quantile=0.99, always_ram=True)
+        )
+    return models.BinaryQuantization(binary=models.BinaryQuantizationConfig(always_ram=True))
+
+
+def upload_request(collection: str, points: list[PointData], parallel: int, batch_size: int) -> dict[str, Any]:
+    """Keyword arguments of ``QdrantClient.upload_points`` (batched, ``parallel`` processes, waits for the write).
+
+    :return: the kwargs.
+    """
+    return {
+        "collection_name": collection,
+        "points": [_native_point(p) for p in points],
+        "batch_size": batch_size,
+        "parallel": parallel,
+        "wait": True,
+    }
+
+
+def query_request(collection: str, plan: QueryPlan) -> dict[str, Any]:
+    """Keyword arguments of ``QdrantClient.query_points`` for a two-stage plan (one Query API call).
+
+    :return: the kwargs: dense (+BM25, fused by RRF) prefetch, then MaxSim rerank on ``plan.rerank_vector``.
+    """
+    params = models.SearchParams(hnsw_ef=plan.hnsw_ef) if plan.hnsw_ef else None
+    stages = [
+        models.Prefetch(query=plan.dense, using="node", limit=plan.prefetch_limit, filter=plan.filter, params=params)
+    ]
+    if plan.sparse is not None:
+        sparse = models.SparseVector(indices=plan.sparse.indices, values=plan.sparse.values)
+        stages.append(models.Prefetch(query=sparse, using="bm25", limit=plan.prefetch_limit, filter=plan.filter))
+    fusion = models.RrfQuery(rrf=models.Rrf(k=plan.rrf_k))
+    request: dict[str, Any] = {
+        "collection_name": collection,
+        "query_filter": plan.filter,
+        "limit": plan.limit,
+        "with_payload": list(plan.payload_keys),
+    }
+    if plan.rerank_vector is not None:
+        if len(stages) > 1:
+            stages = [models.Prefetch(prefetch=stages, query=fusion, limit=plan.prefetch_limit)]
+        request.update(prefetch=stages, query=plan.rerank_query, using=plan.rerank_vector)
+    elif len(stages) > 1:
+        request.update(prefetch=stages, query=fusion)
+    else:
+        request.update(query=plan.dense, using="node", search_params=params)
+    return request
+
+
+class ServerBackend(Backend):
+    """A collection on a Qdrant server/cluster or in qdrant-client local mode.
+
+    :param url: server URL (or None).
+    :param api_key: server API key.
+    :param client: an existing ``QdrantClient`` (not closed by :meth:`close`).
+    :param location: local mode: ``":memory:"`` or a folder.
+    :param collection: the collection name.
+    :param prefer_grpc: use gRPC for server calls.
+    :param timeout: request timeout in seconds.
+    :param shard_number: shards on creation (cluster).
+    :param replication_factor: replicas on creation.
+    :param write_consistency_factor: write confirmations on creation.
+    :param upload_parallel: processes for uploads (``upload_points(parallel=...)``); 1 = in-process.
+    :param upload_batch_size: points per upload request.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        api_key: str | None = None,
+        client: QdrantClient | None = None,
+        location: str | None = None,
+        collection: str = "lmk_rag",
+        prefer_grpc: bool = False,
+        timeout: int | None = None,
+        shard_number: int | None = None,
+        replication_factor: int | None = None,
+        write_consistency_factor: int | None = None,
+        upload_parallel: int = 1,
+        upload_batch_size: int = 64,
+    ) -> None:
+        """Connect (or wrap ``client``)."""
+        if upload_parallel < 1 or upload_batch_size < 1:
+            raise InvalidInputError("upload_parallel and upload_batch_size must be >= 1")
+        self._owns_client = client is None
+        self.client = client if client is not None else QdrantClient(
+            **client_kwargs(url, api_key, location, prefer_grpc, timeout)
+        )
+        self.collection = collection
+        self.name = "qdrant-server" if url is not None or (client is not None and not _is_local(client)) else "qdrant-local"
+        self._create_options = {
+            "shard_number": shard_number,
+            "replication_factor": replication_factor,
+            "write_consistency_factor": write_consistency_factor,
+        }
+        self.upload_parallel = upload_parallel
+        self.upload_batch_size = upload_batch_size
+        self._conditions = ServerConditions()
+
+    @property
+    def builder(self) -> ConditionBuilder:
+        """qdrant-client filter constructors."""
+        return self._conditions
+
+    def exists(self) -> bool:
+        """Whether the collection exists."""
+        return bool(self.client.collection_exists(self.collection))
+
+    def create(self, spec: CollectionSpec) -> None:
+        """Create the collection with the pass-through settings."""
+        self.client.create_collection(**create_collection_request(self.collection, spec, **self._create_options))
+
+    def vector_names(self) -> set[str]:
+        """Dense and sparse vector names of the collection."""
+        params = self.client.get_collection(self.collection).config.params
+        dense = params.vectors if isinstance(params.vectors, dict) else {}
+        return set(dense) | set(params.sparse_vectors or {})
+
+    def read_meta(self) -> dict[str, Any] | None:
+        """The settings point's payload, or None."""
+        if not self.exists():
+            return None
+        found = self.client.retrieve(self.collection, [META_POINT_ID], with_payload=True)
+        if not found:
+            return None
+        settings = (found[0].payload or {}).get("settings")
+        if not isinstance(settings, dict):
+            raise CorruptStoreError(f"collection {self.collection!r}: damaged settings point {META_POINT_ID}")
+        return settings
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        """Upsert the settings point (no vectors)."""
+        point = models.PointStruct(id=META_POINT_ID, vector={}, payload={"kind": STORE, "settings": meta})
+        self.client.upsert(self.collection, [point], wait=True)
+
+    def create_payload_index(self, key: str, kind: IndexKind) -> None:
+        """Index a payload path (a no-op with a warning in local mode)."""
+        if self.name == "qdrant-local":
+            return  # local mode has no payload indexes; filters still work by scanning
+        self.client.create_payload_index(self.collection, key, field_schema=_INDEX_TYPES[kind], wait=True)
+
+    def upsert(self, points: list[PointData]) -> None:
+        """Upsert points: one request, or batched parallel uploads when ``upload_parallel`` > 1."""
+        if not points:
+            return
+        try:
+            if self.upload_parallel > 1 and len(points) > self.upload_batch_size:
+                self.client.upload_points(
+                    **upload_request(self.collection, points, self.upload_parallel, self.upload_batch_size)
+                )
+            else:
+                for start in range(0, len(points), self.upload_batch_size):
+                    batch = [_native_point(p) for p in points[start : start + self.upload_batch_size]]
+                    self.client.upsert(self.collection, batch, wait=True)
+        except ValueError as error:
+            if "dim" in str(error).lower() or "size" in str(error).lower():
+                raise VectorSizeError(f"collection {self.collection!r}: {error}") from error
+            raise
+
+    def delete(self, native_filter: Any) -> None:
+        """Delete by filter."""
+        self.client.delete(self.collection, points_selector=models.FilterSelector(filter=native_filter), wait=True)
+
+    def query(self, plan: QueryPlan) -> list[ScoredPointData]:
+        """One ``query_points`` call."""
+        response = self.client.query_points(**query_request(self.collection, plan))
+        return [ScoredPointData(str(p.id), float(p.score), p.payload or {}) for p in response.points]
+
+    def retrieve(self, ids: list[str], with_vectors: bool) -> list[PointData]:
+        """Points by id."""
+        if not ids:
+            return []
+        records = self.client.retrieve(self.collection, list(ids), with_payload=True, with_vectors=with_vectors)
+        return [_point(r) for r in records]
+
+    def scroll(
+        self, native_filter: Any, with_vectors: bool, limit: int, offset: str | None
+    ) -> tuple[list[PointData], str | None]:
+        """One page of points."""
+        records, next_offset = self.client.scroll(
+            self.collection,
+            scroll_filter=native_filter,
+            limit=limit,
+            offset=offset,
+            with_payload=True,
+            with_vectors=with_vectors,
+        )
+        return [_point(r) for r in records], None if next_offset is None else str(next_offset)
+
+    def count(self, native_filter: Any) -> int:
+        """Exact count."""
+        return int(self.client.count(self.collection, count_filter=native_filter, exact=True).count)
+
+    def flush(self) -> None:
+        """Nothing to do: writes wait for the server (local mode persists each write)."""
+
+    def close(self) -> None:
+        """Close the client if this backend created it."""
+        if self._owns_client:
+            self.client.close()
+
+
+def _is_local(client: QdrantClient) -> bool:
+    """Whether a client runs in local mode."""
+    return type(getattr(client, "_client", None)).__name__ == "QdrantLocal"
+
+
+def _native_point(point: PointData) -> models.PointStruct:
+    """A neutral point as a ``PointStruct``."""
+    vectors = {
+        name: models.SparseVector(indices=v.indices, values=v.values) if isinstance(v, SparseVector) else v
+        for name, v in point.vectors.items()
+    }
+    return models.PointStruct(id=point.id, vector=vectors, payload=point.payload)
+
+
+def _point(record: Any) -> PointData:
+    """A qdrant-client record as a neutral point."""
+    vectors: dict[str, Any] = {}
+    if isinstance(record.vector, dict):
+        for name, value in record.vector.items():
+            is_sparse = isinstance(value, models.SparseVector)
+            vectors[name] = SparseVector(list(value.indices), list(value.values)) if is_sparse else value
+    return PointData(str(record.id), vectors, record.payload or {})

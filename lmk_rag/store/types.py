@@ -1,0 +1,133 @@
+"""Value types of the store: what callers get back (:class:`Hit`), what they may write
+(:class:`NodeRecord`), and the backend-neutral shapes the facade hands to a backend."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+Rerank = Literal["landmarks", "static", "none"]
+Quantization = Literal["int8", "binary"]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result.
+
+    :param doc_id: the document the node belongs to.
+    :param node_id: the node's id (``"<doc_id>#<index>"`` for nodes the store cut itself).
+    :param score: the final score: chunk MaxSim (``rerank="landmarks"``), static MaxSim
+        (``"static"``) or the node vector's cosine (``"none"``); with BM25 on and no rerank, the RRF score.
+    :param text: the node's text.
+    :param span: the node's char span ``(start, end)`` in its document.
+    :param metadata: the document's metadata as given at ingest.
+    """
+
+    doc_id: str
+    node_id: str
+    score: float
+    text: str
+    span: tuple[int, int]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    """One pre-encoded node, as written by :meth:`LandmarkStore.upsert_nodes` and read by ``get_nodes``.
+
+    :param node_id: the caller's id for the node, unique in the store.
+    :param doc_id: the document the node belongs to.
+    :param text: the node's text.
+    :param span: the node's char span ``(start, end)`` in its document.
+    :param vector: the node vector, shape (dim,).
+    :param chunk_vectors: the node's landmark chunk vectors, shape (n_chunks, dim).
+    :param metadata: JSON-able metadata; filters match its keys.
+    :param static_vectors: static token vectors, shape (n_tokens, static_dim), or None.
+    """
+
+    node_id: str
+    doc_id: str
+    text: str
+    span: tuple[int, int]
+    vector: np.ndarray
+    chunk_vectors: np.ndarray
+    metadata: dict[str, Any] = field(default_factory=dict)
+    static_vectors: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class SparseVector:
+    """A sparse vector (BM25 term weights): parallel lists of term ids and weights."""
+
+    indices: list[int]
+    values: list[float]
+
+
+@dataclass(frozen=True)
+class PointData:
+    """A backend-neutral point: id (uuid string), named vectors and payload.
+
+    Vector values are a list (dense), a list of lists (multivector) or a :class:`SparseVector`.
+    """
+
+    id: str
+    vectors: dict[str, Any]
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ScoredPointData:
+    """A backend-neutral query result: point id, score and (selected) payload."""
+
+    id: str
+    score: float
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CollectionSpec:
+    """What a backend creates: the named vectors and their index settings.
+
+    :param dim: size of the node and chunk vectors.
+    :param static_dim: size of the static token vectors, or None for no static slot.
+    :param bm25: whether to create the BM25 sparse vector (IDF modifier).
+    :param quantization: quantization of the multivectors, or None for full float32.
+    :param hnsw_m: HNSW ``m`` of the node vector.
+    :param ef_construct: HNSW ``ef_construct`` of the node vector.
+    """
+
+    dim: int
+    static_dim: int | None = None
+    bm25: bool = False
+    quantization: Quantization | None = None
+    hnsw_m: int = 16
+    ef_construct: int = 100
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """A two-stage query, backend-neutral; backends build one Query API call from it.
+
+    :param dense: the query's node-level vector, shape (dim,), for the dense prefetch.
+    :param sparse: the query's BM25 vector, fused with the dense prefetch by RRF when given.
+    :param rerank_vector: the name of the multivector to rerank by (``"chunks"``/``"static"``) or None.
+    :param rerank_query: the query's multivector, shape (q, d), when ``rerank_vector`` is set.
+    :param prefetch_limit: candidates per prefetch.
+    :param limit: results returned.
+    :param filter: a backend-native filter (already translated), or None.
+    :param payload_keys: payload keys to return with each result.
+    :param hnsw_ef: HNSW ``ef`` for the dense prefetch, or None for the backend default.
+    """
+
+    dense: list[float]
+    sparse: SparseVector | None
+    rerank_vector: str | None
+    rerank_query: list[list[float]] | None
+    prefetch_limit: int
+    limit: int
+    filter: Any
+    payload_keys: list[str]
+    hnsw_ef: int | None = None
+    rrf_k: int = 60

@@ -1,0 +1,111 @@
+"""Model input for training: the encoder's own landmark planning and windows, with a granularity per text.
+
+Training must see exactly the sequences inference builds, so this module only calls
+:func:`lmk_rag.encoder.planning.plan_landmarks` and :func:`lmk_rag.encoder.windows.build_windows`
+(layout ``"after"``: ``[CLS] c1 [SEP] c2 [SEP] ...``) and pads the windows into tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from lmk_rag.encoder.planning import plan_landmarks
+from lmk_rag.encoder.windows import SpecialTokens, build_windows, special_token_count
+from lmk_rag.errors import EmptyTextError, InvalidInputError
+
+
+@dataclass(frozen=True)
+class TokenBatch:
+    """Padded windows of a batch of texts and where each text's landmarks are.
+
+    Landmarks are listed text by text, in chunk order.
+
+    :param input_ids: window token ids, shape (n_windows, longest).
+    :param attention_mask: 1 for real tokens, shape (n_windows, longest).
+    :param landmark_window: the window of each landmark, shape (n_landmarks,).
+    :param landmark_position: the landmark's position in its window, shape (n_landmarks,).
+    :param landmark_text: the text each landmark belongs to, shape (n_landmarks,).
+    :param n_texts: how many texts the batch holds.
+    """
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    landmark_window: torch.Tensor
+    landmark_position: torch.Tensor
+    landmark_text: torch.Tensor
+    n_texts: int
+
+    def to(self, device: torch.device | str) -> TokenBatch:
+        """The same batch with every tensor on ``device``."""
+        return TokenBatch(
+            input_ids=self.input_ids.to(device),
+            attention_mask=self.attention_mask.to(device),
+            landmark_window=self.landmark_window.to(device),
+            landmark_position=self.landmark_position.to(device),
+            landmark_text=self.landmark_text.to(device),
+            n_texts=self.n_texts,
+        )
+
+
+def build_token_batch(
+    tokenizer: Any, texts: Sequence[str], granularities: Sequence[int], max_length: int
+) -> TokenBatch:
+    """Tokenise texts, plan ``granularities[i]``-token chunks for text ``i`` and pack them into windows.
+
+    :param tokenizer: a fast Hugging Face tokenizer (char offsets are needed for planning).
+    :param texts: the texts.
+    :param granularities: one chunk size per text.
+    :param max_length: the model window, special tokens included; longer texts get several windows.
+    :return: the padded windows and the landmark positions.
+    :raises InvalidInputError: when the two lists differ in length or are empty.
+    :raises EmptyTextError: when a text has no tokens.
+    """
+    if len(texts) != len(granularities) or not texts:
+        raise InvalidInputError(f"{len(texts)} texts and {len(granularities)} granularities: need one per text, >= 1")
+    special = SpecialTokens.from_tokenizer(tokenizer)
+    max_chunk_tokens = max_length - special_token_count("after", special)
+    encoded = tokenizer(
+        list(texts),
+        add_special_tokens=False,
+        return_offsets_mapping=True,
+        return_attention_mask=False,
+        return_token_type_ids=False,
+        truncation=False,
+        verbose=False,
+    )
+    sequences: list[list[int]] = []
+    windows_of_landmark: list[int] = []
+    positions: list[int] = []
+    owners: list[int] = []
+    for index, (text, ids, offsets, k) in enumerate(
+        zip(texts, encoded["input_ids"], encoded["offset_mapping"], granularities)
+    ):
+        if not ids:
+            raise EmptyTextError(f"text {index} has no tokens for this tokenizer: {text[:40]!r}")
+        plan = plan_landmarks(text, [tuple(o) for o in offsets], int(k), max_chunk_tokens)
+        windows = build_windows(index, ids, plan.chunks, special, "after", max_length)
+        # windows come in text order and each lists its chunks in order: landmarks stay in chunk order
+        for window in windows:
+            for position in window.landmark_positions:
+                windows_of_landmark.append(len(sequences))
+                positions.append(position)
+                owners.append(index)
+            sequences.append(window.input_ids)
+    longest = max(len(sequence) for sequence in sequences)
+    input_ids = torch.full((len(sequences), longest), special.pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(sequences), longest), dtype=torch.long)
+    for row, sequence in enumerate(sequences):
+        input_ids[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
+        attention_mask[row, : len(sequence)] = 1
+    return TokenBatch(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        landmark_window=torch.tensor(windows_of_landmark, dtype=torch.long),
+        landmark_position=torch.tensor(positions, dtype=torch.long),
+        landmark_text=torch.tensor(owners, dtype=torch.long),
+        n_texts=len(texts),
+    )

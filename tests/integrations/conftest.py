@@ -1,0 +1,66 @@
+"""Fixtures of the LlamaIndex integration tests: real MiniLM, real Edge shards, model-call counting."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from llama_index.core import Document
+from llama_index.embeddings.landmark import LandmarkEmbedding
+
+
+class ForwardCounter:
+    """Records the batch size of every forward pass of a transformer."""
+
+    def __init__(self) -> None:
+        self.batches: list[int] = []
+
+    @property
+    def calls(self) -> int:
+        """The number of forward passes."""
+        return len(self.batches)
+
+    def reset(self) -> None:
+        """Forget the passes so far."""
+        self.batches.clear()
+
+
+@pytest.fixture(scope="session")
+def embed_model(minilm_encoder) -> LandmarkEmbedding:
+    """LandmarkEmbedding over the suite's shared real-MiniLM encoder (k=32, document context)."""
+    return LandmarkEmbedding(encoder=minilm_encoder)
+
+
+@pytest.fixture
+def forward_counter(minilm_encoder, monkeypatch: pytest.MonkeyPatch) -> Iterator[ForwardCounter]:
+    """Count the real model's forward passes (the model still runs; this only counts)."""
+    counter = ForwardCounter()
+    model = minilm_encoder.model
+    forward = model.forward
+
+    def counting_forward(*args, **kwargs):
+        input_ids = kwargs.get("input_ids", args[0] if args else None)
+        counter.batches.append(int(input_ids.shape[0]))
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", counting_forward)
+    yield counter
+
+
+@pytest.fixture(scope="session")
+def manpage_documents(data_dir: Path) -> list[Document]:
+    """Six real manual pages (manpages-longdoc corpus) as Documents; metadata ``rank`` 0-5 and ``parity``."""
+    documents: list[Document] = []
+    with gzip.open(data_dir / "manpages-longdoc" / "corpus.jsonl.gz", "rt", encoding="utf-8") as lines:
+        for line in lines:
+            row = json.loads(line)
+            if 2_000 <= len(row["text"]) <= 12_000:
+                rank = len(documents)
+                metadata = {"rank": rank, "parity": "even" if rank % 2 == 0 else "odd"}
+                documents.append(Document(text=row["text"], id_=f"page-{rank}", metadata=metadata))
+            if len(documents) == 6:
+                break
+    return documents

@@ -1,0 +1,53 @@
+"""Fixtures for the fine-tuning tests: a tiny random BERT with the real MiniLM tokenizer, and real training pairs."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+DATA = Path(os.environ.get("LMK_RAG_DATA", Path(__file__).resolve().parents[2].parent / "shared" / "data"))
+TRAIN_PAIRS = DATA / "manpages-train" / "pairs.jsonl"
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer, 32-dim random BERT saved with the MiniLM tokenizer and a 64-token window."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from lmk_rag.encoder import resolve_model_path
+
+    folder = tmp_path_factory.mktemp("tiny_bert")
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(None))
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 64}))
+    return folder
+
+
+def _source_pairs(n: int) -> list[dict]:
+    if TRAIN_PAIRS.is_file():
+        with open(TRAIN_PAIRS, encoding="utf-8") as handle:
+            rows = [json.loads(next(handle)) for _ in range(n)]
+        return [{"query": row["query"], "positive": row["positive"]} for row in rows]
+    pytest.skip(f"{TRAIN_PAIRS} is not available")
+
+
+@pytest.fixture(scope="session")
+def pairs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The first 40 real training pairs as a pairs JSONL file."""
+    path = tmp_path_factory.mktemp("pairs") / "pairs.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in _source_pairs(40)))
+    return path
