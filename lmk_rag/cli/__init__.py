@@ -20,7 +20,10 @@ def main() -> None:
 def _register_commands() -> None:
     """Import the command modules; each adds its commands to ``app``."""
     from lmk_rag.cli import encode  # noqa: F401
+    from lmk_rag.cli import eval  # noqa: F401
     from lmk_rag.cli import finetune  # noqa: F401
+    from lmk_rag.cli import static  # noqa: F401
+    from lmk_rag.cli import store  # noqa: F401
 
 
 _register_commands()

@@ -1,8 +1,7 @@
 """StaticTokenEncoder: per-token static vectors with char offsets, for MaxSim and pooled search.
 
 Implements the store's static-encoder protocol (``dim``, ``fingerprint``, ``encode_document_tokens``,
-``encode_query_tokens``). numpy only; a :class:`~lmk_rag.static.mixer.ConvMixer` (torch) is imported
-only when one is given.
+``encode_query_tokens``). numpy only: a trained mixer runs as :class:`~lmk_rag.static.mixing.MixerWeights`.
 """
 
 from __future__ import annotations
@@ -15,7 +14,8 @@ from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
-from lmk_rag.errors import EmptyTextError, InvalidInputError
+from lmk_rag.errors import EmptyTextError, InvalidInputError, VectorSizeError
+from lmk_rag.static.mixing import MixerWeights
 from lmk_rag.static.model import StaticVectors, load_static_vectors
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,7 +59,8 @@ class StaticTokenEncoder:
 
     :param model: a model2vec folder or hub id; None uses the default model distilled from
         all-MiniLM-L6-v2 (built and cached on first use, see ``lmk-rag distill-static``).
-    :param mixer: a :class:`ConvMixer`, a folder saved by it, or None for raw static vectors.
+    :param mixer: a mixer folder (saved by :meth:`ConvMixer.save`), :class:`MixerWeights`, a torch
+        :class:`ConvMixer` (its weights are copied) or None for raw static vectors.
     :raises ModelNotFoundError: if the model or mixer cannot be found locally.
     :raises VectorSizeError: if the mixer's dimension differs from the model's.
     """
@@ -67,18 +68,16 @@ class StaticTokenEncoder:
     def __init__(
         self,
         model: str | os.PathLike[str] | StaticVectors | None = None,
-        mixer: ConvMixer | str | os.PathLike[str] | None = None,
+        mixer: MixerWeights | ConvMixer | str | os.PathLike[str] | None = None,
     ) -> None:
         self.vectors = model if isinstance(model, StaticVectors) else load_static_vectors(model)
-        if mixer is not None and not hasattr(mixer, "mix"):
-            from lmk_rag.static.mixer import ConvMixer
-
-            mixer = ConvMixer.load(mixer)
+        if isinstance(mixer, (str, os.PathLike)):
+            mixer = MixerWeights.load(mixer)
+        elif mixer is not None and not isinstance(mixer, MixerWeights):
+            mixer = mixer.to_numpy()
         if mixer is not None and mixer.dim != self.vectors.dim:
-            from lmk_rag.errors import VectorSizeError
-
             raise VectorSizeError(f"mixer dim {mixer.dim} != static model dim {self.vectors.dim}")
-        self.mixer = mixer
+        self.mixer: MixerWeights | None = mixer
         self._fingerprint: str | None = None
 
     @property

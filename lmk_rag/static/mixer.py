@@ -4,12 +4,12 @@
 ``mixed = linear(depthwise_conv_k(x))`` mixes each token with its ``kernel_size`` neighbours, and
 ``gate = sigmoid(W_g x + b_g)`` is computed from the input tokens alone. The gate bias starts negative so
 that an untrained mixer stays close to the raw static vectors.
-This is the only module of :mod:`lmk_rag.static` that imports torch.
+Training needs torch (this module and :mod:`lmk_rag.static.train`); inference runs in numpy
+(:class:`~lmk_rag.static.mixing.MixerWeights`, from :meth:`ConvMixer.to_numpy` or a saved folder).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -19,10 +19,8 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from lmk_rag.errors import ModelNotFoundError, VectorSizeError
-
-CONFIG_FILE = "mixer_config.json"
-WEIGHTS_FILE = "mixer.safetensors"
+from lmk_rag.errors import ModelNotFoundError
+from lmk_rag.static.mixing import CONFIG_FILE, WEIGHTS_FILE, MixerWeights
 
 
 class ConvMixer(nn.Module):
@@ -75,33 +73,13 @@ class ConvMixer(nn.Module):
         mixed = self.linear(self.conv(x.transpose(1, 2)).transpose(1, 2))
         return nn.functional.normalize(x + self.gates(x) * mixed, dim=-1)
 
-    @torch.no_grad()
-    def mix(self, tokens: np.ndarray, window: int = 8192) -> np.ndarray:
-        """Mix one text's token vectors (numpy in, numpy out), in windows with a halo so long texts stay cheap.
+    def to_numpy(self) -> MixerWeights:
+        """Copy the weights for numpy inference (what :class:`~lmk_rag.static.StaticTokenEncoder` runs).
 
-        :param tokens: normalised static token vectors, shape (n, dim).
-        :param window: tokens per forward pass; the result equals one pass over the whole text.
-        :return: float32 mixed vectors, shape (n, dim).
-        :raises VectorSizeError: if ``tokens`` has another dimension than the mixer.
+        :return: the weights as float32 numpy arrays.
         """
-        if tokens.ndim != 2 or tokens.shape[1] != self.dim:
-            raise VectorSizeError(f"the mixer takes (n, {self.dim}) token vectors, got {tokens.shape}")
-        halo = int(self.config["kernel_size"]) // 2
-        x = torch.from_numpy(np.ascontiguousarray(tokens, dtype=np.float32))
-        out = []
-        for start in range(0, len(x), window):
-            lo, hi = max(0, start - halo), min(len(x), start + window + halo)
-            part = self(x[lo:hi].unsqueeze(0))[0]
-            out.append(part[start - lo : start - lo + min(window, len(x) - start)])
-        return torch.cat(out).numpy() if out else np.zeros((0, self.dim), dtype=np.float32)
-
-    def fingerprint(self) -> str:
-        """A short hash of the config and weights."""
-        digest = hashlib.sha256(json.dumps(self.config, sort_keys=True).encode())
-        for name, tensor in sorted(self.state_dict().items()):
-            digest.update(name.encode())
-            digest.update(tensor.detach().cpu().numpy().tobytes())
-        return digest.hexdigest()[:16]
+        weights = {k: v.detach().cpu().numpy().astype(np.float32) for k, v in self.state_dict().items()}
+        return MixerWeights(dict(self.config), weights)
 
     def save(self, folder: str | os.PathLike[str]) -> Path:
         """Save as ``mixer_config.json`` + ``mixer.safetensors``.

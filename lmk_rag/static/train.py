@@ -60,7 +60,8 @@ class TrainResult:
     """What training produced.
 
     :param mixer: the selected mixer (best checkpoint by the selection score, or the last one).
-    :param history: one row per evaluation: ``step``, ``val_loss`` and, with a selector, ``score``.
+    :param history: one row per evaluation (step 0 is the untrained mixer): ``step``, ``val_loss`` and,
+        with a selector, ``score``.
     :param best_step: the step of the selected checkpoint.
     :param seconds: wall time.
     """
@@ -204,8 +205,8 @@ def train_mixer(
     :param val: held-out pairs for the validation loss.
     :param static: the static encoder (its mixer, if any, is ignored).
     :param config: the training settings.
-    :param select: scores a checkpoint (higher is better, e.g. nDCG@10 on a dev set); every
-        ``eval_every`` steps and at the end; None keeps the last checkpoint.
+    :param select: scores a checkpoint (higher is better, e.g. nDCG@10 on a dev set) before training,
+        every ``eval_every`` steps and at the end; None keeps the last checkpoint.
     :param log: receives one line per evaluation.
     :return: the selected mixer, the history and timing.
     :raises InvalidInputError: for fewer than two training pairs or an unknown objective.
@@ -225,7 +226,7 @@ def train_mixer(
     head = nn.Linear(static.dim, teacher_dim)
     optimiser = torch.optim.AdamW([*mixer.parameters(), *head.parameters()], lr=config.lr)
     history: list[dict[str, float]] = []
-    best: tuple[float, int, dict[str, torch.Tensor]] | None = None
+    best = _evaluate(0, mixer, head, val_data, config, select, history, None, log)
     order: list[int] = []
     for step in range(1, config.steps + 1):
         if len(order) < config.batch_size:
@@ -238,22 +239,32 @@ def train_mixer(
         loss.backward()
         optimiser.step()
         if step % config.eval_every == 0 or step == config.steps:
-            mixer.eval()
-            row: dict[str, float] = {"step": step, "train_loss": loss.item(),
-                                     "val_loss": validation_loss(mixer, head, val_data, config)}
-            if select is not None:
-                row["score"] = select(mixer)
-                if best is None or row["score"] > best[0]:
-                    best = (row["score"], step, {k: v.clone() for k, v in mixer.state_dict().items()})
-            history.append(row)
-            if log is not None:
-                log(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
+            best = _evaluate(step, mixer, head, val_data, config, select, history, best, log)
     best_step = config.steps
     if best is not None:
         best_step = best[1]
         mixer.load_state_dict(best[2])
     mixer.eval()
     return TrainResult(mixer, history, best_step, time.perf_counter() - start)
+
+
+_Best = tuple[float, int, dict[str, torch.Tensor]]
+
+
+def _evaluate(step: int, mixer: ConvMixer, head: nn.Linear, val_data: _Batches, config: TrainConfig,
+              select: Callable[[ConvMixer], float] | None, history: list[dict[str, float]], best: _Best | None,
+              log: Callable[[str], None] | None) -> _Best | None:
+    """Append one history row (validation loss, selection score); return the best checkpoint so far."""
+    mixer.eval()
+    row: dict[str, float] = {"step": step, "val_loss": validation_loss(mixer, head, val_data, config)}
+    if select is not None:
+        row["score"] = select(mixer)
+        if best is None or row["score"] > best[0]:
+            best = (row["score"], step, {k: v.clone() for k, v in mixer.state_dict().items()})
+    history.append(row)
+    if log is not None:
+        log(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
+    return best
 
 
 def save_training_record(folder: Path, config: TrainConfig, result: TrainResult, static: StaticTokenEncoder) -> None:

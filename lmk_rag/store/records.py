@@ -67,8 +67,8 @@ def marker_point(payload: dict[str, Any]) -> PointData:
 def node_point(record: NodeRecord, version: int, slot: int, extra_vectors: dict[str, Any]) -> PointData:
     """A node point: ``node`` and ``chunks`` vectors (plus ``static``/``bm25`` in ``extra_vectors``) and payload."""
     vectors: dict[str, Any] = {
-        "node": np.asarray(record.vector, dtype=np.float32).tolist(),
-        "chunks": np.asarray(record.chunk_vectors, dtype=np.float32).tolist(),
+        "node": np.ascontiguousarray(record.vector, dtype=np.float32),
+        "chunks": np.ascontiguousarray(record.chunk_vectors, dtype=np.float32),
         **extra_vectors,
     }
     payload = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from qdrant_client import QdrantClient, models
 
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, VectorSizeError
@@ -341,10 +342,12 @@ def _is_local(client: QdrantClient) -> bool:
 
 def _native_point(point: PointData) -> models.PointStruct:
     """A neutral point as a ``PointStruct``."""
-    vectors = {
-        name: models.SparseVector(indices=v.indices, values=v.values) if isinstance(v, SparseVector) else v
-        for name, v in point.vectors.items()
-    }
+    vectors: dict[str, Any] = {}
+    for name, value in point.vectors.items():
+        if isinstance(value, SparseVector):
+            vectors[name] = models.SparseVector(indices=value.indices, values=value.values)
+        else:
+            vectors[name] = value.tolist() if isinstance(value, np.ndarray) else value
     return models.PointStruct(id=point.id, vector=vectors, payload=point.payload)
 
 

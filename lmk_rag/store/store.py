@@ -323,6 +323,37 @@ class LandmarkStore:
             raise InvalidInputError(f"upsert_nodes({doc_id!r}): node ids are not unique")
         return self._write([(doc_id, records, dict(metadata if metadata is not None else records[0].metadata))])
 
+    def upsert_documents(
+        self,
+        documents: Iterable[tuple[str, Sequence[NodeRecord]]],
+        *,
+        batch_size: int = 64,
+        on_ack: Callable[[list[str]], None] | None = None,
+    ) -> int:
+        """Write many pre-encoded documents, ``batch_size`` documents per write (as :meth:`upsert_nodes`).
+
+        :param documents: ``(doc_id, records)`` pairs; metadata comes from each document's first record.
+        :param batch_size: documents per batch (one flush each).
+        :param on_ack: called with the doc ids of each batch once it is durable.
+        :return: the number of nodes written.
+        """
+        total, batch = 0, []
+        for doc_id, records in documents:
+            records = list(records)
+            if not records or any(r.doc_id != doc_id for r in records):
+                raise InvalidInputError(f"document {doc_id!r}: no records, or records of other documents")
+            batch.append((doc_id, records, dict(records[0].metadata)))
+            if len(batch) == batch_size:
+                total += self._write(batch)
+                if on_ack is not None:
+                    on_ack([d for d, _, _ in batch])
+                batch = []
+        if batch:
+            total += self._write(batch)
+            if on_ack is not None:
+                on_ack([d for d, _, _ in batch])
+        return total
+
     def _write(self, writes: list[tuple[str, list[NodeRecord], dict[str, Any]]]) -> int:
         """Write documents as new versions: mark pending, add nodes, flip markers, flush, drop old nodes."""
         unique = {doc_id: (doc_id, records, metadata) for doc_id, records, metadata in writes}
@@ -376,7 +407,7 @@ class LandmarkStore:
                 raise VectorSizeError(
                     f"node {record.node_id!r}: static vectors of shape {static.shape}, store expects (m>=1, {self._meta['static']['dim']})"
                 )
-            extra["static"] = static.tolist()
+            extra["static"] = np.ascontiguousarray(static)
         if self.bm25:
             extra["bm25"] = self._bm25().embed_document(record.text)
         return extra

@@ -69,7 +69,8 @@ class SparseVector:
 class PointData:
     """A backend-neutral point: id (uuid string), named vectors and payload.
 
-    Vector values are a list (dense), a list of lists (multivector) or a :class:`SparseVector`.
+    Vector values are float32 arrays, shape (dim,) (dense) or (n, dim) (multivector), lists of the
+    same shapes, or a :class:`SparseVector`.
     """
 
     id: str

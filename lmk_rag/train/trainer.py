@@ -41,6 +41,7 @@ class FinetuneConfig:
     :param output: the folder the fine-tuned model is written to (checkpoints go to ``output/checkpoint``).
     :param model: the base model folder or hub id; None is all-MiniLM-L6-v2.
     :param max_steps: optimiser steps.
+    :param max_seconds: stop training (and save) after this many seconds even before ``max_steps``; None: no limit.
     :param batch_size: pairs per step (in-batch negatives: ``batch_size - 1`` per query).
     :param learning_rate: AdamW peak learning rate.
     :param warmup_ratio: share of steps with linear warmup; the rate then decays linearly to 0.
@@ -59,6 +60,7 @@ class FinetuneConfig:
     :param device: ``"cpu"``, ``"cuda"``; default: cuda when available.
     :param bf16: train in bfloat16 autocast; default: on CUDA only.
     :param gradient_checkpointing: trade compute for memory; default: on CUDA only.
+    :param freeze_embeddings: keep the input token embeddings fixed (a third of MiniLM's weights; much faster on CPU).
     :param max_grad_norm: gradients are clipped to this norm.
     :param max_length: the model window; default: the model's sentence-transformers ``max_seq_length``.
     :param granularities: chunk sizes drawn per text.
@@ -68,6 +70,7 @@ class FinetuneConfig:
     output: str
     model: str | None = None
     max_steps: int = 100
+    max_seconds: float | None = None
     batch_size: int = 16
     learning_rate: float = 5e-5
     warmup_ratio: float = 0.1
@@ -86,6 +89,7 @@ class FinetuneConfig:
     device: str | None = None
     bf16: bool | None = None
     gradient_checkpointing: bool | None = None
+    freeze_embeddings: bool = True
     max_grad_norm: float = 1.0
     max_length: int | None = None
     granularities: tuple[int, ...] = GRANULARITIES
@@ -125,7 +129,7 @@ class Trainer:
         on_cuda = self.device.type == "cuda"
         self.bf16 = on_cuda if config.bf16 is None else config.bf16
         if config.gradient_checkpointing if config.gradient_checkpointing is not None else on_cuda:
-            self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            _enable_checkpointing(self.model)
 
         pairs = load_training_data(config.train)
         self.train_pairs, heldout = split_heldout(pairs, config.heldout_fraction, config.seed)
@@ -136,8 +140,12 @@ class Trainer:
         self.mined: list[list[int]] | None = None
         self.step = 0
 
+        if config.freeze_embeddings:
+            self.model.get_input_embeddings().weight.requires_grad_(False)
         decay, no_decay = [], []
         for name, parameter in self.model.named_parameters():
+            if not parameter.requires_grad:
+                continue
             (no_decay if parameter.ndim < 2 or "LayerNorm" in name else decay).append(parameter)
         self.optimizer = torch.optim.AdamW(
             [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
@@ -288,8 +296,6 @@ class Trainer:
         """
         folder = Path(folder or self.output)
         folder.mkdir(parents=True, exist_ok=True)
-        if self.model.is_gradient_checkpointing:
-            self.model.gradient_checkpointing_disable()
         self.model.save_pretrained(folder)
         self.tokenizer.save_pretrained(folder)
         (folder / "sentence_bert_config.json").write_text(
@@ -322,6 +328,9 @@ class Trainer:
         bar = tqdm(total=config.max_steps, initial=self.step, desc="Fine-tuning", unit="step", disable=not show_progress_bar)
         recent: list[float] = []
         while self.step < config.max_steps:
+            if config.max_seconds is not None and time.perf_counter() - started > config.max_seconds:
+                logger.warning("stopping at step %d: the %.0f s time budget is spent", self.step, config.max_seconds)
+                break
             losses = self.train_step()
             recent = [*recent[-19:], losses["loss"]]
             record: dict[str, Any] = {"step": self.step, **losses, "lr": self.scheduler.get_last_lr()[0]}
@@ -349,6 +358,14 @@ class Trainer:
         }
         (self.output / "finetune_summary.json").write_text(json.dumps(summary, indent=2))
         return summary
+
+
+def _enable_checkpointing(model: torch.nn.Module) -> None:
+    """Turn on activation (gradient) checkpointing; transformers renamed the method in 5.2x (not saved with the model)."""
+    if hasattr(model, "activation_checkpointing_enable"):
+        model.activation_checkpointing_enable({"use_reentrant": False})
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
 
 def _window_content(max_length: int, smallest_granularity: int) -> int:

@@ -57,7 +57,7 @@ def manpage_documents(data_dir: Path) -> list[Document]:
     with gzip.open(data_dir / "manpages-longdoc" / "corpus.jsonl.gz", "rt", encoding="utf-8") as lines:
         for line in lines:
             row = json.loads(line)
-            if 2_000 <= len(row["text"]) <= 12_000:
+            if 2_000 <= len(row["text"]) <= 5_000:
                 rank = len(documents)
                 metadata = {"rank": rank, "parity": "even" if rank % 2 == 0 else "odd"}
                 documents.append(Document(text=row["text"], id_=f"page-{rank}", metadata=metadata))

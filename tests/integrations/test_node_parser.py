@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 import numpy as np
 import pytest
 from llama_index.core import Document, VectorStoreIndex
@@ -51,9 +53,7 @@ def test_node_vectors_are_the_encoders_chunk_pooled_vectors(
         encoded = minilm_encoder.encode_documents(document.text)
         starts = [start for start, _ in encoded.spans]
         for node in _by_document(parsed, document):
-            first, last = starts.index(node.start_char_idx), starts.index(node.end_char_idx) if (
-                node.end_char_idx < len(document.text)
-            ) else encoded.n_chunks
+            first, last = starts.index(node.start_char_idx), bisect_left(starts, node.end_char_idx)
             chunks = encoded.landmarks[first:last]
             assert sum(encoded.token_counts[first:last]) <= NODE_TOKENS or last - first == 1
             mean = chunks.mean(axis=0)
@@ -65,10 +65,11 @@ def test_node_vectors_are_the_encoders_chunk_pooled_vectors(
 def test_each_document_is_encoded_once(
     parser: LandmarkNodeParser, manpage_documents: list[Document], minilm_encoder, forward_counter
 ) -> None:
-    minilm_encoder.encode_documents([document.text for document in manpage_documents])
+    documents = manpage_documents[:3]
+    minilm_encoder.encode_documents([document.text for document in documents])
     windows_for_one_pass = sum(forward_counter.batches)
     forward_counter.reset()
-    parser.get_nodes_from_documents(manpage_documents)
+    parser.get_nodes_from_documents(documents)
     assert sum(forward_counter.batches) == windows_for_one_pass
 
 

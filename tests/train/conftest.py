@@ -51,3 +51,14 @@ def pairs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("pairs") / "pairs.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in _source_pairs(40)))
     return path
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """Tiny models run fastest on one thread; on a shared, busy CPU more threads mostly wait on each other."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

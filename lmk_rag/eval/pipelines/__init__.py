@@ -23,6 +23,10 @@ How to add a pipeline
 
 3. Add one import line for the module below. ``lmk-rag eval --pipeline my-pipeline`` then works.
 
+Optionally give the object a ``settings`` property (a JSON-able dict); the report shows it as
+``encoder``. Pipeline-specific settings arrive in ``options.encoder`` (``lmk-rag eval --encoder
+KEY=VALUE`` sets any of them).
+
 Rules: a pipeline only sees texts (never ids, qrels or query metadata); ``search`` is timed as
 query latency, so do all document work in ``index``. To reuse the harness's on-disk encoding
 cache for :class:`lmk_rag.LandmarkEncoder` states, see :mod:`lmk_rag.eval.cache`.
@@ -42,8 +46,9 @@ from lmk_rag.eval.pipelines.base import (
 )
 
 # One import line per pipeline module; importing a module registers its pipelines.
-from lmk_rag.eval.pipelines import bm25, dense  # noqa: E402,F401  isort: skip
+from lmk_rag.eval.pipelines import bm25, dense, llamaindex_default  # noqa: E402,F401  isort: skip
 from lmk_rag.eval.pipelines import static_pipelines  # noqa: E402,F401  isort: skip
+from lmk_rag.eval.pipelines import lmk_rag_pipeline  # noqa: E402,F401  isort: skip
 
 __all__ = [
     "IndexStats",

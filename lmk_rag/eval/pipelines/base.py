@@ -53,7 +53,11 @@ class IndexStats:
 
 
 class Pipeline(Protocol):
-    """A retrieval pipeline under evaluation. The harness calls ``index`` once, then ``search`` once."""
+    """A retrieval pipeline under evaluation. The harness calls ``index`` once, then ``search`` once.
+
+    A pipeline may also have a ``settings`` attribute (a JSON-able dict, e.g. its encoder's
+    effective settings); the harness reports it as ``encoder`` in the JSON.
+    """
 
     def index(self, docs: Sequence[str]) -> IndexStats:
         """Make the documents searchable.

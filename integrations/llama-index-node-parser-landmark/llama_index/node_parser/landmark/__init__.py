@@ -1,5 +1,23 @@
 """LlamaIndex node parser that cuts documents on lmk_rag's landmark chunks and embeds them in one pass."""
 
-from llama_index.node_parser.landmark.base import CHUNK_VECTORS_KEY, LandmarkNodeParser, decode_chunk_vectors
+from llama_index.node_parser.landmark.base import (
+    CHUNK_VECTORS_KEY,
+    ENCODER_KEY,
+    SIDE_CHANNEL_KEYS,
+    LandmarkNodeParser,
+    decode_chunk_vectors,
+    encode_chunk_vectors,
+    landmark_node_id,
+    without_side_channel,
+)
 
-__all__ = ["CHUNK_VECTORS_KEY", "LandmarkNodeParser", "decode_chunk_vectors"]
+__all__ = [
+    "CHUNK_VECTORS_KEY",
+    "ENCODER_KEY",
+    "SIDE_CHANNEL_KEYS",
+    "LandmarkNodeParser",
+    "decode_chunk_vectors",
+    "encode_chunk_vectors",
+    "landmark_node_id",
+    "without_side_channel",
+]

@@ -2,12 +2,14 @@
 
 Side channel for chunk vectors: every node carries its landmark chunk vectors in
 ``node.metadata[CHUNK_VECTORS_KEY]`` as base64 of little-endian float32, row-major, shape
-(n_chunks, dim) with dim = ``len(node.embedding)`` (:func:`decode_chunk_vectors` reads it back).
-The key is listed in the node's ``excluded_embed_metadata_keys`` and ``excluded_llm_metadata_keys``,
-so it never reaches an embedding or an LLM prompt, and it survives every LlamaIndex path a node
-takes (ingestion cache, docstore, worker processes), which a cache keyed by node id would not.
-``LandmarkVectorStore`` removes it from the payload and writes the vectors as the node's
-multivector.
+(n_chunks, dim) with dim = ``len(node.embedding)`` (:func:`decode_chunk_vectors` reads it back),
+and the fingerprint of the encoder that made its vectors in ``node.metadata[ENCODER_KEY]``.
+Both keys are listed in the node's ``excluded_embed_metadata_keys`` and
+``excluded_llm_metadata_keys``, so they never reach an embedding or an LLM prompt, and they
+survive every LlamaIndex path a node takes (ingestion cache, docstore, worker processes), which a
+cache keyed by node id would not. ``LandmarkVectorStore`` checks the fingerprint against the
+store's encoder, writes the chunk vectors as the node's multivector and keeps both keys out of
+the stored metadata.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from llama_index.core.bridge.pydantic import Field
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.node_parser.interface import IdFuncCallable
 from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, TextNode
-from llama_index.core.utils import get_tqdm_iterable
 from llama_index.embeddings.landmark import LandmarkEmbedding
 from lmk_rag.nodes import NodeSlice, group_chunks
 
 CHUNK_VECTORS_KEY = "lmk_chunk_vectors"
 """Node metadata key of the side channel that carries a node's chunk vectors to the vector store."""
+ENCODER_KEY = "lmk_encoder"
+"""Node metadata key holding the fingerprint of the encoder that made the node's vectors."""
+SIDE_CHANNEL_KEYS = (CHUNK_VECTORS_KEY, ENCODER_KEY)
 
 _NODE_ID_NAMESPACE = uuid.UUID("6f1c7a52-3f0e-4f57-9a8e-2d1f6c0b7a11")
 
@@ -96,23 +100,24 @@ class LandmarkNodeParser(NodeParser):
         return "LandmarkNodeParser"
 
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
+        # One encode call for all documents: windows of every document share batches. The encoder
+        # shows its own progress bar on long jobs.
         documents = [node for node in nodes if node.get_content(metadata_mode=MetadataMode.NONE).strip()]
         texts = [document.get_content(metadata_mode=MetadataMode.NONE) for document in documents]
         if not texts:
             return []
-        encoded = self.embed_model.encoder.encode_documents(texts)
+        encoder = self.embed_model.encoder
+        encoded, fingerprint = encoder.encode_documents(texts), encoder.fingerprint
         parsed: list[BaseNode] = []
-        for document, text, encoding in get_tqdm_iterable(
-            list(zip(documents, texts, encoded)), show_progress, "Parsing nodes"
-        ):
-            parsed.extend(self._build_nodes(document, text, group_chunks(encoding, self.node_tokens)))
+        for document, text, encoding in zip(documents, texts, encoded):
+            parsed.extend(self._build_nodes(document, text, group_chunks(encoding, self.node_tokens), fingerprint))
         return parsed
 
-    def _build_nodes(self, document: BaseNode, text: str, slices: list[NodeSlice]) -> list[TextNode]:
+    def _build_nodes(self, document: BaseNode, text: str, slices: list[NodeSlice], fingerprint: str) -> list[TextNode]:
         """One TextNode per slice, carrying its span, vector and chunk vectors."""
         source = {NodeRelationship.SOURCE: document.as_related_node_info()}
-        excluded_embed = [*document.excluded_embed_metadata_keys, CHUNK_VECTORS_KEY]
-        excluded_llm = [*document.excluded_llm_metadata_keys, CHUNK_VECTORS_KEY]
+        excluded_embed = [*document.excluded_embed_metadata_keys, *SIDE_CHANNEL_KEYS]
+        excluded_llm = [*document.excluded_llm_metadata_keys, *SIDE_CHANNEL_KEYS]
         return [
             TextNode(
                 id_=self.id_func(piece.index, document),
@@ -120,7 +125,7 @@ class LandmarkNodeParser(NodeParser):
                 start_char_idx=piece.span[0],
                 end_char_idx=piece.span[1],
                 embedding=piece.vector.tolist(),
-                metadata={CHUNK_VECTORS_KEY: encode_chunk_vectors(piece.chunk_vectors)},
+                metadata={CHUNK_VECTORS_KEY: encode_chunk_vectors(piece.chunk_vectors), ENCODER_KEY: fingerprint},
                 excluded_embed_metadata_keys=excluded_embed,
                 excluded_llm_metadata_keys=excluded_llm,
                 metadata_separator=document.metadata_separator,
@@ -133,9 +138,38 @@ class LandmarkNodeParser(NodeParser):
 
     def _postprocess_parsed_nodes(self, nodes: list[BaseNode], parent_doc_map: dict[str, Document]) -> list[BaseNode]:
         # The base class adds metadata and PREVIOUS/NEXT, but re-derives char indices with
-        # str.find, which lands on an earlier copy of repeated text; keep the exact spans.
+        # str.find, which lands on an earlier copy of repeated text (keep the exact spans), and
+        # copies each neighbour's metadata into PREVIOUS/NEXT (keep the side channel out of it).
         spans = [(node.start_char_idx, node.end_char_idx) for node in nodes]
         nodes = super()._postprocess_parsed_nodes(nodes, parent_doc_map)
         for node, (start, end) in zip(nodes, spans):
             node.start_char_idx, node.end_char_idx = start, end
+            _drop_side_channel_from_relationships(node)
         return nodes
+
+
+def without_side_channel(node: BaseNode) -> BaseNode:
+    """A copy of a node with no trace of the side channel (metadata, excluded keys, relationships).
+
+    :param node: a node, e.g. from :class:`LandmarkNodeParser`.
+    :return: the copy; ``node`` is unchanged.
+    """
+    keep = [k for k in node.metadata if k not in SIDE_CHANNEL_KEYS]
+    clean = node.model_copy(
+        deep=True,
+        update={
+            "metadata": {k: node.metadata[k] for k in keep},
+            "excluded_embed_metadata_keys": [k for k in node.excluded_embed_metadata_keys if k in keep],
+            "excluded_llm_metadata_keys": [k for k in node.excluded_llm_metadata_keys if k in keep],
+        },
+    )
+    _drop_side_channel_from_relationships(clean)
+    return clean
+
+
+def _drop_side_channel_from_relationships(node: BaseNode) -> None:
+    """Remove side-channel keys from the metadata copied into a node's related-node infos."""
+    for related in node.relationships.values():
+        for info in related if isinstance(related, list) else [related]:
+            if info.metadata:
+                info.metadata = {k: v for k, v in info.metadata.items() if k not in SIDE_CHANNEL_KEYS}

@@ -28,7 +28,9 @@ class MaxContextTokens(BaseNodePostprocessor):
 
     _tokenizer: Callable[[str], list] = PrivateAttr()
 
-    def __init__(self, max_context_tokens: int, tokenizer: Callable[[str], list] | None = None, **kwargs: object) -> None:
+    def __init__(
+        self, max_context_tokens: int, tokenizer: Callable[[str], list] | None = None, **kwargs: object
+    ) -> None:
         """Set the budget.
 
         :param max_context_tokens: the most LLM tokens the kept nodes may add up to.

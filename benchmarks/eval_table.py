@@ -1,0 +1,66 @@
+"""Print markdown tables from the JSON runs in ``benchmarks/results/runs/``.
+
+    python benchmarks/eval_table.py baselines   # every pipeline at the encoder defaults, per set
+    python benchmarks/eval_table.py sweep       # granularity x context x chunk vector, best-chunk scoring
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+RUNS = Path(__file__).parent / "results" / "runs"
+SETS = ["manpages-longdoc", "manpages-needle/L2048", "manpages-needle/L8192", "manpages-short"]
+
+
+def load() -> list[dict]:
+    """Every run report."""
+    return [json.loads(path.read_text()) | {"file": path.name} for path in sorted(RUNS.glob("*.json"))]
+
+
+def baselines(runs: list[dict]) -> None:
+    """One table per set: pipeline rows, metric columns."""
+    for name in SETS:
+        rows = [run for run in runs if run["dataset"] == name and run["file"].endswith("__default.json")]
+        if not rows:
+            continue
+        first = rows[0]
+        print(f"\n### {name} ({first['queries']} queries, {first['docs']} docs, seed 0)\n")
+        print("| pipeline | nDCG@10 | R@1 | R@10 | R@100 | MRR@10 | encode_s | query_ms |")
+        print("|---|---|---|---|---|---|---|---|")
+        for run in sorted(rows, key=lambda run: -run["ndcg@10"]):
+            print(f"| {run['pipeline']} | {run['ndcg@10']:.3f} | {run['recall@1']:.3f} | {run['recall@10']:.3f} | "
+                  f"{run['recall@100']:.3f} | {run['mrr@10']:.3f} | {run['encode_s']:.0f} | {run['query_ms']:.0f} |")
+        for key in ("by_position",):
+            best = [run for run in rows if key in run]
+            if best:
+                positions = list(best[0][key])
+                print(f"\nnDCG@10 by needle position:\n\n| pipeline | {' | '.join(positions)} |")
+                print("|---|" + "---|" * len(positions))
+                for run in sorted(best, key=lambda run: -run["ndcg@10"]):
+                    cells = " | ".join(f"{run[key][p]['ndcg@10']:.2f}" for p in positions)
+                    print(f"| {run['pipeline']} | {cells} |")
+
+
+def sweep(runs: list[dict]) -> None:
+    """nDCG@10 per (granularity, context, chunk vector, overlap) and set, plus the mean over sets."""
+    cells: dict[tuple, dict[str, float]] = {}
+    for run in runs:
+        if not run["pipeline"].startswith("maxsim-") or run["pipeline"] == "maxsim-chunk":
+            continue
+        settings = run["encoder"]
+        cell = (settings["granularity"], settings["context"], settings["chunk_vector"], settings["window_overlap"])
+        cells.setdefault(cell, {})[run["dataset"]] = run["ndcg@10"]
+    print("| granularity | context | chunk vector | overlap | " + " | ".join(SETS) + " | mean |")
+    print("|---|---|---|---|" + "---|" * (len(SETS) + 1))
+    for cell, scores in sorted(cells.items(), key=lambda item: [str(part) for part in item[0]]):
+        values = [scores.get(name) for name in SETS]
+        mean = sum(values) / len(values) if None not in values else None
+        shown = " | ".join("-" if value is None else f"{value:.3f}" for value in values)
+        print(f"| {cell[0]} | {cell[1]} | {cell[2]} | {cell[3]} | {shown} | "
+              f"{'-' if mean is None else f'{mean:.3f}'} |")
+
+
+if __name__ == "__main__":
+    {"baselines": baselines, "sweep": sweep}[sys.argv[1]](load())

@@ -1,0 +1,195 @@
+"""LMK fine-tuning on a lent GPU (the H200 device tool), in three steps.
+
+1. ``prepare`` (here): copy what the GPU machine needs into an ignored folder of the repo (``.gpu_carry``):
+   MiniLM in float16, the training pairs and the eval sets. The device machine reaches no registry and
+   its image already has torch, transformers, numpy, typer, tqdm and filelock; nothing else is needed.
+2. ``run`` (there, through ``benchmarks/gpu_finetune.sh``): fine-tune within a time budget, encode the
+   eval sets with the zero-shot and the fine-tuned model, write the rankings (run files) and the
+   training log to ``$OUT`` (3 files, a few MiB).
+3. ``score`` (here): score the run files with the eval harness (pytrec_eval) against the local qrels.
+
+    python benchmarks/gpu_finetune.py prepare
+    # device tool: run(command="bash benchmarks/gpu_finetune.sh", carry=[".gpu_carry"], timeout_s=540)
+    python benchmarks/gpu_finetune.py score /work/.device/.../runs.json.gz
+
+Only the dataset texts reach the pipelines; ids and qrels stay in the run files' keys and here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else REPO.parent / "shared" / "data"
+CARRY = REPO / ".gpu_carry"
+#: The eval sets carried to the device, and the (max_queries, max_docs) each is scored on (None: all).
+SETS: dict[str, tuple[int | None, int | None]] = {
+    "manpages-needle/L2048": (None, None),
+    "manpages-needle/L8192": (None, None),
+    "manpages-short": (None, None),
+    "manpages-longdoc": (200, 400),
+}
+#: Pipelines scored for each model: zero-shot (base MiniLM, mean-trained) and LMK fine-tuned.
+PIPELINES = {"zero-shot": ["mean", "lmk", "maxsim-landmark", "maxsim-chunkmean"],
+             "finetuned": ["lmk", "maxsim-landmark", "maxsim-chunkmean"]}
+#: Encoder settings for every run: granularity 32 in document context, as the eval baselines.
+ENCODER = {"granularity": 32}
+RANK_DEPTH = 100
+
+
+def prepare(carry: Path) -> None:
+    """Build the carry folder: float16 MiniLM (~45 MB), the training pairs, the eval sets."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from lmk_rag.encoder import resolve_model_path
+
+    if carry.exists():
+        shutil.rmtree(carry)
+    source = resolve_model_path(None)
+    model_dir = carry / "minilm"
+    AutoModel.from_pretrained(source, dtype=torch.float16).save_pretrained(model_dir)
+    AutoTokenizer.from_pretrained(source).save_pretrained(model_dir)
+    shutil.copy(source / "sentence_bert_config.json", model_dir / "sentence_bert_config.json")
+    shutil.copytree(DATA / "manpages-train", carry / "data" / "manpages-train")
+    for name in SETS:
+        shutil.copytree(DATA / name, carry / "data" / name)
+    exclude = REPO / ".git" / "info" / "exclude"
+    if exclude.parent.is_dir() and "/.gpu_carry/" not in (exclude.read_text() if exclude.exists() else ""):
+        with open(exclude, "a", encoding="utf-8") as handle:
+            handle.write("/.gpu_carry/\n")  # the device tool carries ignored folders only when named in carry
+    size = sum(path.stat().st_size for path in carry.rglob("*") if path.is_file())
+    print(f"{carry}: {size / 2**20:.1f} MiB")
+
+
+def _rank(dataset: Any, pipeline: str, model: str | None, cache: Path, batch_size: int,
+          max_queries: int | None, max_docs: int | None) -> dict[str, Any]:
+    """One pipeline on one (subsampled) set: rankings by query id, timings."""
+    from lmk_rag.eval.pipelines import PipelineOptions, get_pipeline
+    from lmk_rag.eval.sample import subsample
+
+    sample = subsample(dataset, max_queries, max_docs, seed=0)
+    runner = get_pipeline(pipeline, PipelineOptions(model=model, cache_dir=cache, encoder=dict(ENCODER),
+                                                    batch_size=batch_size))
+    stats = runner.index(list(sample.doc_texts))
+    start = time.perf_counter()
+    rankings = runner.search(list(sample.query_texts), RANK_DEPTH)
+    return {
+        "run": {query_id: [[sample.doc_ids[doc], float(score)] for doc, score in ranking]
+                for query_id, ranking in zip(sample.query_ids, rankings)},
+        "docs": len(sample.doc_ids),
+        "encode_s": round(stats.encode_s, 2),
+        "query_ms": round(1000 * (time.perf_counter() - start) / max(len(sample.query_ids), 1), 3),
+    }
+
+
+def run(carry: Path, out: Path, max_steps: int, max_seconds: float, batch_size: int, hard_negatives: int,
+        sets: list[str], encode_batch_size: int, limit_queries: int | None) -> None:
+    """Fine-tune, then rank every set with every pipeline for both models; write ``$OUT`` files."""
+    import torch
+
+    from lmk_rag.eval.beir import load_beir
+    from lmk_rag.train import FinetuneConfig, Trainer
+
+    out.mkdir(parents=True, exist_ok=True)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    hardware = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
+    model_dir = Path("/tmp/lmk_finetuned")
+    config = FinetuneConfig(
+        train=str(carry / "data" / "manpages-train" / "pairs.jsonl"),
+        output=str(model_dir),
+        model=str(carry / "minilm"),
+        max_steps=max_steps,
+        max_seconds=max_seconds,
+        batch_size=batch_size,
+        hard_negatives=hard_negatives,
+        eval_every=max(max_steps // 4, 1),
+        checkpoint_every=0,
+        device=device,
+    )
+    summary = Trainer(config).run(show_progress_bar=False)
+    summary["hardware"] = hardware
+    shutil.copy(model_dir / "train_log.jsonl", out / "train_log.jsonl")
+    print(json.dumps({k: summary[k] for k in ("steps", "train_seconds", "heldout_before", "heldout_after")}))
+
+    cache = Path("/tmp/lmk_eval_cache")
+    results: dict[str, Any] = {"summary": summary, "encoder": ENCODER, "runs": {}}
+    models = {"zero-shot": str(carry / "minilm"), "finetuned": str(model_dir)}
+    for name in sets:
+        dataset = load_beir(carry / "data" / name, name=name)
+        max_queries, max_docs = SETS[name]
+        if limit_queries is not None:
+            max_queries = min(max_queries or limit_queries, limit_queries)
+            max_docs = min(max_docs or limit_queries, limit_queries)
+        for label, pipelines in PIPELINES.items():
+            for pipeline in pipelines:
+                entry = _rank(dataset, pipeline, models[label], cache, encode_batch_size, max_queries, max_docs)
+                entry.update({"max_queries": max_queries, "max_docs": max_docs})
+                results["runs"][f"{name}|{label}|{pipeline}"] = entry
+                print(f"{name} {label} {pipeline}: docs={entry['docs']} encode_s={entry['encode_s']}", flush=True)
+    with gzip.open(out / "runs.json.gz", "wt", encoding="utf-8") as handle:
+        json.dump(results, handle)
+
+
+def score(runs_file: Path, output: Path) -> None:
+    """Score the run files here with the eval harness; print one line per (set, model, pipeline), write JSON."""
+    from lmk_rag.eval.beir import load_beir
+    from lmk_rag.eval.metrics import breakdown, mean_metrics, per_query_metrics
+    from lmk_rag.eval.sample import subsample
+
+    with gzip.open(runs_file, "rt", encoding="utf-8") as handle:
+        results = json.load(handle)
+    summary = results["summary"]
+    print(f"steps={summary['steps']} train_s={summary['train_seconds']} on {summary.get('hardware')}")
+    scored = {}
+    for key, entry in results["runs"].items():
+        name, label, pipeline = key.split("|")
+        sample = subsample(load_beir(DATA / name, name=name), entry["max_queries"], entry["max_docs"], seed=0)
+        run = {query_id: [doc for doc, _ in ranking] for query_id, ranking in entry["run"].items()}
+        per_query = per_query_metrics(sample.qrels, run)
+        row = mean_metrics([per_query[q] for q in sample.query_ids])
+        positions = breakdown(per_query, sample.query_ids, sample.query_metadata, "position")
+        scored[key] = {**row, "by_position": positions, "queries": len(sample.query_ids), "docs": entry["docs"]}
+        by_position = " ".join(f"{p}:{m['recall@1']:.2f}" for p, m in (positions or {}).items())
+        print(f"{name:24s} {label:9s} {pipeline:17s} ndcg@10={row['ndcg@10']:.4f} R@1={row['recall@1']:.4f} "
+              f"{by_position}")
+    output.write_text(json.dumps({"summary": summary, "scores": scored}, indent=1))
+
+
+def main() -> None:
+    """Command line: prepare | run | score."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    prep = commands.add_parser("prepare", help="build the carry folder (here)")
+    prep.add_argument("--carry", type=Path, default=CARRY)
+    go = commands.add_parser("run", help="fine-tune and rank (on the device)")
+    go.add_argument("--carry", type=Path, default=CARRY)
+    go.add_argument("--out", type=Path, required=True)
+    go.add_argument("--max-steps", type=int, default=600)
+    go.add_argument("--max-seconds", type=float, default=240.0, help="training time budget")
+    go.add_argument("--batch-size", type=int, default=64)
+    go.add_argument("--hard-negatives", type=int, default=1)
+    go.add_argument("--sets", nargs="+", default=list(SETS))
+    go.add_argument("--encode-batch-size", type=int, default=256)
+    go.add_argument("--limit-queries", type=int, default=None, help="tiny CPU test: cap queries and docs per set")
+    sc = commands.add_parser("score", help="score fetched run files (here)")
+    sc.add_argument("runs", type=Path)
+    sc.add_argument("--output", type=Path, default=REPO / "benchmarks" / "results" / "runs" / "finetune_gpu.json")
+    args = parser.parse_args()
+    if args.command == "prepare":
+        prepare(args.carry)
+    elif args.command == "run":
+        run(args.carry, args.out, args.max_steps, args.max_seconds, args.batch_size, args.hard_negatives,
+            args.sets, args.encode_batch_size, args.limit_queries)
+    else:
+        score(args.runs, args.output)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""Static late-interaction benchmark: encoding speed (ms per text line) and nDCG@10 per dev set.
+
+Speed: pooled static, static token encoding, mixer token encoding and MiniLM (the landmark encoder
+without landmarks, batch 32) on the same manual-page lines, one BLAS thread (the CPU is shared).
+Quality: ``static``, ``static-maxsim``, ``static-mixer``, ``mean`` and ``maxsim-chunk`` on the eval
+sweep's seeded subsets (so MiniLM encodings come from the eval cache), plus the static pipelines on
+all of manpages-short. Writes a Markdown table (machine and date included).
+
+    python benchmarks/static_bench.py --mixer ~/.cache/lmk-rag/static/mixer-default --out benchmarks/results/static_bench.md
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import gzip  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import platformdirs  # noqa: E402
+
+from lmk_rag.eval.beir import load_beir  # noqa: E402
+from lmk_rag.eval.pipelines import PipelineOptions  # noqa: E402
+from lmk_rag.eval.run import evaluate  # noqa: E402
+from lmk_rag.eval.sample import subsample  # noqa: E402
+from lmk_rag.static import StaticTokenEncoder, load_static_vectors  # noqa: E402
+from lmk_rag.static.train import default_mixer_dir  # noqa: E402
+
+DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else Path("../shared/data")
+EVAL_CACHE = Path(platformdirs.user_cache_dir("lmk_rag")) / "eval"
+#: (folder, max_queries, max_docs): the eval sweep's subsets (seed 0), so MiniLM runs hit its cache.
+SETS = [("manpages-short", 100, 300), ("manpages-needle/L2048", 20, 20), ("manpages-longdoc", 40, 60)]
+FULL_SETS = [("manpages-short", None, None)]
+STATIC = ["static", "static-maxsim", "static-mixer"]
+MINILM = ["mean", "maxsim-chunk"]
+LINES_PER_DOC = 50
+
+
+def text_lines(n: int) -> list[str]:
+    """The first ``n`` non-empty lines of the manpages-longdoc corpus (100-column manual pages)."""
+    lines: list[str] = []
+    with gzip.open(DATA / "manpages-longdoc" / "corpus.jsonl.gz", "rt") as handle:
+        for row in handle:
+            lines.extend(line for line in json.loads(row)["text"].split("\n") if line.strip())
+            if len(lines) >= n:
+                return lines[:n]
+    return lines
+
+
+def ms_per_line(fn, n_lines: int, repeats: int = 3) -> float:
+    """The best of ``repeats`` timings of ``fn()``, in ms per line."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return 1000 * best / n_lines
+
+
+def speed(mixer: Path, n_lines: int, minilm_lines: int) -> dict[str, float]:
+    """ms per line of each encoder."""
+    from lmk_rag.encoder import LandmarkEncoder
+
+    lines = text_lines(n_lines)
+    docs = ["\n".join(lines[i : i + LINES_PER_DOC]) for i in range(0, len(lines), LINES_PER_DOC)]
+    vectors = load_static_vectors()
+    raw, mixed = StaticTokenEncoder(vectors), StaticTokenEncoder(vectors, mixer=mixer)
+    minilm = LandmarkEncoder(granularity=None, batch_size=32, show_progress_bar=False)
+    minilm.encode_documents(lines[:32])  # warm-up
+    return {
+        "static pooled (per line)": ms_per_line(lambda: raw.encode(lines), len(lines)),
+        "static tokens (50-line docs)": ms_per_line(lambda: [raw.encode_document_tokens(d) for d in docs], len(lines)),
+        "mixer tokens (50-line docs)": ms_per_line(lambda: [mixed.encode_document_tokens(d) for d in docs], len(lines)),
+        "MiniLM mean (per line, batch 32)": ms_per_line(lambda: minilm.encode_documents(lines[:minilm_lines]),
+                                                        minilm_lines, repeats=1),
+    }
+
+
+def quality(mixer: Path, sets, pipelines) -> list[dict]:
+    """nDCG@10 rows, one per (set, pipeline)."""
+    rows = []
+    vectors = load_static_vectors()
+    for folder, max_queries, max_docs in sets:
+        dataset = subsample(load_beir(DATA / folder), max_queries, max_docs, seed=0)
+        for pipeline in pipelines:
+            encoder = {"static_model": vectors, "mixer": mixer} if pipeline in STATIC else {}
+            start = time.perf_counter()
+            report = evaluate(dataset, pipeline, PipelineOptions(cache_dir=EVAL_CACHE, encoder=encoder))
+            rows.append({"set": folder, "queries": report["queries"], "docs": report["docs"], "pipeline": pipeline,
+                         "ndcg@10": report["ndcg@10"], "recall@10": report["recall@10"],
+                         "query_ms": report["query_ms"], "wall_s": round(time.perf_counter() - start, 1)})
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def write(out: Path, speeds: dict[str, float], rows: list[dict], full_rows: list[dict], mixer: Path) -> None:
+    """The Markdown report."""
+    training = mixer / "training.json"
+    record = json.loads(training.read_text()) if training.exists() else {}
+    lines = [
+        "# Static late interaction: speed and quality",
+        "",
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores shared with other jobs, "
+        f"1 BLAS thread; {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC. "
+        "Produced by `python benchmarks/static_bench.py`.",
+        f"Static model: model2vec distillation of all-MiniLM-L6-v2, 256 dims. Mixer: `{mixer}` "
+        f"({record.get('parameters', '?')} parameters, objective {record.get('config', {}).get('objective', '?')}, "
+        f"step {record.get('best_step', '?')} selected by nDCG@10 on manpages-short 200q/800d).",
+        "",
+        "## Encoding speed (ms per text line; lines of 100-column manual pages)",
+        "",
+        "| encoder | ms/line |",
+        "|---|---|",
+        *[f"| {name} | {value:.4f} |" for name, value in speeds.items()],
+        "",
+        "## nDCG@10 per dev set (seeded subsets of the eval sweep; seed 0)",
+        "",
+        "| set | queries | docs | " + " | ".join(STATIC + MINILM) + " |",
+        "|---|---|---|" + "---|" * len(STATIC + MINILM),
+    ]
+    for folder, _, _ in SETS:
+        cells = {r["pipeline"]: r for r in rows if r["set"] == folder}
+        first = next(iter(cells.values()))
+        lines.append(f"| {folder} | {first['queries']} | {first['docs']} | "
+                     + " | ".join(f"{cells[p]['ndcg@10']:.4f}" if p in cells else "-" for p in STATIC + MINILM) + " |")
+    if full_rows:
+        lines += ["", "## Static pipelines on all of manpages-short", "",
+                  "| pipeline | queries | docs | nDCG@10 | recall@10 | query ms |", "|---|---|---|---|---|---|"]
+        lines += [f"| {r['pipeline']} | {r['queries']} | {r['docs']} | {r['ndcg@10']:.4f} | {r['recall@10']:.4f} | "
+                  f"{r['query_ms']:.2f} |" for r in full_rows]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+
+
+def main() -> None:
+    """Parse arguments, run, write the report."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mixer", type=Path, default=default_mixer_dir())
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "static_bench.md")
+    parser.add_argument("--lines", type=int, default=2000)
+    parser.add_argument("--minilm-lines", type=int, default=320)
+    parser.add_argument("--no-full", action="store_true", help="skip the full manpages-short run")
+    args = parser.parse_args()
+    speeds = speed(args.mixer, args.lines, args.minilm_lines)
+    print(json.dumps(speeds), flush=True)
+    rows = quality(args.mixer, SETS, STATIC + MINILM)
+    full_rows = [] if args.no_full else quality(args.mixer, FULL_SETS, STATIC)
+    write(args.out, speeds, rows, full_rows, args.mixer)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,240 @@
+"""Store benchmark: ingest speed, query latency at 10k/100k nodes (Qdrant Edge vs qdrant-client local
+mode, same run), the share of ingest time spent outside the model, int8 recall, and peak RSS.
+
+Real nodes come from real manual pages encoded by the default encoder (through the eval states
+cache, so a rerun does not re-encode); they are replicated with small noise to the target sizes.
+Query encoding is excluded from latencies (queries are encoded once, then ``search_encoded``).
+
+    python benchmarks/store_bench.py                       # writes benchmarks/results/store_bench.md
+    python benchmarks/store_bench.py --sizes 10000 --local-max 10000 --overhead-docs 50   # quicker
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import resource
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from lmk_rag.encoder import LandmarkEncoder
+from lmk_rag.eval.beir import load_beir
+from lmk_rag.eval.sample import subsample
+from lmk_rag.eval.states import encode_states_cached
+from lmk_rag.nodes import group_chunks
+from lmk_rag.store import LandmarkStore, NodeRecord
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+CACHE = Path.home() / ".cache" / "lmk_rag" / "eval"
+OUT = Path(__file__).resolve().parent / "results" / "store_bench.md"
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, in MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def real_nodes(encoder: LandmarkEncoder, n_docs: int) -> tuple[list[list[NodeRecord]], list[str]]:
+    """Nodes of real needle-haystack pages (manpages-needle/L2048) and real query texts."""
+    data = subsample(load_beir(DATA / "manpages-needle" / "L2048"), n_docs, n_docs, 0)
+    result = encode_states_cached(encoder, data.doc_texts, CACHE)
+    docs = []
+    for index, (text, encoded) in enumerate(zip(data.doc_texts, encoder.pool(result.states))):
+        docs.append([
+            NodeRecord(f"{index}#{n.index}", str(index), text[n.span[0]:n.span[1]], n.span, n.vector, n.chunk_vectors)
+            for n in group_chunks(encoded, 256)
+        ])
+    return docs, list(data.query_texts)
+
+
+def replicated(docs: list[list[NodeRecord]], n_nodes: int, seed: int = 0) -> Iterator[tuple[str, list[NodeRecord]]]:
+    """Copies of the real documents with small Gaussian noise until ``n_nodes`` nodes are yielded."""
+    rng = np.random.default_rng(seed)
+    made, copy = 0, 0
+    while made < n_nodes:
+        for records in docs:
+            if made >= n_nodes:
+                return
+            doc_id = f"{records[0].doc_id}~{copy}"
+            out = []
+            for r in records[: n_nodes - made]:
+                chunks = r.chunk_vectors + rng.normal(0, 0.02, r.chunk_vectors.shape).astype(np.float32) if copy else r.chunk_vectors
+                chunks = chunks / np.linalg.norm(chunks, axis=1, keepdims=True)
+                vector = chunks.mean(0)
+                out.append(NodeRecord(f"{doc_id}#{r.node_id.split('#')[1]}", doc_id, r.text, r.span,
+                                      vector / np.linalg.norm(vector), chunks))
+            made += len(out)
+            yield doc_id, out
+        copy += 1
+
+
+def build(store: LandmarkStore, docs: list[list[NodeRecord]], n_nodes: int) -> dict[str, float]:
+    """Write ``n_nodes`` replicated nodes, then build the index; return timings."""
+    start = time.perf_counter()
+    n_docs = 0
+
+    def count(ids: list[str]) -> None:
+        nonlocal n_docs
+        n_docs += len(ids)
+
+    store.upsert_documents(replicated(docs, n_nodes), batch_size=64, on_ack=count)
+    write_s = time.perf_counter() - start
+    start = time.perf_counter()
+    store.optimize()
+    return {"write_s": write_s, "docs": n_docs, "optimize_s": time.perf_counter() - start}
+
+
+def latencies(store: LandmarkStore, queries: list, rerank: str, repeats: int) -> tuple[float, float, list]:
+    """p50 and p95 (ms) of ``search_encoded`` and the last results."""
+    times, results = [], []
+    for _ in range(repeats):
+        results = []
+        for query in queries:
+            start = time.perf_counter()
+            results.append(store.search_encoded(query, k=10, rerank=rerank, doc_level=False))
+            times.append((time.perf_counter() - start) * 1000)
+    return float(np.percentile(times, 50)), float(np.percentile(times, 95)), results
+
+
+def overhead(encoder: LandmarkEncoder, n_docs: int) -> dict[str, float]:
+    """Ingest real short pages end to end; time spent inside the model vs everything else."""
+    data = load_beir(DATA / "manpages-short")
+    texts = data.doc_texts[:n_docs]
+    model_s = 0.0
+    original = encoder.encode_documents
+
+    def timed(texts_: list[str]):  # a stopwatch around the real encoder
+        nonlocal model_s
+        start = time.perf_counter()
+        out = original(texts_)
+        model_s += time.perf_counter() - start
+        return out
+
+    folder = tempfile.mkdtemp(prefix="lmk_bench_overhead_")
+    try:
+        encoder.encode_documents = timed  # type: ignore[method-assign]
+        with LandmarkStore(folder, encoder=encoder) as store:
+            start = time.perf_counter()
+            nodes = store.add_documents([(str(i), t, None) for i, t in enumerate(texts)], batch_size=16,
+                                        show_progress_bar=False)
+            total = time.perf_counter() - start
+    finally:
+        encoder.encode_documents = original  # type: ignore[method-assign]
+        shutil.rmtree(folder, ignore_errors=True)
+    return {"docs": n_docs, "nodes": nodes, "total_s": total, "model_s": model_s,
+            "share_outside": (total - model_s) / total, "docs_per_s": n_docs / total}
+
+
+def main() -> None:
+    """Run the benchmark and write the markdown report."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--local-max", type=int, default=10_000, help="largest size run on qdrant-client local mode")
+    parser.add_argument("--real-docs", type=int, default=60, help="real L2048 pages encoded (cached) for nodes")
+    parser.add_argument("--overhead-docs", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--local-queries", type=int, default=15, help="queries timed on local mode (it is slow)")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    started = time.perf_counter()
+    encoder = LandmarkEncoder()
+    docs, query_texts = real_nodes(encoder, args.real_docs)
+    n_real = sum(len(d) for d in docs)
+    queries = encoder.encode_queries(query_texts)
+    print(f"real nodes: {n_real} from {len(docs)} pages; queries: {len(queries)}", flush=True)
+
+    rows, recall_rows = [], []
+    for size in args.sizes:
+        backends = ["edge"] + (["local"] if size <= args.local_max else [])
+        reference = None
+        for backend in backends:
+            folder = tempfile.mkdtemp(prefix=f"lmk_bench_{backend}_")
+            kwargs = {"path": folder} if backend == "edge" else {"location": ":memory:"}
+            with LandmarkStore(**kwargs, encoder=encoder) as store:
+                built = build(store, docs, size)
+                row = {"size": size, "backend": store.backend.name, **built,
+                       "docs_per_s": built["docs"] / built["write_s"]}
+                timed = queries if backend == "edge" else queries[: args.local_queries]
+                for rerank in ("landmarks", "none"):
+                    p50, p95, results = latencies(store, timed, rerank, args.repeats)
+                    row[f"{rerank}_p50"], row[f"{rerank}_p95"] = p50, p95
+                    if rerank == "landmarks" and backend == "edge":
+                        reference = results
+                row["rss_mb"] = peak_rss_mb()
+                rows.append(row)
+                print(row, flush=True)
+            shutil.rmtree(folder, ignore_errors=True)
+        if size == min(args.sizes) and reference is not None:
+            folder = tempfile.mkdtemp(prefix="lmk_bench_int8_")
+            with LandmarkStore(folder, encoder=encoder, quantization="int8") as store:
+                build(store, docs, size)
+                p50, p95, results = latencies(store, queries, "landmarks", 1)
+            shutil.rmtree(folder, ignore_errors=True)
+            overlap = np.mean([len({h.node_id for h in a} & {h.node_id for h in b}) / 10
+                               for a, b in zip(reference, results)])
+            recall_rows.append({"size": size, "recall@10": float(overlap), "p50": p50, "p95": p95})
+            print(recall_rows[-1], flush=True)
+
+    over = overhead(encoder, args.overhead_docs)
+    print(over, flush=True)
+    write_report(args, rows, recall_rows, over, n_real, len(docs), len(queries), time.perf_counter() - started)
+
+
+def write_report(args, rows, recall_rows, over, n_real, n_pages, n_queries, wall_s) -> None:
+    """Write the markdown report."""
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    lines = [
+        "# Store benchmark (`benchmarks/store_bench.py`)",
+        "",
+        f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC. Machine: {os.cpu_count()} CPU cores ({cpu}), "
+        f"shared with other jobs (load varies); Python {platform.python_version()}, qdrant-edge-py 0.9.0. "
+        f"Whole run: {wall_s / 60:.1f} min.",
+        "",
+        f"Nodes: {n_real} real nodes (256 tokens) of {n_pages} real manual pages (manpages-needle/L2048, default "
+        "encoder), replicated with Gaussian noise (sigma 0.02 per dimension, renormalised) to each size. "
+        f"Queries: {n_queries} real query texts (qdrant-client local mode: the first {args.local_queries}), encoded "
+        f"once (excluded from latency), each run {args.repeats}x; latency = one `search_encoded` call (k=10, node level): the Query API call "
+        "(HNSW prefetch of 100 by node vector, then MaxSim rerank over the chunk multivectors) plus the "
+        "marker and payload look-ups. Index built (`optimize`) before querying.",
+        "",
+        "| nodes | backend | docs written/s | write s | index build s | p50 ms (rerank) | p95 ms (rerank) | "
+        "p50 ms (no rerank) | p95 ms (no rerank) | peak RSS MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['size']:,} | {r['backend']} | {r['docs_per_s']:.0f} | {r['write_s']:.1f} | {r['optimize_s']:.1f} | "
+            f"{r['landmarks_p50']:.1f} | {r['landmarks_p95']:.1f} | {r['none_p50']:.1f} | {r['none_p95']:.1f} | "
+            f"{r['rss_mb']:.0f} |"
+        )
+    if recall_rows:
+        lines += ["", "int8 scalar quantization of the multivectors (Edge), overlap of the top-10 nodes with float32:", "",
+                  "| nodes | recall@10 vs float32 | p50 ms | p95 ms |", "|---|---|---|---|"]
+        lines += [f"| {r['size']:,} | {r['recall@10']:.3f} | {r['p50']:.1f} | {r['p95']:.1f} |" for r in recall_rows]
+    lines += [
+        "",
+        f"End-to-end ingest of {over['docs']} real short pages (manpages-short, {over['nodes']} nodes, "
+        f"`add_documents`, batch 16): {over['total_s']:.1f} s = {over['docs_per_s']:.2f} docs/s; "
+        f"inside the model {over['model_s']:.1f} s; **share outside the model {over['share_outside']:.1%}** "
+        "(tokenising, pooling, node cutting, writing and flushing).",
+        "",
+        f"Peak RSS of the whole run: {peak_rss_mb():.0f} MiB (includes the model, numpy copies of the nodes "
+        "and qdrant-client local mode's in-memory collection).",
+    ]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,272 @@
+"""LandmarkVectorStore: LlamaIndex's vector store interface over :class:`lmk_rag.store.LandmarkStore`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.vector_stores.types import (
+    BasePydanticVectorStore,
+    MetadataFilters,
+    VectorStoreQuery,
+    VectorStoreQueryMode,
+    VectorStoreQueryResult,
+)
+from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
+from llama_index.embeddings.landmark import LandmarkEmbedding
+from llama_index.node_parser.landmark import CHUNK_VECTORS_KEY, ENCODER_KEY, decode_chunk_vectors, without_side_channel
+from lmk_rag.errors import InvalidInputError, SettingsMismatchError
+from lmk_rag.store import FieldCondition, Filter, Hit, LandmarkStore, NodeRecord
+
+from llama_index.vector_stores.landmark.filters import to_store_filter
+
+Rerank = Literal["landmarks", "static", "none"]
+
+
+class LandmarkVectorStore(BasePydanticVectorStore):
+    """Landmark nodes in Qdrant (Edge in-process, or a server), searched in two stages.
+
+    The store encodes each query once (``is_embedding_query`` is False, so LlamaIndex does not
+    embed it first) and runs one Query API call: a dense prefetch on the node vectors, then a
+    MaxSim rerank on the nodes' chunk vectors (``rerank="landmarks"``), on static token vectors
+    (``"static"``, needs a store opened with ``static_encoder=``) or none. Nodes from
+    :class:`LandmarkNodeParser` bring their chunk vectors; other nodes with an embedding are
+    written with that embedding as their only chunk vector. Pass ``rerank`` per query with
+    ``index.as_retriever(vector_store_kwargs={"rerank": "static"})``.
+
+    Example::
+
+        embed_model = LandmarkEmbedding()
+        vector_store = LandmarkVectorStore(path="./lmk_store", embed_model=embed_model)
+    """
+
+    stores_text: bool = True
+    is_embedding_query: bool = False
+    rerank: Rerank = Field(default="landmarks", description="Default second stage: landmarks, static or none.")
+
+    _store: LandmarkStore = PrivateAttr()
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        url: str | None = None,
+        api_key: str | None = None,
+        client: Any = None,
+        location: str | None = None,
+        store: LandmarkStore | None = None,
+        embed_model: LandmarkEmbedding | None = None,
+        static_encoder: Any = None,
+        rerank: Rerank = "landmarks",
+        **store_options: Any,
+    ) -> None:
+        """Open a store, or wrap one.
+
+        :param path: folder of an embedded Qdrant Edge store (created when missing).
+        :param url: URL of a Qdrant server; ``api_key`` authenticates.
+        :param api_key: API key for ``url``.
+        :param client: an existing ``qdrant_client.QdrantClient``.
+        :param location: qdrant-client local mode, ``":memory:"`` or a folder.
+        :param store: an open :class:`LandmarkStore` to use instead of the arguments above.
+        :param embed_model: share this model's encoder with the store (else the store builds its own
+            from its recorded settings).
+        :param static_encoder: a ``StaticTokenEncoder`` to fill and search static token vectors.
+        :param rerank: the default second stage.
+        :param store_options: other :class:`LandmarkStore` arguments (``collection``, ``bm25``, ...).
+        :raises InvalidInputError: when ``store`` is given with location arguments.
+        """
+        if store is not None and (path, url, client, location) != (None, None, None, None):
+            raise InvalidInputError("give either store= or one of path, url, client, location, not both")
+        super().__init__(rerank=rerank)
+        self._store = store or LandmarkStore(
+            path,
+            url=url,
+            api_key=api_key,
+            client=client,
+            location=location,
+            encoder=embed_model.encoder if embed_model is not None else None,
+            static_encoder=static_encoder,
+            **store_options,
+        )
+
+    @classmethod
+    def class_name(cls) -> str:
+        """The name LlamaIndex serialises this class under."""
+        return "LandmarkVectorStore"
+
+    @property
+    def client(self) -> LandmarkStore:
+        """The underlying :class:`LandmarkStore`."""
+        return self._store
+
+    # ------------------------------------------------------------------ writing
+
+    def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
+        """Write nodes (with their embeddings); a node id already stored is overwritten.
+
+        :param nodes: nodes with ``embedding`` set, grouped by ``ref_doc_id`` into documents.
+        :return: the node ids.
+        :raises InvalidInputError: for a node without an embedding.
+        :raises SettingsMismatchError: for nodes embedded by another encoder than the store's.
+        """
+        for doc_id, records in self._merged_records(nodes).items():
+            self._store.upsert_nodes(doc_id, records)
+        return [node.node_id for node in nodes]
+
+    async def async_add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
+        """:meth:`add` in a worker thread."""
+        return await asyncio.to_thread(self.add, nodes, **add_kwargs)
+
+    def _merged_records(self, nodes: Sequence[BaseNode]) -> dict[str, list[NodeRecord]]:
+        """Per document, the records to write: its stored nodes, overwritten or extended by ``nodes``.
+
+        ``LandmarkStore.upsert_nodes`` replaces a whole document; LlamaIndex's ``add`` only adds, so
+        nodes of a document already stored are read back and kept.
+        """
+        incoming: dict[str, dict[str, NodeRecord]] = {}
+        fingerprint = self._store.settings["encoder"]["fingerprint"]
+        for node in nodes:
+            record = self._to_record(node, fingerprint)
+            incoming.setdefault(record.doc_id, {})[record.node_id] = record
+        if not incoming:
+            return {}
+        stored = self._store.get_nodes(filter=Filter(must=(FieldCondition("doc_id", "in", list(incoming)),)))
+        merged = {doc_id: {} for doc_id in incoming}
+        for record in sorted(stored, key=lambda r: r.span):
+            merged[record.doc_id][record.node_id] = record
+        for doc_id, records in incoming.items():
+            merged[doc_id].update(records)
+        return {doc_id: list(records.values()) for doc_id, records in merged.items()}
+
+    @staticmethod
+    def _to_record(node: BaseNode, fingerprint: str) -> NodeRecord:
+        """A store record from a node: its embedding, chunk vectors (side channel) and full node JSON.
+
+        :param node: the node.
+        :param fingerprint: the store's encoder fingerprint, which the node's must equal when it has one.
+        """
+        if node.embedding is None:
+            raise InvalidInputError(
+                f"node {node.node_id!r} has no embedding: parse with LandmarkNodeParser or set Settings.embed_model"
+            )
+        made_by = node.metadata.get(ENCODER_KEY)
+        if made_by is not None and made_by != fingerprint:
+            raise SettingsMismatchError(
+                f"node {node.node_id!r} was embedded by encoder {made_by}, the store holds vectors of {fingerprint}: "
+                "parse with the store's encoder settings (LandmarkVectorStore.client.encoder.settings)"
+            )
+        vector = np.asarray(node.embedding, dtype=np.float32)
+        packed = node.metadata.get(CHUNK_VECTORS_KEY)
+        chunk_vectors = vector[None, :] if packed is None else decode_chunk_vectors(packed, len(vector))
+        text = node.get_content()
+        start = getattr(node, "start_char_idx", None)
+        end = getattr(node, "end_char_idx", None)
+        return NodeRecord(
+            node_id=node.node_id,
+            doc_id=node.ref_doc_id or node.node_id,
+            text=text,
+            span=(start or 0, end if end is not None else (start or 0) + len(text)),
+            vector=vector,
+            chunk_vectors=chunk_vectors,
+            metadata=node_to_metadata_dict(without_side_channel(node), remove_text=True),
+        )
+
+    def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        """Delete every node of a document.
+
+        :param ref_doc_id: the document id (the nodes' ``ref_doc_id``).
+        """
+        self._store.delete_document(ref_doc_id)
+
+    async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        """:meth:`delete` in a worker thread."""
+        await asyncio.to_thread(self.delete, ref_doc_id, **delete_kwargs)
+
+    def clear(self) -> None:
+        """Delete every node (the store keeps its encoder settings)."""
+        self._store.clear()
+
+    async def aclear(self) -> None:
+        """:meth:`clear` in a worker thread."""
+        await asyncio.to_thread(self.clear)
+
+    # ------------------------------------------------------------------ reading
+
+    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """Encode ``query.query_str`` once and search in two stages.
+
+        :param query: LlamaIndex's query: ``query_str``, ``similarity_top_k``, ``filters``,
+            ``doc_ids``, ``node_ids``.
+        :param kwargs: ``rerank`` (``"landmarks"``, ``"static"``, ``"none"``) overrides the default.
+        :return: the nodes, their scores and ids, best first.
+        """
+        return self._result(self._store.search(**self._search_args(query, **kwargs)))
+
+    async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """:meth:`query` with the search in a worker thread."""
+        return self._result(await asyncio.to_thread(self._store.search, **self._search_args(query, **kwargs)))
+
+    def _search_args(self, query: VectorStoreQuery, rerank: Rerank | None = None, **_: Any) -> dict[str, Any]:
+        """The ``LandmarkStore.search`` arguments of a LlamaIndex query."""
+        mode = VectorStoreQueryMode(query.mode)
+        if mode != VectorStoreQueryMode.DEFAULT:
+            raise NotImplementedError(
+                f"LandmarkVectorStore runs dense + landmark search only, not mode {mode.value!r}; "
+                "enable BM25 fusion with LandmarkVectorStore(..., bm25=True) instead"
+            )
+        if not query.query_str:
+            raise InvalidInputError("LandmarkVectorStore searches by query text: VectorStoreQuery.query_str is empty")
+        return {
+            "query": query.query_str,
+            "k": query.similarity_top_k,
+            "rerank": rerank or self.rerank,
+            "filter": to_store_filter(query.filters, query.node_ids, query.doc_ids),
+            "doc_level": False,
+        }
+
+    def _result(self, hits: list[Hit]) -> VectorStoreQueryResult:
+        """LlamaIndex's result from store hits."""
+        nodes = [_to_node(hit.node_id, hit.doc_id, hit.text, hit.span, hit.metadata) for hit in hits]
+        return VectorStoreQueryResult(
+            nodes=nodes, similarities=[hit.score for hit in hits], ids=[hit.node_id for hit in hits]
+        )
+
+    def get_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None) -> list[BaseNode]:
+        """Stored nodes by id and/or metadata filter, with their embeddings.
+
+        :param node_ids: node ids (None: every node matching ``filters``).
+        :param filters: metadata filters.
+        :return: the nodes, in no particular order.
+        """
+        records = self._store.get_nodes(node_ids=node_ids, filter=to_store_filter(filters))
+        nodes = []
+        for record in records:
+            node = _to_node(record.node_id, record.doc_id, record.text, record.span, record.metadata)
+            node.embedding = record.vector.tolist()
+            nodes.append(node)
+        return nodes
+
+    async def aget_nodes(
+        self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
+    ) -> list[BaseNode]:
+        """:meth:`get_nodes` in a worker thread."""
+        return await asyncio.to_thread(self.get_nodes, node_ids, filters)
+
+
+def _to_node(node_id: str, doc_id: str, text: str, span: tuple[int, int], metadata: dict[str, Any]) -> BaseNode:
+    """The LlamaIndex node of a stored node: rebuilt from its JSON when LlamaIndex wrote it, else from the fields."""
+    if "_node_content" in metadata:
+        return metadata_dict_to_node(metadata, text=text)
+    return TextNode(
+        id_=node_id,
+        text=text,
+        start_char_idx=span[0],
+        end_char_idx=span[1],
+        metadata=dict(metadata),
+        relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=doc_id)},
+    )

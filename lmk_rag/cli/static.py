@@ -1,0 +1,64 @@
+"""``lmk-rag distill-static`` and ``lmk-rag train-mixer``: build the static model and train its ConvMixer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from lmk_rag.cli import app
+
+
+@app.command("distill-static")
+def distill_static_command(
+    source: str = typer.Option(None, help="Transformer folder or hub id (default: the local all-MiniLM-L6-v2)."),
+    output: Path = typer.Option(None, help="Where to save (default: the user cache dir)."),
+    dims: int = typer.Option(256, help="Dimensions kept by PCA (MiniLM has 384)."),
+    force: bool = typer.Option(False, help="Distil again even if the folder exists."),
+) -> None:
+    """Distil a model2vec static model (offline for local folders) and print where it was saved."""
+    from lmk_rag.static.model import SOURCE_FILE, distill_static
+
+    folder = distill_static(source, output, pca_dims=dims, force=force)
+    typer.echo(json.dumps({"folder": str(folder), **json.loads((folder / SOURCE_FILE).read_text())}, indent=2))
+
+
+@app.command("train-mixer")
+def train_mixer_command(
+    pairs: Path = typer.Option(..., help="Training pairs (JSON lines with query and positive)."),
+    select_on: Path = typer.Option(..., help="BEIR folder whose nDCG@10 (static-mixer) picks the checkpoint."),
+    output: Path = typer.Option(None, help="Mixer folder (default: the cache folder static-mixer loads)."),
+    static_model: str = typer.Option(None, help="model2vec folder or hub id (default: distilled MiniLM)."),
+    objective: str = typer.Option("both", help="distill, contrastive or both."),
+    steps: int = typer.Option(300, help="Optimisation steps."),
+    batch_size: int = typer.Option(32, help="Pairs per step (in-batch negatives)."),
+    lr: float = typer.Option(2e-3, help="AdamW learning rate."),
+    eval_every: int = typer.Option(100, help="Steps between checkpoint evaluations."),
+    select_queries: int = typer.Option(200, help="Queries of --select-on used for selection (0: all)."),
+    select_docs: int = typer.Option(800, help="Documents of --select-on used for selection (0: all)."),
+    val_fraction: float = typer.Option(0.1, help="Share of the pairs held out for the validation loss."),
+    seed: int = typer.Option(0, help="Random seed."),
+) -> None:
+    """Train a ConvMixer on the pairs; keep the checkpoint with the best nDCG@10 on --select-on."""
+    from lmk_rag.static import StaticTokenEncoder
+    from lmk_rag.static.train import (
+        TrainConfig,
+        default_mixer_dir,
+        load_pairs,
+        ndcg_selector,
+        save_training_record,
+        split_pairs,
+        train_mixer,
+    )
+
+    config = TrainConfig(objective=objective, steps=steps, batch_size=batch_size, lr=lr,  # type: ignore[arg-type]
+                         eval_every=eval_every, seed=seed)
+    static = StaticTokenEncoder(static_model)
+    train, val = split_pairs(load_pairs(pairs), val_fraction, seed)
+    select = ndcg_selector(select_on, static, select_queries or None, select_docs or None, seed)
+    result = train_mixer(train, val, static, config, select=select, log=typer.echo)
+    folder = result.mixer.save(output or default_mixer_dir())
+    save_training_record(folder, config, result, static)
+    typer.echo(json.dumps({"folder": str(folder), "best_step": result.best_step,
+                           "parameters": result.mixer.parameter_count, "seconds": round(result.seconds, 1)}))

@@ -1,0 +1,109 @@
+"""The ``lmk-rag`` pipeline: the product end to end. Encoder defaults, nodes cut from one encoding
+pass, a Qdrant Edge store in a temporary folder, two-stage search (dense prefetch, chunk MaxSim
+rerank), documents ranked by their best node."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+from lmk_rag.eval.pipelines.base import IndexStats, PipelineOptions, Ranking, register_pipeline
+
+
+@register_pipeline("lmk-rag")
+class LmkRagPipeline:
+    """Index with :class:`~lmk_rag.store.LandmarkStore`, search with ``rerank="landmarks"``.
+
+    Document encodings come through the harness's states cache (shared with the other landmark
+    pipelines); writing the store and building its index are timed in :meth:`index`.
+    """
+
+    rerank = "landmarks"
+    bm25: bool = False
+
+    def __init__(self, options: PipelineOptions) -> None:
+        """Keep the options; the store is built in :meth:`index`."""
+        self.options = options
+        self._store: Any = None
+        self._encoder: Any = None
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The encoder settings and search mode (reported in the eval JSON)."""
+        base = self._encoder.settings if self._encoder is not None else {}
+        return {**base, "rerank": self.rerank, "bm25": self.bm25}
+
+    def index(self, docs: Sequence[str]) -> IndexStats:
+        """Encode (cached), cut nodes, write them to a fresh Edge store and build its index.
+
+        :param docs: the document texts; doc ids are their list positions.
+        :return: the cold encoding time plus the time to write and index the store.
+        """
+        import time
+
+        from lmk_rag.encoder import LandmarkEncoder
+        from lmk_rag.eval.states import encode_states_cached
+        from lmk_rag.nodes import group_chunks
+        from lmk_rag.store import LandmarkStore, NodeRecord
+
+        self._encoder = LandmarkEncoder(
+            model_name=self.options.model,
+            batch_size=self.options.batch_size,
+            show_progress_bar=self.options.show_progress,
+            **self.options.encoder,
+        )
+        result = encode_states_cached(self._encoder, docs, self.options.cache_dir)
+        start = time.perf_counter()
+        folder = tempfile.mkdtemp(prefix="lmk_rag_eval_store_")
+        self._store = LandmarkStore(folder, encoder=self._encoder, bm25=self.bm25)
+        weakref.finalize(self, _drop_store, self._store, folder)
+
+        def records() -> Any:
+            for index, (text, encoded) in enumerate(zip(docs, self._encoder.pool(result.states))):
+                doc_id = str(index)
+                yield doc_id, [
+                    NodeRecord(
+                        node_id=f"{doc_id}#{node.index}",
+                        doc_id=doc_id,
+                        text=text[node.span[0] : node.span[1]],
+                        span=node.span,
+                        vector=node.vector,
+                        chunk_vectors=node.chunk_vectors,
+                    )
+                    for node in group_chunks(encoded, self._store.node_tokens)
+                ]
+
+        self._store.upsert_documents(records())
+        self._store.optimize()
+        return IndexStats(encode_s=result.encode_s + time.perf_counter() - start, cached=result.cached)
+
+    def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        """Encode the queries in one batch and run one two-stage store query each.
+
+        :param queries: the query texts.
+        :param k: documents per query.
+        :return: one ranking per query (documents by their best node's score).
+        """
+        assert self._store is not None, "index() must be called before search()"
+        encoded = self._encoder.encode_queries(list(queries))
+        rankings: list[Ranking] = []
+        for text, query in zip(queries, encoded):
+            hits = self._store.search_encoded(query, k=k, rerank=self.rerank, doc_level=True, text=text)
+            rankings.append([(int(hit.doc_id), hit.score) for hit in hits])
+        return rankings
+
+
+@register_pipeline("lmk-rag-hybrid")
+class LmkRagHybridPipeline(LmkRagPipeline):
+    """``lmk-rag`` with the BM25 sparse prefetch fused by RRF before the rerank."""
+
+    bm25 = True
+
+
+def _drop_store(store: Any, folder: str) -> None:
+    """Close the pipeline's store and remove its temporary folder."""
+    store.close()
+    shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,92 @@
+"""ConvMixer inference in numpy: the weights of a trained :class:`~lmk_rag.static.mixer.ConvMixer`,
+applied without torch (the encoder and the store stay numpy-only).
+
+``out = l2norm(x + sigmoid(x @ G.T + g) * (depthwise_conv(x) @ L.T + l))``, the same function as
+:meth:`ConvMixer.forward` on one unpadded text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from safetensors.numpy import load_file
+
+from lmk_rag.errors import ModelNotFoundError, VectorSizeError
+
+CONFIG_FILE = "mixer_config.json"
+WEIGHTS_FILE = "mixer.safetensors"
+
+
+@dataclass(frozen=True)
+class MixerWeights:
+    """A trained mixer's weights, float32, named as in the torch module's ``state_dict``.
+
+    :param config: the mixer config (``dim``, ``kernel_size``, ``gate_bias``).
+    :param weights: ``conv.weight`` (dim, 1, k), ``conv.bias`` (dim,), ``linear.weight`` (dim, dim),
+        ``linear.bias`` (dim,), ``gate.weight`` (dim, dim), ``gate.bias`` (dim,).
+    """
+
+    config: dict[str, float | int]
+    weights: dict[str, np.ndarray]
+
+    @property
+    def dim(self) -> int:
+        """The token vector dimension."""
+        return int(self.config["dim"])
+
+    @property
+    def parameter_count(self) -> int:
+        """The number of parameters."""
+        return int(sum(w.size for w in self.weights.values()))
+
+    def mix(self, tokens: np.ndarray) -> np.ndarray:
+        """Mix one text's token vectors with their neighbours.
+
+        :param tokens: L2-normalised static token vectors, shape (n, dim).
+        :return: L2-normalised float32 mixed vectors, shape (n, dim).
+        :raises VectorSizeError: if ``tokens`` has another dimension than the mixer.
+        """
+        if tokens.ndim != 2 or tokens.shape[1] != self.dim:
+            raise VectorSizeError(f"the mixer takes (n, {self.dim}) token vectors, got {tokens.shape}")
+        w = self.weights
+        kernel = w["conv.weight"][:, 0, :]  # (dim, k)
+        k = kernel.shape[1]
+        x = tokens.astype(np.float32, copy=False)
+        padded = np.pad(x, ((k // 2, k // 2), (0, 0)))
+        conv = np.broadcast_to(w["conv.bias"], x.shape).copy()
+        for offset in range(k):
+            conv += padded[offset : offset + len(x)] * kernel[:, offset]
+        mixed = conv @ w["linear.weight"].T + w["linear.bias"]
+        gate = 1.0 / (1.0 + np.exp(-(x @ w["gate.weight"].T + w["gate.bias"])))
+        out = x + gate * mixed
+        return (out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+
+    def fingerprint(self) -> str:
+        """A short hash of the config and weights (equal to the torch module's for the same weights)."""
+        digest = hashlib.sha256(json.dumps(self.config, sort_keys=True).encode())
+        for name in sorted(self.weights):
+            digest.update(name.encode())
+            digest.update(np.ascontiguousarray(self.weights[name], dtype=np.float32).tobytes())
+        return digest.hexdigest()[:16]
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike[str]) -> MixerWeights:
+        """Load a mixer folder written by :meth:`ConvMixer.save`.
+
+        :param folder: the folder holding ``mixer_config.json`` and ``mixer.safetensors``.
+        :return: the weights.
+        :raises ModelNotFoundError: if either file is missing.
+        """
+        path = Path(folder)
+        if not (path / CONFIG_FILE).is_file() or not (path / WEIGHTS_FILE).is_file():
+            raise ModelNotFoundError(
+                f"{path} is not a ConvMixer folder: it needs {CONFIG_FILE} and {WEIGHTS_FILE} "
+                "(`lmk-rag train-mixer` writes one)"
+            )
+        weights = {k: v.astype(np.float32) for k, v in load_file(str(path / WEIGHTS_FILE)).items()}
+        return cls(json.loads((path / CONFIG_FILE).read_text()), weights)

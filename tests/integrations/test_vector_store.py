@@ -1,0 +1,221 @@
+"""LandmarkVectorStore over a real Qdrant Edge shard in tmp_path, with real MiniLM nodes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from llama_index.core import Document
+from llama_index.core.node_parser import SentenceSplitter
+from llama_index.core.schema import NodeRelationship, TextNode
+from llama_index.core.vector_stores.types import (
+    BasePydanticVectorStore,
+    FilterCondition,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+    VectorStoreQuery,
+)
+from llama_index.embeddings.landmark import LandmarkEmbedding
+from llama_index.node_parser.landmark import (
+    CHUNK_VECTORS_KEY,
+    ENCODER_KEY,
+    LandmarkNodeParser,
+    decode_chunk_vectors,
+)
+from llama_index.vector_stores.landmark import LandmarkVectorStore
+from lmk_rag.errors import InvalidInputError, SettingsMismatchError
+from lmk_rag.store import LandmarkStore
+
+QUERY = "get the current working directory of the calling process"
+
+
+@pytest.fixture(scope="module")
+def nodes(embed_model: LandmarkEmbedding, manpage_documents: list[Document]) -> list[TextNode]:
+    return LandmarkNodeParser(embed_model=embed_model, node_tokens=128).get_nodes_from_documents(manpage_documents)
+
+
+@pytest.fixture
+def vector_store(tmp_path: Path, embed_model: LandmarkEmbedding) -> Iterator[LandmarkVectorStore]:
+    store = LandmarkVectorStore(path=tmp_path / "store", embed_model=embed_model)
+    yield store
+    store.client.close()
+
+
+@pytest.fixture
+def filled(vector_store: LandmarkVectorStore, nodes: list[TextNode]) -> LandmarkVectorStore:
+    vector_store.add(nodes)
+    return vector_store
+
+
+def _query(text: str = QUERY, k: int = 5, **kwargs) -> VectorStoreQuery:
+    return VectorStoreQuery(query_str=text, similarity_top_k=k, **kwargs)
+
+
+def test_is_a_pydantic_vector_store_that_stores_text_and_embeds_queries_itself() -> None:
+    assert BasePydanticVectorStore in LandmarkVectorStore.__mro__
+    assert LandmarkVectorStore.class_name() == "LandmarkVectorStore"
+    fields = LandmarkVectorStore.model_fields
+    assert fields["stores_text"].default is True
+    assert fields["is_embedding_query"].default is False
+
+
+def test_add_then_get_nodes_round_trips_nodes_and_vectors(filled: LandmarkVectorStore, nodes: list[TextNode]) -> None:
+    assert filled.client.count() == len(nodes)
+    original = nodes[3]
+    (node,) = filled.get_nodes(node_ids=[original.node_id])
+    assert node.text == original.text
+    assert (node.start_char_idx, node.end_char_idx) == (original.start_char_idx, original.end_char_idx)
+    assert node.metadata == {k: v for k, v in original.metadata.items() if k not in (CHUNK_VECTORS_KEY, ENCODER_KEY)}
+    assert node.ref_doc_id == original.ref_doc_id
+    for relation in (NodeRelationship.PREVIOUS, NodeRelationship.NEXT):
+        assert node.relationships[relation].node_id == original.relationships[relation].node_id
+    np.testing.assert_allclose(node.embedding, original.embedding, atol=1e-6)
+    (record,) = filled.client.get_nodes(node_ids=[original.node_id])
+    chunks = decode_chunk_vectors(original.metadata[CHUNK_VECTORS_KEY], len(original.embedding))
+    np.testing.assert_allclose(record.chunk_vectors, chunks, atol=1e-6)
+    assert CHUNK_VECTORS_KEY not in record.metadata and CHUNK_VECTORS_KEY not in record.metadata["_node_content"]
+
+
+def test_add_adds_to_a_stored_document_instead_of_replacing_it(
+    vector_store: LandmarkVectorStore, nodes: list[TextNode]
+) -> None:
+    document_nodes = [node for node in nodes if node.ref_doc_id == nodes[0].ref_doc_id]
+    vector_store.add(document_nodes[:2])
+    vector_store.add(document_nodes[2:])
+    vector_store.add(document_nodes[1:3])
+    assert sorted(n.node_id for n in vector_store.get_nodes()) == sorted(n.node_id for n in document_nodes)
+
+
+def test_delete_removes_every_node_of_one_document(filled: LandmarkVectorStore, nodes: list[TextNode]) -> None:
+    doc_id = nodes[0].ref_doc_id
+    filled.delete(doc_id)
+    remaining = filled.get_nodes()
+    assert len(remaining) == len([n for n in nodes if n.ref_doc_id != doc_id])
+    assert all(node.ref_doc_id != doc_id for node in remaining)
+
+
+def test_query_encodes_once_and_returns_scored_nodes(
+    filled: LandmarkVectorStore, forward_counter, manpage_documents: list[Document]
+) -> None:
+    result = filled.query(_query())
+    assert forward_counter.batches == [1]
+    assert len(result.nodes) == len(result.similarities) == len(result.ids) == 5
+    assert result.similarities == sorted(result.similarities, reverse=True)
+    assert [node.node_id for node in result.nodes] == result.ids
+    hits = filled.client.search(QUERY, k=5, doc_level=False)
+    assert [hit.node_id for hit in hits] == result.ids
+    np.testing.assert_allclose(result.similarities, [hit.score for hit in hits], atol=1e-5)
+    top = result.nodes[0]
+    document = next(d for d in manpage_documents if d.doc_id == top.ref_doc_id)
+    assert top.text == document.text[top.start_char_idx : top.end_char_idx]
+
+
+def test_metadata_filters_doc_ids_and_node_ids_restrict_the_search(
+    filled: LandmarkVectorStore, nodes: list[TextNode]
+) -> None:
+    def ranks(**kwargs) -> set[int]:
+        return {node.metadata["rank"] for node in filled.query(_query(k=len(nodes), **kwargs)).nodes}
+
+    assert ranks(filters=MetadataFilters(filters=[MetadataFilter(key="rank", value=2)])) == {2}
+    odd_or_zero = MetadataFilters(
+        filters=[MetadataFilter(key="parity", value="odd"), MetadataFilter(key="rank", value=0)],
+        condition=FilterCondition.OR,
+    )
+    assert ranks(filters=odd_or_zero) == {0, 1, 3, 5}
+    not_low = MetadataFilters(
+        filters=[MetadataFilter(key="rank", value=3, operator=FilterOperator.LT)], condition=FilterCondition.NOT
+    )
+    assert ranks(filters=not_low) == {3, 4, 5}
+    assert ranks(filters=MetadataFilters(filters=[MetadataFilter(key="rank", value=[1, 4], operator="in")])) == {1, 4}
+    assert ranks(doc_ids=[nodes[0].ref_doc_id]) == {nodes[0].metadata["rank"]}
+    picked = [nodes[1].node_id, nodes[-1].node_id]
+    assert sorted(filled.query(_query(node_ids=picked)).ids) == sorted(picked)
+    only_even = filled.get_nodes(filters=MetadataFilters(filters=[MetadataFilter(key="parity", value="even")]))
+    assert only_even and {node.metadata["rank"] % 2 for node in only_even} == {0}
+
+
+def test_async_variants_match_sync(vector_store: LandmarkVectorStore, nodes: list[TextNode]) -> None:
+    doc_id = nodes[0].ref_doc_id
+    asyncio.run(vector_store.async_add(nodes))
+    found = asyncio.run(vector_store.aquery(_query()))
+    assert found.ids == vector_store.query(_query()).ids
+    np.testing.assert_allclose(found.similarities, vector_store.query(_query()).similarities, atol=1e-6)
+    asyncio.run(vector_store.adelete(doc_id))
+    left = asyncio.run(vector_store.aget_nodes())
+    assert left and all(node.ref_doc_id != doc_id for node in left)
+    asyncio.run(vector_store.aclear())
+    assert vector_store.client.count() == 0
+
+
+def test_clear_empties_the_store(filled: LandmarkVectorStore) -> None:
+    filled.clear()
+    assert filled.client.count() == 0 and filled.get_nodes() == []
+
+
+def test_nodes_from_another_encoder_are_refused(vector_store: LandmarkVectorStore, nodes: list[TextNode]) -> None:
+    foreign = nodes[0].model_copy(update={"metadata": {**nodes[0].metadata, ENCODER_KEY: "0123456789abcdef"}})
+    with pytest.raises(SettingsMismatchError, match="0123456789abcdef"):
+        vector_store.add([foreign])
+    assert vector_store.client.count() == 0
+
+
+def test_nodes_of_other_parsers_use_their_embedding_as_the_only_chunk(
+    vector_store: LandmarkVectorStore, embed_model: LandmarkEmbedding, manpage_documents: list[Document]
+) -> None:
+    plain = SentenceSplitter(chunk_size=200, chunk_overlap=0).get_nodes_from_documents(manpage_documents[:1])
+    for node, vector in zip(plain, embed_model.get_text_embedding_batch([n.get_content() for n in plain])):
+        node.embedding = vector
+    vector_store.add(plain)
+    (record,) = vector_store.client.get_nodes(node_ids=[plain[0].node_id])
+    np.testing.assert_allclose(record.chunk_vectors, [plain[0].embedding], atol=1e-6)
+    assert len(vector_store.query(_query(k=2)).nodes) == 2
+    with pytest.raises(InvalidInputError, match="no embedding"):
+        vector_store.add([TextNode(text="no vector")])
+
+
+def test_wraps_an_injected_store(tmp_path: Path, minilm_encoder, nodes: list[TextNode]) -> None:
+    with LandmarkStore(tmp_path / "injected", encoder=minilm_encoder) as store:
+        vector_store = LandmarkVectorStore(store=store)
+        assert vector_store.client is store
+        vector_store.add(nodes[:4])
+        assert store.count() == 4
+        with pytest.raises(InvalidInputError):
+            LandmarkVectorStore(tmp_path / "other", store=store)
+
+
+def test_static_rerank_runs_through_the_adapter(
+    tmp_path: Path, embed_model: LandmarkEmbedding, nodes: list[TextNode], minilm_path: Path, forward_counter
+) -> None:
+    from lmk_rag.static import StaticTokenEncoder, StaticVectors, maxsim
+    from safetensors.numpy import load_file
+    from tokenizers import Tokenizer
+
+    weights = load_file(str(minilm_path / "model.safetensors"))
+    table = next(value for key, value in weights.items() if key.endswith("word_embeddings.weight"))
+    tokenizer = Tokenizer.from_file(str(minilm_path / "tokenizer.json"))
+    static = StaticTokenEncoder(
+        StaticVectors(table.astype(np.float32), tokenizer, None, None, tokenizer.token_to_id("[UNK]"), "minilm-input")
+    )
+    vector_store = LandmarkVectorStore(path=tmp_path / "static", embed_model=embed_model, static_encoder=static)
+    try:
+        vector_store.add(nodes[:24])
+        forward_counter.reset()
+        result = vector_store.query(_query(k=3), rerank="static")
+        assert forward_counter.batches == [1]
+        query_tokens = static.encode_query_tokens(QUERY)
+        for node, score in zip(result.nodes, result.similarities):
+            assert score == pytest.approx(maxsim(query_tokens, static.encode_document_tokens(node.text)), abs=1e-3)
+        assert result.similarities != vector_store.query(_query(k=3)).similarities
+    finally:
+        vector_store.client.close()
+
+
+def test_unsupported_query_modes_and_missing_query_text_are_errors(filled: LandmarkVectorStore) -> None:
+    with pytest.raises(NotImplementedError, match="sparse"):
+        filled.query(_query(mode="sparse"))
+    with pytest.raises(InvalidInputError, match="query_str"):
+        filled.query(VectorStoreQuery(query_embedding=[0.0] * 384, similarity_top_k=2))

@@ -1,0 +1,48 @@
+"""``lmk-rag ingest / query / info`` on real manual-page text."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from lmk_rag.cli import app
+
+
+@pytest.mark.slow
+def test_ingest_query_info(tmp_path, docs):
+    corpus = tmp_path / "corpus"
+    (corpus / "sub").mkdir(parents=True)
+    names = ["a.txt", "sub/b.md", "c.txt"]
+    texts = list(docs.values())[:3]
+    for name, text in zip(names, texts):
+        (corpus / name).write_text(text)
+    (corpus / "empty.txt").write_text("  \n")
+    (corpus / "skip.json").write_text("{}")
+    runner = CliRunner()
+    store = str(tmp_path / "store")
+
+    result = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--batch-size", "2"])
+    assert result.exit_code == 0, result.output
+    assert "ingested 3 documents" in result.output
+
+    query = texts[1].split(". ")[0][:200]
+    result = runner.invoke(app, ["query", query, "--store", store, "-k", "2", "--rerank", "landmarks", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["query"] == query
+    assert out["hits"][0]["doc_id"] == "sub/b.md"
+    assert set(out["hits"][0]) == {"doc_id", "node_id", "score", "text", "span", "metadata"}
+    assert out["hits"][0]["metadata"]["path"].endswith("b.md")
+
+    result = runner.invoke(app, ["query", query, "--store", store, "--filter", "path=nowhere"])
+    assert result.exit_code == 0 and result.stdout == ""
+
+    result = runner.invoke(app, ["info", "--store", store])
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.stdout)
+    assert info["documents"] == 3 and info["backend"] == "qdrant-edge" and info["encoder"]["dim"] == 384
+
+    result = runner.invoke(app, ["query", "x", "--store", str(tmp_path / "nothing")])
+    assert result.exit_code == 1 and "no lmk-rag store" in result.stderr

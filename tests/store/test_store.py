@@ -1,0 +1,162 @@
+"""The store's behaviour, one test body per backend (Edge on disk, qdrant-client local, real server if set)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pytest
+
+from lmk_rag.errors import InvalidInputError, SettingsMismatchError, VectorSizeError
+from lmk_rag.store import FieldCondition, Filter, NodeRecord
+
+
+def _fill(store: Any, doc_records: dict[str, list[NodeRecord]]) -> int:
+    return sum(store.upsert_nodes(doc_id, records) for doc_id, records in doc_records.items())
+
+
+def _first_sentence(text: str) -> str:
+    return text.split(". ")[0][:200]
+
+
+def test_ingest_and_search_find_each_document_by_its_own_words(open_store, docs) -> None:
+    store = open_store()
+    items = [(doc_id, text, {"rank": i}) for i, (doc_id, text) in enumerate(docs.items())]
+    n_nodes = store.add_documents(items[:4], batch_size=2)
+    assert n_nodes == store.count() > 4  # long pages make several nodes
+    assert store.doc_ids() == sorted(doc_id for doc_id, _, _ in items[:4])
+    for doc_id, text, _ in items[:4]:
+        hits = store.search(_first_sentence(text), k=3)
+        assert hits[0].doc_id == doc_id
+        assert hits[0].text == text[hits[0].span[0] : hits[0].span[1]]
+        assert len({h.doc_id for h in hits}) == len(hits)  # document-level: best node per document
+        assert hits[0].metadata == {"rank": items.index((doc_id, text, {"rank": hits[0].metadata["rank"]}))}
+
+
+def test_node_level_search_and_rerank_modes(open_store, doc_records, docs) -> None:
+    store = open_store()
+    _fill(store, doc_records)
+    doc_id = next(iter(docs))
+    node = doc_records[doc_id][1]
+    for rerank in ("landmarks", "none"):
+        hits = store.search(node.text[:300], k=5, rerank=rerank, doc_level=False)
+        assert hits[0].node_id == node.node_id
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        assert len({h.node_id for h in hits}) == 5
+    landmark_score = store.search(node.text[:300], k=1, rerank="landmarks", doc_level=False)[0].score
+    query = store.encoder.encode_queries(node.text[:300])
+    expected = sum(float(np.max(node.chunk_vectors @ q)) for q in query.landmarks)  # MaxSim by hand
+    assert landmark_score == pytest.approx(expected, rel=1e-3, abs=1e-3)
+
+
+def test_reingest_replaces_the_old_version(open_store, doc_records, docs) -> None:
+    store = open_store()
+    _fill(store, doc_records)
+    doc_id, before = next(iter(doc_records.items()))
+    total = store.count()
+    new_text = "Penguins live in Antarctica and eat fish. They cannot fly but swim very well."
+    assert store.add_document(doc_id, new_text, {"rank": 99}) == 1
+    nodes = store.get_nodes(filter={"doc_id": doc_id})
+    assert [n.text for n in nodes] == [new_text] and nodes[0].metadata == {"rank": 99}
+    assert store.count() == total - len(before) + 1
+    assert store.search("penguins in Antarctica", k=1)[0].doc_id == doc_id
+    # writing the same version twice keeps one copy
+    store.add_document(doc_id, new_text, {"rank": 99})
+    assert Counter(n.node_id for n in store.get_nodes()) .most_common(1)[0][1] == 1
+
+
+def test_delete_document(open_store, doc_records, docs) -> None:
+    store = open_store()
+    _fill(store, doc_records)
+    doc_id = next(iter(doc_records))
+    assert store.delete_document(doc_id) is True
+    assert store.delete_document(doc_id) is False
+    assert doc_id not in store.doc_ids()
+    assert store.get_nodes(filter={"doc_id": doc_id}) == []
+    assert all(h.doc_id != doc_id for h in store.search(_first_sentence(docs[doc_id]), k=8))
+    assert store.count() == sum(len(r) for d, r in doc_records.items() if d != doc_id)
+    store.clear()
+    assert store.count() == 0 and store.doc_ids() == []
+
+
+def test_filters(open_store, doc_records, docs) -> None:
+    store = open_store()
+    _fill(store, doc_records)
+    query = _first_sentence(next(iter(docs.values())))
+    even = store.search(query, k=8, filter={"group": "even"})
+    assert even and {h.metadata["group"] for h in even} == {"even"}
+    ranks = store.search(query, k=8, filter={"rank": [1, 2]})
+    assert {h.metadata["rank"] for h in ranks} == {1, 2}
+    ranged = Filter(must=[FieldCondition("rank", "gte", 2), FieldCondition("rank", "lt", 5)],
+                    must_not=[FieldCondition("doc_id", "eq", "page3.txt")])
+    assert {h.metadata["rank"] for h in store.search(query, k=8, filter=ranged)} == {2, 4}
+    either = Filter(should=[FieldCondition("rank", "eq", 0), FieldCondition("group", "eq", "odd")])
+    assert {h.metadata["rank"] for h in store.search(query, k=8, filter=either)} == {0, 1, 3, 5, 7}
+    assert {n.doc_id for n in store.get_nodes(filter=Filter(must=[FieldCondition("rank", "ne", 0)]))} == set(
+        list(doc_records)[1:])
+    wanted = [doc_records["page1.txt"][0].node_id]
+    assert [n.node_id for n in store.get_nodes(node_ids=wanted)] == wanted
+
+
+def test_reopen_rebuilds_the_encoder_and_keeps_everything(open_store, doc_records, docs, backend) -> None:
+    if backend == "local":
+        pass  # local mode on a folder persists too
+    store = open_store()
+    _fill(store, doc_records)
+    query = _first_sentence(docs["page2.txt"])
+    before = [(h.node_id, round(h.score, 4)) for h in store.search(query, k=5)]
+    count = store.count()
+    store.close()
+    again = open_store(encoder=None)
+    assert again.encoder.settings == store.encoder.settings
+    assert again.count() == count and again.doc_ids() == sorted(doc_records)
+    assert [(h.node_id, round(h.score, 4)) for h in again.search(query, k=5)] == before
+
+
+def test_other_encoder_settings_are_refused(open_store, doc_records) -> None:
+    from lmk_rag.encoder import LandmarkEncoder
+
+    store = open_store()
+    _fill(store, {k: v for k, v in list(doc_records.items())[:1]})
+    store.close()
+    with pytest.raises(SettingsMismatchError, match="granularity"):
+        open_store(encoder=LandmarkEncoder(granularity=16))
+    with pytest.raises(SettingsMismatchError, match="bm25"):
+        open_store(bm25=True)
+
+
+def test_vector_size_mismatch(open_store, doc_records) -> None:
+    store = open_store()
+    good = doc_records["page0.txt"][0]
+    bad_vector = NodeRecord("x#0", "x", "t", (0, 1), np.ones(8, np.float32), good.chunk_vectors)
+    with pytest.raises(VectorSizeError, match=r"\(384,\)"):
+        store.upsert_nodes("x", [bad_vector])
+    bad_chunks = NodeRecord("x#0", "x", "t", (0, 1), good.vector, np.ones((2, 10), np.float32))
+    with pytest.raises(VectorSizeError):
+        store.upsert_nodes("x", [bad_chunks])
+    with pytest.raises(InvalidInputError):
+        store.upsert_nodes("x", [good])  # belongs to page0.txt
+    assert store.count() == 0
+
+
+def test_static_slot_and_static_rerank(open_store, doc_records, docs, static_encoder) -> None:
+    store = open_store(static_encoder=static_encoder)
+    _fill(store, doc_records)
+    node = store.get_nodes(node_ids=["page3.txt#0"])[0]
+    assert node.static_vectors is not None and node.static_vectors.shape[1] == 16
+    hits = store.search(_first_sentence(docs["page3.txt"]), k=3, rerank="static")
+    assert hits[0].doc_id == "page3.txt"
+    store.close()
+    with pytest.raises(SettingsMismatchError, match="static"):
+        open_store()._extra_vectors(doc_records["page0.txt"][0])
+
+
+def test_bm25_hybrid_prefetch(open_store, doc_records, docs) -> None:
+    store = open_store(bm25=True)
+    _fill(store, doc_records)
+    text = docs["page5.txt"]
+    rare = max(set(text.split()), key=len)  # a long, rare token from the page
+    for rerank in ("landmarks", "none"):
+        assert store.search(rare, k=8, rerank=rerank)
+    assert store.search(_first_sentence(text), k=1)[0].doc_id == "page5.txt"

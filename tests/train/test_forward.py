@@ -1,0 +1,65 @@
+"""Training forward pass: same sequences and vectors as the inference encoder, and the losses."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from lmk_rag.encoder import LandmarkEncoder
+from lmk_rag.train.features import build_token_batch
+from lmk_rag.train.forward import landmark_matrix, landmark_states, lmk_vectors
+from lmk_rag.train.losses import info_nce, landmark_maxsim_nce, maxsim_scores
+
+TEXTS = [
+    "The ls command lists the files of a directory, sorted by name unless told otherwise. " * 5,
+    "copy files",
+]
+
+
+def test_training_vectors_equal_the_inference_encoder(tiny_model: Path) -> None:
+    encoder = LandmarkEncoder(model_name=tiny_model, granularity=16, pooling="lmk", chunk_vector="landmark",
+                              device="cpu")
+    batch = build_token_batch(encoder.tokenizer, TEXTS, [16, 16], encoder.max_length)
+    assert batch.input_ids.shape[0] >= 3  # the long text needs several 64-token windows
+    landmark_ids = batch.input_ids[batch.landmark_window, batch.landmark_position]
+    assert torch.all(landmark_ids == encoder.tokenizer.sep_token_id)
+    with torch.no_grad():
+        states = landmark_states(encoder.model, batch)
+        vectors = lmk_vectors(states, batch).numpy()
+        landmarks, mask = landmark_matrix(states, batch)
+    expected = encoder.encode_documents(TEXTS)
+    np.testing.assert_allclose(vectors, np.stack([e.vector for e in expected]), atol=1e-5)
+    for row, encoded in enumerate(expected):
+        assert int(mask[row].sum()) == encoded.n_chunks
+        np.testing.assert_allclose(landmarks[row, : encoded.n_chunks].numpy(), encoded.landmarks, atol=1e-5)
+    assert not mask[1, 1:].any()
+
+
+def test_granularity_is_per_text(tiny_model: Path) -> None:
+    encoder = LandmarkEncoder(model_name=tiny_model, device="cpu")
+    batch = build_token_batch(encoder.tokenizer, [TEXTS[0], TEXTS[0]], [8, 32], encoder.max_length)
+    counts = torch.bincount(batch.landmark_text).tolist()
+    n_tokens = len(encoder.tokenizer(TEXTS[0], add_special_tokens=False)["input_ids"])
+    assert counts == [math.ceil(n_tokens / 8), math.ceil(n_tokens / 32)]
+
+
+def test_maxsim_scores_take_the_best_real_landmark() -> None:
+    queries = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    landmarks = torch.tensor([[[0.6, 0.8], [0.0, 0.0]], [[0.8, 0.6], [0.0, 1.0]]])
+    mask = torch.tensor([[True, False], [True, True]])
+    scores = maxsim_scores(queries, landmarks, mask)
+    torch.testing.assert_close(scores, torch.tensor([[0.6, 0.8], [0.8, 1.0]]))
+    expected = -torch.log_softmax(scores / 0.5, dim=1).diagonal().mean()
+    torch.testing.assert_close(landmark_maxsim_nce(queries, landmarks, mask, 0.5), expected)
+
+
+def test_info_nce_counts_extra_passages_as_negatives() -> None:
+    queries = torch.eye(2)
+    passages = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    with_hard = info_nce(queries, passages, temperature=1.0)
+    assert with_hard > info_nce(queries, passages[:2], temperature=1.0)
+    assert float(info_nce(queries, passages[:2], temperature=0.01)) == pytest.approx(0.0, abs=1e-6)
