@@ -4,9 +4,9 @@ Speed: pooled static, static token encoding, mixer token encoding and MiniLM (th
 without landmarks, batch 32) on the same manual-page lines, one BLAS thread (the CPU is shared).
 Quality: ``static``, ``static-maxsim``, ``static-mixer``, ``mean`` and ``maxsim-chunk`` on the eval
 sweep's seeded subsets (so MiniLM encodings come from the eval cache), plus the static pipelines on
-all of manpages-short. Writes a Markdown table (machine and date included).
+all of manpages-short and manpages-needle/L2048. Writes a Markdown table (machine and date included).
 
-    python benchmarks/static_bench.py --mixer ~/.cache/lmk-rag/static/mixer-default --out benchmarks/results/static_bench.md
+    python benchmarks/static_bench.py [--mixer DIR] [--out benchmarks/results/static_bench.md]
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import argparse  # noqa: E402
 import datetime  # noqa: E402
@@ -38,7 +39,7 @@ DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else Path
 EVAL_CACHE = Path(platformdirs.user_cache_dir("lmk_rag")) / "eval"
 #: (folder, max_queries, max_docs): the eval sweep's subsets (seed 0), so MiniLM runs hit its cache.
 SETS = [("manpages-short", 100, 300), ("manpages-needle/L2048", 20, 20), ("manpages-longdoc", 40, 60)]
-FULL_SETS = [("manpages-short", None, None)]
+FULL_SETS = [("manpages-short", None, None), ("manpages-needle/L2048", None, None)]
 STATIC = ["static", "static-maxsim", "static-mixer"]
 MINILM = ["mean", "maxsim-chunk"]
 LINES_PER_DOC = 50
@@ -66,7 +67,7 @@ def ms_per_line(fn, n_lines: int, repeats: int = 3) -> float:
 
 
 def speed(mixer: Path, n_lines: int, minilm_lines: int) -> dict[str, float]:
-    """ms per line of each encoder."""
+    """Milliseconds per line of each encoder."""
     from lmk_rag.encoder import LandmarkEncoder
 
     lines = text_lines(n_lines)
@@ -79,8 +80,9 @@ def speed(mixer: Path, n_lines: int, minilm_lines: int) -> dict[str, float]:
         "static pooled (per line)": ms_per_line(lambda: raw.encode(lines), len(lines)),
         "static tokens (50-line docs)": ms_per_line(lambda: [raw.encode_document_tokens(d) for d in docs], len(lines)),
         "mixer tokens (50-line docs)": ms_per_line(lambda: [mixed.encode_document_tokens(d) for d in docs], len(lines)),
-        "MiniLM mean (per line, batch 32)": ms_per_line(lambda: minilm.encode_documents(lines[:minilm_lines]),
-                                                        minilm_lines, repeats=1),
+        "MiniLM mean (per line, batch 32)": ms_per_line(
+            lambda: minilm.encode_documents(lines[:minilm_lines]), minilm_lines, repeats=1
+        ),
     }
 
 
@@ -101,15 +103,17 @@ def quality(mixer: Path, sets, pipelines) -> list[dict]:
     return rows
 
 
-def write(out: Path, speeds: dict[str, float], rows: list[dict], full_rows: list[dict], mixer: Path) -> None:
+def write(out: Path, speeds: dict[str, float], rows: list[dict], full_rows: list[dict], mixer: Path,
+          load: tuple[float, float, float]) -> None:
     """The Markdown report."""
     training = mixer / "training.json"
     record = json.loads(training.read_text()) if training.exists() else {}
     lines = [
         "# Static late interaction: speed and quality",
         "",
-        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores shared with other jobs, "
-        f"1 BLAS thread; {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC. "
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores shared with other jobs "
+        f"(load average {load[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end), 1 BLAS thread; "
+        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC. Timings swing 2-5x with the load. "
         "Produced by `python benchmarks/static_bench.py`.",
         f"Static model: model2vec distillation of all-MiniLM-L6-v2, 256 dims. Mixer: `{mixer}` "
         f"({record.get('parameters', '?')} parameters, objective {record.get('config', {}).get('objective', '?')}, "
@@ -132,10 +136,10 @@ def write(out: Path, speeds: dict[str, float], rows: list[dict], full_rows: list
         lines.append(f"| {folder} | {first['queries']} | {first['docs']} | "
                      + " | ".join(f"{cells[p]['ndcg@10']:.4f}" if p in cells else "-" for p in STATIC + MINILM) + " |")
     if full_rows:
-        lines += ["", "## Static pipelines on all of manpages-short", "",
-                  "| pipeline | queries | docs | nDCG@10 | recall@10 | query ms |", "|---|---|---|---|---|---|"]
-        lines += [f"| {r['pipeline']} | {r['queries']} | {r['docs']} | {r['ndcg@10']:.4f} | {r['recall@10']:.4f} | "
-                  f"{r['query_ms']:.2f} |" for r in full_rows]
+        header = "| set | pipeline | queries | docs | nDCG@10 | recall@10 | query ms |"
+        lines += ["", "## Static pipelines on whole dev sets", "", header, "|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['set']} | {r['pipeline']} | {r['queries']} | {r['docs']} | {r['ndcg@10']:.4f} | "
+                  f"{r['recall@10']:.4f} | {r['query_ms']:.2f} |" for r in full_rows]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
 
@@ -147,13 +151,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "static_bench.md")
     parser.add_argument("--lines", type=int, default=2000)
     parser.add_argument("--minilm-lines", type=int, default=320)
-    parser.add_argument("--no-full", action="store_true", help="skip the full manpages-short run")
+    parser.add_argument("--no-full", action="store_true", help="skip the whole-set static runs")
     args = parser.parse_args()
+    load = os.getloadavg()
     speeds = speed(args.mixer, args.lines, args.minilm_lines)
     print(json.dumps(speeds), flush=True)
     rows = quality(args.mixer, SETS, STATIC + MINILM)
     full_rows = [] if args.no_full else quality(args.mixer, FULL_SETS, STATIC)
-    write(args.out, speeds, rows, full_rows, args.mixer)
+    write(args.out, speeds, rows, full_rows, args.mixer, load)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ def finetune(
     output: Path = typer.Option(..., "--output", help="Folder for the fine-tuned model (LandmarkEncoder loads it)."),
     model: str = typer.Option(None, help="Base model folder or Hugging Face id (default: all-MiniLM-L6-v2)."),
     max_steps: int = typer.Option(100, help="Optimiser steps."),
+    max_seconds: float = typer.Option(None, help="Stop training after this many seconds (the model is still saved)."),
     batch_size: int = typer.Option(16, help="Pairs per step; the other pairs of a batch are its negatives."),
     learning_rate: float = typer.Option(5e-5, help="AdamW peak learning rate (linear warmup, then linear decay)."),
     warmup_ratio: float = typer.Option(0.1, help="Share of steps spent warming up."),
@@ -32,28 +33,34 @@ def finetune(
     max_length: int = typer.Option(None, help="Model window in tokens (default: the model's max_seq_length)."),
 ) -> None:
     """Fine-tune with InfoNCE on LMK-pooled vectors plus a landmark MaxSim loss on haystacks."""
+    from lmk_rag.errors import LmkRagError
     from lmk_rag.train import FinetuneConfig, Trainer
 
-    config = FinetuneConfig(
-        train=str(train),
-        output=str(output),
-        model=model,
-        max_steps=max_steps,
-        batch_size=batch_size,
-        learning_rate=learning_rate,
-        warmup_ratio=warmup_ratio,
-        temperature=temperature,
-        landmark_loss_weight=landmark_loss_weight,
-        hard_negatives=hard_negatives,
-        eval_every=eval_every,
-        checkpoint_every=checkpoint_every,
-        keep_checkpoint=keep_checkpoint,
-        seed=seed,
-        device=device,
-        gradient_checkpointing=gradient_checkpointing,
-        max_length=max_length,
-    )
-    summary = Trainer(config).run(resume=resume)
-    typer.echo(json.dumps({key: summary[key] for key in ("steps", "train_seconds", "device", "heldout_before",
-                                                          "heldout_after")}, indent=2))
+    try:
+        config = FinetuneConfig(
+            train=str(train),
+            output=str(output),
+            model=model,
+            max_steps=max_steps,
+            max_seconds=max_seconds,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            warmup_ratio=warmup_ratio,
+            temperature=temperature,
+            landmark_loss_weight=landmark_loss_weight,
+            hard_negatives=hard_negatives,
+            eval_every=eval_every,
+            checkpoint_every=checkpoint_every,
+            keep_checkpoint=keep_checkpoint,
+            seed=seed,
+            device=device,
+            gradient_checkpointing=gradient_checkpointing,
+            max_length=max_length,
+        )
+        summary = Trainer(config).run(resume=resume)
+    except LmkRagError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(code=1) from error
+    keys = ("steps", "train_seconds", "device", "heldout_before", "heldout_after")
+    typer.echo(json.dumps({key: summary[key] for key in keys}, indent=2))
     typer.echo(f"model written to {output}")

@@ -78,6 +78,7 @@ class StaticTokenEncoder:
         if mixer is not None and mixer.dim != self.vectors.dim:
             raise VectorSizeError(f"mixer dim {mixer.dim} != static model dim {self.vectors.dim}")
         self.mixer: MixerWeights | None = mixer
+        self._gate_table: np.ndarray | None = None  # the mixer's gate per token id, built on first use
         self._fingerprint: str | None = None
 
     @property
@@ -127,10 +128,16 @@ class StaticTokenEncoder:
         :return: the text's tokens.
         """
         ids, offsets = self.tokenize(text)
+        return StaticTokens(ids, offsets, self._token_vectors(ids))
+
+    def _token_vectors(self, ids: np.ndarray) -> np.ndarray:
         vectors = _l2_normalise(self.vectors.lookup(ids))
-        if self.mixer is not None and len(ids):
-            vectors = self.mixer.mix(vectors)
-        return StaticTokens(ids, offsets, vectors)
+        if self.mixer is None or len(ids) == 0:
+            return vectors
+        if self._gate_table is None:
+            vocab = np.arange(self.vectors.tokenizer.get_vocab_size(), dtype=np.int64)
+            self._gate_table = self.mixer.gates(_l2_normalise(self.vectors.lookup(vocab)))
+        return self.mixer.mix(vectors, gates=self._gate_table[ids])
 
     def encode_query_tokens(self, text: str) -> np.ndarray:
         """Every query token's vector, in order (never deduplicated: repeated query words count twice).
@@ -188,13 +195,23 @@ class StaticTokenEncoder:
         """
         single = isinstance(texts, str)
         batch = [texts] if single else list(texts)
+        if not all(isinstance(text, str) for text in batch):
+            raise InvalidInputError("encode takes a str or a list of str")
+        encodings = self.vectors.tokenizer.encode_batch_fast(batch, add_special_tokens=False)
+        ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
+        if self.vectors.unk_id is not None:
+            ids = [row[row != self.vectors.unk_id] for row in ids]
+        lengths = np.array([len(row) for row in ids])
         out = np.zeros((len(batch), self.dim), dtype=np.float32)
-        for i, text in enumerate(batch):
-            ids, _ = self.tokenize(text)
-            if len(ids) == 0:
-                continue
-            raw = self.vectors.lookup(ids)
-            out[i] = (self.mixer.mix(_l2_normalise(raw)) if self.mixer is not None else raw).mean(axis=0)
+        filled = np.flatnonzero(lengths)
+        if len(filled):
+            flat = np.concatenate([ids[i] for i in filled])
+            if self.mixer is None:
+                vectors = self.vectors.lookup(flat)
+            else:
+                vectors = np.concatenate([self._token_vectors(ids[i]) for i in filled])
+            starts = np.concatenate([[0], np.cumsum(lengths[filled])[:-1]])
+            out[filled] = np.add.reduceat(vectors, starts, axis=0) / lengths[filled, None]
         out = _l2_normalise(out)
         return out[0] if single else out
 

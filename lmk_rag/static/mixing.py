@@ -44,10 +44,21 @@ class MixerWeights:
         """The number of parameters."""
         return int(sum(w.size for w in self.weights.values()))
 
-    def mix(self, tokens: np.ndarray) -> np.ndarray:
+    def gates(self, tokens: np.ndarray) -> np.ndarray:
+        """The gate values of input tokens (they depend on each token alone, so callers may tabulate them).
+
+        :param tokens: L2-normalised static token vectors, shape (n, dim).
+        :return: values in (0, 1), shape (n, dim).
+        """
+        logits = tokens @ self.weights["gate.weight"].T + self.weights["gate.bias"]
+        return (1.0 / (1.0 + np.exp(-logits))).astype(np.float32)
+
+    def mix(self, tokens: np.ndarray, gates: np.ndarray | None = None) -> np.ndarray:
         """Mix one text's token vectors with their neighbours.
 
         :param tokens: L2-normalised static token vectors, shape (n, dim).
+        :param gates: the tokens' precomputed :meth:`gates` (e.g. looked up in a per-vocabulary table),
+            shape (n, dim); None computes them.
         :return: L2-normalised float32 mixed vectors, shape (n, dim).
         :raises VectorSizeError: if ``tokens`` has another dimension than the mixer.
         """
@@ -62,8 +73,7 @@ class MixerWeights:
         for offset in range(k):
             conv += padded[offset : offset + len(x)] * kernel[:, offset]
         mixed = conv @ w["linear.weight"].T + w["linear.bias"]
-        gate = 1.0 / (1.0 + np.exp(-(x @ w["gate.weight"].T + w["gate.bias"])))
-        out = x + gate * mixed
+        out = x + (self.gates(x) if gates is None else gates) * mixed
         return (out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
     def fingerprint(self) -> str:

@@ -219,3 +219,18 @@ def test_unsupported_query_modes_and_missing_query_text_are_errors(filled: Landm
         filled.query(_query(mode="sparse"))
     with pytest.raises(InvalidInputError, match="query_str"):
         filled.query(VectorStoreQuery(query_embedding=[0.0] * 384, similarity_top_k=2))
+
+
+def test_reads_a_store_written_by_the_core_api(
+    tmp_path: Path, minilm_encoder, embed_model: LandmarkEmbedding, manpage_documents: list[Document]
+) -> None:
+    text = manpage_documents[0].text
+    with LandmarkStore(tmp_path / "core", encoder=minilm_encoder) as store:
+        store.add_document("page", text, {"rank": 0})
+    vector_store = LandmarkVectorStore(tmp_path / "core", embed_model=embed_model)
+    try:
+        node = vector_store.query(_query(k=1)).nodes[0]
+        assert node.ref_doc_id == "page" and node.metadata == {"rank": 0}
+        assert node.text == text[node.start_char_idx : node.end_char_idx]
+    finally:
+        vector_store.client.close()

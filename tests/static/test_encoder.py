@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -99,3 +98,21 @@ def test_real_model_matches_model2vec_and_aligns_with_landmark_chunks(static_enc
     where = text.index("unprivileged")
     holder = next(i for i, (start, end) in enumerate(spans) if start <= where < end)
     assert int(np.argmax([maxsim(query, c) for c in chunks])) == holder
+
+
+def test_mixer_tokens_equal_the_torch_module(tiny_model_dir: Path) -> None:
+    import torch
+
+    mixer = ConvMixer(4, kernel_size=3)
+    torch.nn.init.normal_(mixer.gate.weight)
+    encoder = StaticTokenEncoder(tiny_model_dir, mixer=mixer)
+    text = "the cat sat on the mat"
+    ids, _ = encoder.tokenize(text)
+    raw = encoder.vectors.lookup(ids)
+    x = torch.from_numpy(raw / np.linalg.norm(raw, axis=1, keepdims=True)).unsqueeze(0)
+    with torch.no_grad():
+        expected = mixer.eval()(x)[0].numpy()
+    assert np.allclose(encoder.encode_query_tokens(text), expected, atol=1e-5)
+    pooled = expected.mean(axis=0)
+    assert np.allclose(encoder.encode(text), pooled / np.linalg.norm(pooled), atol=1e-5)
+    assert len(encoder.encode_document_tokens(text)) == 6  # context-dependent: "the" twice, in two contexts

@@ -20,6 +20,7 @@ def _first_sentence(text: str) -> str:
     return text.split(". ")[0][:200]
 
 
+@pytest.mark.slow
 def test_ingest_and_search_find_each_document_by_its_own_words(open_store, docs) -> None:
     store = open_store()
     items = [(doc_id, text, {"rank": i}) for i, (doc_id, text) in enumerate(docs.items())]
@@ -34,6 +35,7 @@ def test_ingest_and_search_find_each_document_by_its_own_words(open_store, docs)
         assert hits[0].metadata == {"rank": items.index((doc_id, text, {"rank": hits[0].metadata["rank"]}))}
 
 
+@pytest.mark.slow
 def test_node_level_search_and_rerank_modes(open_store, doc_records, docs) -> None:
     store = open_store()
     _fill(store, doc_records)
@@ -50,6 +52,7 @@ def test_node_level_search_and_rerank_modes(open_store, doc_records, docs) -> No
     assert landmark_score == pytest.approx(expected, rel=1e-3, abs=1e-3)
 
 
+@pytest.mark.slow
 def test_reingest_replaces_the_old_version(open_store, doc_records, docs) -> None:
     store = open_store()
     _fill(store, doc_records)
@@ -63,7 +66,7 @@ def test_reingest_replaces_the_old_version(open_store, doc_records, docs) -> Non
     assert store.search("penguins in Antarctica", k=1)[0].doc_id == doc_id
     # writing the same version twice keeps one copy
     store.add_document(doc_id, new_text, {"rank": 99})
-    assert Counter(n.node_id for n in store.get_nodes()) .most_common(1)[0][1] == 1
+    assert Counter(n.node_id for n in store.get_nodes()).most_common(1)[0][1] == 1
 
 
 def test_delete_document(open_store, doc_records, docs) -> None:
@@ -99,9 +102,7 @@ def test_filters(open_store, doc_records, docs) -> None:
     assert [n.node_id for n in store.get_nodes(node_ids=wanted)] == wanted
 
 
-def test_reopen_rebuilds_the_encoder_and_keeps_everything(open_store, doc_records, docs, backend) -> None:
-    if backend == "local":
-        pass  # local mode on a folder persists too
+def test_reopen_rebuilds_the_encoder_and_keeps_everything(open_store, doc_records, docs) -> None:
     store = open_store()
     _fill(store, doc_records)
     query = _first_sentence(docs["page2.txt"])
@@ -114,6 +115,7 @@ def test_reopen_rebuilds_the_encoder_and_keeps_everything(open_store, doc_record
     assert [(h.node_id, round(h.score, 4)) for h in again.search(query, k=5)] == before
 
 
+@pytest.mark.slow
 def test_other_encoder_settings_are_refused(open_store, doc_records) -> None:
     from lmk_rag.encoder import LandmarkEncoder
 
@@ -152,6 +154,7 @@ def test_static_slot_and_static_rerank(open_store, doc_records, docs, static_enc
         open_store()._extra_vectors(doc_records["page0.txt"][0])
 
 
+@pytest.mark.slow
 def test_bm25_hybrid_prefetch(open_store, doc_records, docs) -> None:
     store = open_store(bm25=True)
     _fill(store, doc_records)

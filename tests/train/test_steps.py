@@ -79,6 +79,7 @@ def test_checkpoint_resumes_to_identical_state(pairs_file: Path, tiny_model: Pat
     assert all(torch.equal(a, b) for a, b in zip(moments, resumed))
 
 
+@pytest.mark.slow
 def test_run_writes_a_folder_the_encoder_loads_as_lmk_trained(
     pairs_file: Path, tiny_model: Path, tmp_path: Path
 ) -> None:
@@ -105,6 +106,7 @@ def test_run_writes_a_folder_the_encoder_loads_as_lmk_trained(
     np.testing.assert_allclose(encoded.landmarks, landmarks, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_resume_continues_an_interrupted_run(pairs_file: Path, tiny_model: Path, tmp_path: Path) -> None:
     output = tmp_path / "model"
     interrupted = Trainer(_config(pairs_file, tiny_model, output, max_steps=4, checkpoint_every=2))

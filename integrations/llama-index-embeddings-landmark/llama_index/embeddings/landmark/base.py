@@ -8,9 +8,7 @@ from typing import Any, Literal
 from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.callbacks import CallbackManager
-from lmk_rag.encoder import LandmarkEncoder
-
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+from lmk_rag.encoder import DEFAULT_MODEL, LandmarkEncoder
 
 
 class LandmarkEmbedding(BaseEmbedding):
@@ -29,7 +27,9 @@ class LandmarkEmbedding(BaseEmbedding):
         Settings.embed_model = LandmarkEmbedding(granularity=32)
     """
 
-    model_name: str = Field(default=DEFAULT_MODEL, description="Hub id or folder of the transformer.")
+    model_name: str | None = Field(
+        default=None, description=f"Hub id or folder of the transformer; None: {DEFAULT_MODEL} (shipped as a package)."
+    )
     granularity: int | Literal["sentence", "variable"] | None = Field(
         default=32, description="Landmark chunk size in tokens, 'sentence', 'variable', or None (plain encoder)."
     )
@@ -53,7 +53,7 @@ class LandmarkEmbedding(BaseEmbedding):
 
     def __init__(
         self,
-        model_name: str = DEFAULT_MODEL,
+        model_name: str | None = None,
         granularity: int | Literal["sentence", "variable"] | None = 32,
         context: Literal["document", "chunk"] = "document",
         pooling: Literal["auto", "lmk", "mean", "cls", "multicls"] = "auto",
@@ -70,7 +70,8 @@ class LandmarkEmbedding(BaseEmbedding):
         """Configure the embedding model; the encoder loads on first use unless one is given.
 
         :param model_name: hub id or local folder of the transformer (resolved offline when
-            ``HF_HUB_OFFLINE=1``; the default MiniLM ships as a pip package).
+            ``HF_HUB_OFFLINE=1``); None is the default MiniLM, which ships as a pip package. Kept as
+            given: a store records it, and reopening the store compares it.
         :param granularity: see :class:`lmk_rag.LandmarkEncoder`.
         :param context: see :class:`lmk_rag.LandmarkEncoder`.
         :param pooling: see :class:`lmk_rag.LandmarkEncoder`.
@@ -95,9 +96,7 @@ class LandmarkEmbedding(BaseEmbedding):
             sentence_max_tokens=sentence_max_tokens,
         )
         if encoder is not None:
-            settings.update(
-                {key: value for key, value in encoder.settings.items() if key in settings and value is not None}
-            )
+            settings.update({key: value for key, value in encoder.settings.items() if key in settings})
         super().__init__(embed_batch_size=embed_batch_size, callback_manager=callback_manager, **settings, **kwargs)
         self._encoder = encoder
         self._device = device

@@ -1,0 +1,58 @@
+"""``lmk-rag distill-static`` and ``lmk-rag train-mixer`` end to end (real static model, tiny data)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lmk_rag.cli import app
+from lmk_rag.static import StaticTokenEncoder
+
+PAGES = {
+    "kill": ("send signal to a process", "The kill() system call can be used to send any signal to any process."),
+    "mmap": ("map files into memory", "The mmap() function creates a new mapping in the virtual address space."),
+    "chmod": ("change file permissions", "The chmod() call changes the mode bits of a file: read, write, execute."),
+    "nice": ("change process priority", "The nice() call adds inc to the nice value of the calling thread."),
+}
+
+
+def _beir(folder: Path) -> Path:
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": k, "title": "", "text": t}) + "\n"
+                                                 for k, (_, t) in PAGES.items()))
+    (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": "q" + k, "text": q}) + "\n"
+                                                  for k, (q, _) in PAGES.items()))
+    qrels = "".join(f"q{k}\t{k}\t1\n" for k in PAGES)
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + qrels)
+    return folder
+
+
+@pytest.mark.slow
+def test_distill_static_reports_the_cached_default(static_vectors) -> None:
+    result = CliRunner().invoke(app, ["distill-static"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["folder"] == static_vectors.source and report["pca_dims"] == 256
+    assert report["source"].endswith("model")  # the local all-MiniLM-L6-v2 folder
+
+
+@pytest.mark.slow
+def test_train_mixer_writes_a_loadable_mixer(static_vectors, tmp_path) -> None:
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"query": q, "positive": t}) + "\n" for q, t in PAGES.values()) * 3)
+    out = tmp_path / "mixer"
+    result = CliRunner().invoke(app, [
+        "train-mixer", "--pairs", str(pairs), "--select-on", str(_beir(tmp_path / "beir")), "--output", str(out),
+        "--objective", "contrastive", "--steps", "2", "--batch-size", "4", "--eval-every", "1",
+        "--select-queries", "0", "--select-docs", "0", "--val-fraction", "0.25",
+    ])
+    assert result.exit_code == 0, result.output
+    record = json.loads((out / "training.json").read_text())
+    assert [row["step"] for row in record["history"]] == [0, 1, 2]
+    assert all(0 <= row["score"] <= 1 for row in record["history"])
+    assert record["parameters"] == 133_632
+    encoder = StaticTokenEncoder(static_vectors, mixer=out)
+    assert encoder.encode_query_tokens("send a signal").shape == (3, 256)
