@@ -11,18 +11,25 @@ import sys
 from pathlib import Path
 
 RUNS = Path(__file__).parent / "results" / "runs"
+#: The issue-3 pipelines; other helpers' runs (lmk-rag, static, fine-tuned) share the folder but not this table.
+BASELINES = {"bm25", "cls", "mean", "lmk", "maxsim-landmark", "maxsim-chunkmean", "maxsim-chunk", "llamaindex-default"}
 SETS = ["manpages-longdoc", "manpages-needle/L2048", "manpages-needle/L8192", "manpages-short"]
 
 
+BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
 def load() -> list[dict]:
-    """Every run report."""
-    return [json.loads(path.read_text()) | {"file": path.name} for path in sorted(RUNS.glob("*.json"))]
+    """Every run report of the base model (other helpers keep fine-tuned runs in the same folder)."""
+    runs = [json.loads(path.read_text()) | {"file": path.name} for path in sorted(RUNS.glob("*.json"))]
+    return [run for run in runs if run["model"] == BASE_MODEL]
 
 
 def baselines(runs: list[dict]) -> None:
     """One table per set: pipeline rows, metric columns."""
     for name in SETS:
-        rows = [run for run in runs if run["dataset"] == name and run["file"].endswith("__default.json")]
+        rows = [run for run in runs if run["dataset"] == name and run["file"].endswith("__default.json")
+                and run["pipeline"] in BASELINES]
         if not rows:
             continue
         first = rows[0]
@@ -44,22 +51,26 @@ def baselines(runs: list[dict]) -> None:
 
 
 def sweep(runs: list[dict]) -> None:
-    """nDCG@10 per (granularity, context, chunk vector, overlap) and set, plus the mean over sets."""
+    """nDCG@10 per (granularity, context, chunk vector, overlap) and set, the mean over sets, and mean R@1."""
     cells: dict[tuple, dict[str, float]] = {}
+    recall1: dict[tuple, dict[str, float]] = {}
     for run in runs:
         if not run["pipeline"].startswith("maxsim-") or run["pipeline"] == "maxsim-chunk":
             continue
         settings = run["encoder"]
         cell = (settings["granularity"], settings["context"], settings["chunk_vector"], settings["window_overlap"])
         cells.setdefault(cell, {})[run["dataset"]] = run["ndcg@10"]
-    print("| granularity | context | chunk vector | overlap | " + " | ".join(SETS) + " | mean |")
-    print("|---|---|---|---|" + "---|" * (len(SETS) + 1))
+        recall1.setdefault(cell, {})[run["dataset"]] = run["recall@1"]
+    print("| granularity | context | chunk vector | overlap | " + " | ".join(SETS) + " | mean | mean R@1 |")
+    print("|---|---|---|---|" + "---|" * (len(SETS) + 2))
     for cell, scores in sorted(cells.items(), key=lambda item: [str(part) for part in item[0]]):
         values = [scores.get(name) for name in SETS]
         mean = sum(values) / len(values) if None not in values else None
         shown = " | ".join("-" if value is None else f"{value:.3f}" for value in values)
+        r1 = [recall1[cell].get(name) for name in SETS]
+        mean_r1 = sum(r1) / len(r1) if None not in r1 else None
         print(f"| {cell[0]} | {cell[1]} | {cell[2]} | {cell[3]} | {shown} | "
-              f"{'-' if mean is None else f'{mean:.3f}'} |")
+              f"{'-' if mean is None else f'{mean:.3f}'} | {'-' if mean_r1 is None else f'{mean_r1:.3f}'} |")
 
 
 if __name__ == "__main__":

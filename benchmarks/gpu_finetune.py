@@ -129,7 +129,9 @@ def run(carry: Path, out: Path, max_steps: int, max_seconds: float, batch_size: 
             max_docs = min(max_docs or limit_queries, limit_queries)
         for label, pipelines in PIPELINES.items():
             for pipeline in pipelines:
-                entry = _rank(dataset, pipeline, models[label], cache, encode_batch_size, max_queries, max_docs)
+                # one cache per model: the harness keys its cache by config and weight-file size, not content
+                entry = _rank(dataset, pipeline, models[label], cache / label, encode_batch_size, max_queries,
+                              max_docs)
                 entry.update({"max_queries": max_queries, "max_docs": max_docs})
                 results["runs"][f"{name}|{label}|{pipeline}"] = entry
                 print(f"{name} {label} {pipeline}: docs={entry['docs']} encode_s={entry['encode_s']}", flush=True)

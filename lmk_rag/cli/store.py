@@ -89,7 +89,8 @@ def ingest(
             target.optimize()
     except LmkRagError as error:
         _fail(error)
-    typer.echo(f"ingested {len(documents)} documents ({nodes} nodes) into {store} in {time.perf_counter() - start:.1f} s")
+    seconds = time.perf_counter() - start
+    typer.echo(f"ingested {len(documents)} documents ({nodes} nodes) into {store} in {seconds:.1f} s")
 
 
 @app.command()

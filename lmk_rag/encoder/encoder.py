@@ -16,7 +16,7 @@ from transformers import AutoModel, AutoTokenizer
 
 from lmk_rag.encoder.planning import LandmarkPlan, plan_landmarks
 from lmk_rag.encoder.pooling import pool_states
-from lmk_rag.encoder.resolve import resolve_model_path
+from lmk_rag.encoder.resolve import DEFAULT_MODEL, resolve_model_path
 from lmk_rag.encoder.types import ChunkStates, ChunkVector, Context, EncodedText, Granularity, Pooling
 from lmk_rag.encoder.windows import Layout, SpecialTokens, Window, build_windows, special_token_count
 from lmk_rag.errors import EmptyTextError, InvalidInputError
@@ -79,7 +79,7 @@ class LandmarkEncoder:
         _check_choice("chunk_vector", chunk_vector, _CHUNK_VECTORS)
         if window_overlap < 0 or batch_size < 1:
             raise InvalidInputError("window_overlap must be >= 0 and batch_size >= 1")
-        self.model_name = str(model_name) if model_name is not None else None
+        self.model_name = str(model_name) if model_name is not None else DEFAULT_MODEL
         self.model_path = resolve_model_path(model_name)
         self.lmk_config = _read_lmk_config(self.model_path)
         trained = bool(self.lmk_config.get("lmk_trained", False))

@@ -277,6 +277,7 @@ def save_training_record(folder: Path, config: TrainConfig, result: TrainResult,
     """
     record = {"config": asdict(config), "history": result.history, "best_step": result.best_step,
               "seconds": round(result.seconds, 1), "static_model": static.vectors.source,
+              "static_fingerprint": static.fingerprint,
               "parameters": result.mixer.parameter_count}
     (folder / "training.json").write_text(json.dumps(record, indent=2))
 

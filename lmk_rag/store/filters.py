@@ -115,7 +115,7 @@ def as_filter(value: FilterLike) -> Filter | None:
     if isinstance(value, Mapping):
         return Filter(
             must=tuple(
-                FieldCondition(key, "in" if isinstance(v, (list, tuple)) else "eq", list(v) if isinstance(v, tuple) else v)
+                FieldCondition(key, "in", list(v)) if isinstance(v, (list, tuple)) else FieldCondition(key, "eq", v)
                 for key, v in value.items()
             )
         )

@@ -222,7 +222,8 @@ class ServerBackend(Backend):
             **client_kwargs(url, api_key, location, prefer_grpc, timeout)
         )
         self.collection = collection
-        self.name = "qdrant-server" if url is not None or (client is not None and not _is_local(client)) else "qdrant-local"
+        remote = url is not None or (client is not None and not _is_local(client))
+        self.name = "qdrant-server" if remote else "qdrant-local"
         self._create_options = {
             "shard_number": shard_number,
             "replication_factor": replication_factor,

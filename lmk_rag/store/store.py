@@ -57,7 +57,8 @@ class LandmarkStore:
         and ``.encode_query_tokens(text)``; fills the static MaxSim slot (needed for ``rerank="static"``).
     :param node_tokens: node size in tokens when the store cuts documents; None = as recorded (256 for new stores).
     :param collection: collection name on qdrant-client backends.
-    :param bm25: add a BM25 sparse vector fused into the prefetch (RRF); None = as recorded, off for new stores.
+    :param bm25: add a BM25 sparse vector fused into the prefetch (RRF); None = as recorded, and for new stores
+        on when Qdrant Edge's built-in BM25 is installed (the ``edge`` extra), see docs/decisions.md.
     :param quantization: ``"int8"`` or ``"binary"`` quantization of the multivectors of a new store.
     :param create: create the store when missing; False raises :class:`StoreError` instead.
     :param prefetch_limit: dense (and BM25) candidates reranked per query (at least ``4 * k``).
@@ -92,7 +93,8 @@ class LandmarkStore:
         **server_options: Any,
     ) -> None:
         """Open or create the store (see the class docstring)."""
-        chosen = [name for name, value in (("path", path), ("url", url), ("client", client), ("location", location)) if value is not None]
+        given = (("path", path), ("url", url), ("client", client), ("location", location))
+        chosen = [name for name, value in given if value is not None]
         if len(chosen) > 1:
             raise InvalidInputError(f"give only one of path, url, client, location; got {', '.join(chosen)}")
         if server_options and (path is not None or not chosen):
@@ -165,7 +167,8 @@ class LandmarkStore:
                 raise CorruptStoreError(f"{self.where}: holds points but no lmk-rag settings record (foreign data)")
             if not create:
                 raise StoreError(f"no lmk-rag store at {self.where}")
-            return self._create(static_encoder, node_tokens or 256, bool(bm25), quantization)
+            use_bm25 = _default_bm25() if bm25 is None else bm25
+            return self._create(static_encoder, node_tokens or 256, use_bm25, quantization)
         meta = validate_meta(meta, self.where)
         if not self._backend.exists():
             raise CorruptStoreError(f"{self.where}: settings recorded but the vector data is missing")
@@ -175,10 +178,13 @@ class LandmarkStore:
         if bm25 is not None and bm25 != bool(meta.get("bm25")):
             raise SettingsMismatchError(f"{self.where} was built with bm25={meta.get('bm25')}, given bm25={bm25}")
         if node_tokens is not None and meta.get("node_tokens") != node_tokens:
-            raise SettingsMismatchError(f"{self.where} cuts nodes of {meta.get('node_tokens')} tokens, given {node_tokens}")
-        expected = {"node", "chunks"} | ({"static"} if meta.get("static") else set()) | ({"bm25"} if meta.get("bm25") else set())
-        if not expected <= self._backend.vector_names():
-            raise CorruptStoreError(f"{self.where}: vectors {sorted(self._backend.vector_names())}, expected {sorted(expected)}")
+            raise SettingsMismatchError(
+                f"{self.where} cuts nodes of {meta.get('node_tokens')} tokens, given {node_tokens}"
+            )
+        expected = {"node", "chunks"} | {name for name in ("static", "bm25") if meta.get(name)}
+        found = self._backend.vector_names()
+        if not expected <= found:
+            raise CorruptStoreError(f"{self.where}: vectors {sorted(found)}, expected {sorted(expected)}")
         return meta
 
     def _create(
@@ -361,7 +367,8 @@ class LandmarkStore:
         for _, records, _ in writes:
             for record in records:
                 self._check_record(record)
-        old = {p.payload["doc_id"]: p.payload for p in self._backend.retrieve([rec.marker_point_id(d) for d in unique], False)}
+        markers = self._backend.retrieve([rec.marker_point_id(d) for d in unique], False)
+        old = {p.payload["doc_id"]: p.payload for p in markers}
         version = max([time.time_ns(), *[(m.get("version") or 0) + 1 for m in old.values()]])
         pending, nodes, committed, done = [], [], [], []
         for doc_id, records, metadata in writes:
@@ -404,8 +411,9 @@ class LandmarkStore:
                 static = self.static_encoder.encode_document_tokens(record.text)
             static = np.asarray(static, dtype=np.float32)
             if static.ndim != 2 or static.shape[1] != self._meta["static"]["dim"] or len(static) == 0:
+                expected = self._meta["static"]["dim"]
                 raise VectorSizeError(
-                    f"node {record.node_id!r}: static vectors of shape {static.shape}, store expects (m>=1, {self._meta['static']['dim']})"
+                    f"node {record.node_id!r}: static vectors of shape {static.shape}, store expects (m>=1, {expected})"
                 )
             extra["static"] = np.ascontiguousarray(static)
         if self.bm25:
@@ -417,7 +425,9 @@ class LandmarkStore:
         vector = np.asarray(record.vector)
         chunks = np.asarray(record.chunk_vectors)
         if vector.shape != (self.dim,):
-            raise VectorSizeError(f"node {record.node_id!r}: vector of shape {vector.shape}, store expects ({self.dim},)")
+            raise VectorSizeError(
+                f"node {record.node_id!r}: vector of shape {vector.shape}, store expects ({self.dim},)"
+            )
         if chunks.ndim != 2 or chunks.shape[1] != self.dim or len(chunks) == 0:
             raise VectorSizeError(
                 f"node {record.node_id!r}: chunk_vectors of shape {chunks.shape}, store expects (n>=1, {self.dim})"
@@ -540,7 +550,8 @@ class LandmarkStore:
                 raise InvalidInputError("rerank='static' needs static_query (the query's static token vectors)")
             rerank_vector, rerank_query = "static", np.asarray(static_query, dtype=np.float32)
             if rerank_query.ndim != 2 or rerank_query.shape[1] != self._meta["static"]["dim"]:
-                raise VectorSizeError(f"static query of shape {rerank_query.shape}, store expects (q, {self._meta['static']['dim']})")
+                expected = self._meta["static"]["dim"]
+                raise VectorSizeError(f"static query of shape {rerank_query.shape}, store expects (q, {expected})")
         prefetch = max(self.prefetch_limit, 4 * k)
         plan = QueryPlan(
             dense=vector.tolist(),
@@ -672,8 +683,20 @@ def _acquire_lock(folder: Path) -> FileLock:
     try:
         lock.acquire()
     except Timeout as error:
-        raise StoreLockedError(f"{folder} is open in another process (lock {folder / LOCK_FILE}); close it first") from error
+        raise StoreLockedError(
+            f"{folder} is open in another process (lock {folder / LOCK_FILE}); close it first"
+        ) from error
     return lock
+
+
+def _default_bm25() -> bool:
+    """BM25 for a new store: on when Qdrant Edge's built-in BM25 can be imported (it needs no download)."""
+    try:
+        from lmk_rag.store.edge import Bm25Embedder  # noqa: F401
+    except ImportError:
+        logger.warning("qdrant-edge-py is not installed: the BM25 prefetch is off (pip install 'lmk-rag[edge]')")
+        return False
+    return True
 
 
 def _batches(items: list[Document], size: int) -> Iterator[list[Document]]:

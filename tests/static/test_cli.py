@@ -54,5 +54,6 @@ def test_train_mixer_writes_a_loadable_mixer(static_vectors, tmp_path) -> None:
     assert [row["step"] for row in record["history"]] == [0, 1, 2]
     assert all(0 <= row["score"] <= 1 for row in record["history"])
     assert record["parameters"] == 133_632
+    assert record["static_fingerprint"] == StaticTokenEncoder(static_vectors).fingerprint
     encoder = StaticTokenEncoder(static_vectors, mixer=out)
     assert encoder.encode_query_tokens("send a signal").shape == (3, 256)

@@ -92,7 +92,8 @@ def open_store(backend: str, tmp_path: Path, minilm_encoder: Any) -> Iterator[Ca
     if backend == "server":
         from qdrant_client import QdrantClient
 
-        QdrantClient(url=os.environ["QDRANT_URL"], api_key=os.environ.get("QDRANT_API_KEY")).delete_collection(collection)
+        client = QdrantClient(url=os.environ["QDRANT_URL"], api_key=os.environ.get("QDRANT_API_KEY"))
+        client.delete_collection(collection)
 
 
 class HashedStaticEncoder:

@@ -86,11 +86,13 @@ def test_create_collection_request_passes_cluster_settings():
         assert vectors[name].quantization_config.scalar.type == models.ScalarType.INT8
     assert request["sparse_vectors_config"]["bm25"].modifier == models.Modifier.IDF
     plain = create_collection_request("c", CollectionSpec(dim=8))
-    assert "shard_number" not in plain and "sparse_vectors_config" not in plain and "static" not in plain["vectors_config"]
+    assert "shard_number" not in plain and "sparse_vectors_config" not in plain
+    assert "static" not in plain["vectors_config"]
 
 
 def test_upload_request_is_batched_and_parallel():
-    points = [PointData("6f1d3c52-7f4e-4a55-9a38-5b1f0c2d9e10", {"node": [0.1, 0.2], "bm25": SparseVector([1], [0.5])}, {"a": 1})]
+    vectors = {"node": [0.1, 0.2], "bm25": SparseVector([1], [0.5])}
+    points = [PointData("6f1d3c52-7f4e-4a55-9a38-5b1f0c2d9e10", vectors, {"a": 1})]
     request = upload_request("c", points, parallel=4, batch_size=128)
     assert (request["parallel"], request["batch_size"], request["wait"]) == (4, 128, True)
     assert request["points"][0].vector["bm25"] == models.SparseVector(indices=[1], values=[0.5])

@@ -125,7 +125,7 @@ def test_other_encoder_settings_are_refused(open_store, doc_records) -> None:
     with pytest.raises(SettingsMismatchError, match="granularity"):
         open_store(encoder=LandmarkEncoder(granularity=16))
     with pytest.raises(SettingsMismatchError, match="bm25"):
-        open_store(bm25=True)
+        open_store(bm25=False)  # built with the default, BM25 on
 
 
 def test_vector_size_mismatch(open_store, doc_records) -> None:
@@ -156,7 +156,8 @@ def test_static_slot_and_static_rerank(open_store, doc_records, docs, static_enc
 
 @pytest.mark.slow
 def test_bm25_hybrid_prefetch(open_store, doc_records, docs) -> None:
-    store = open_store(bm25=True)
+    store = open_store()
+    assert store.bm25 and store.info()["bm25"] is True  # on by default
     _fill(store, doc_records)
     text = docs["page5.txt"]
     rare = max(set(text.split()), key=len)  # a long, rare token from the page

@@ -1,6 +1,7 @@
 """The ``lmk-rag`` pipeline: the product end to end. Encoder defaults, nodes cut from one encoding
-pass, a Qdrant Edge store in a temporary folder, two-stage search (dense prefetch, chunk MaxSim
-rerank), documents ranked by their best node."""
+pass, a Qdrant Edge store in a temporary folder with its defaults, two-stage search (dense + BM25
+prefetch fused by RRF, chunk MaxSim rerank), documents ranked by their best node.
+``lmk-rag-dense`` is the same without the BM25 prefetch."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ class LmkRagPipeline:
     """
 
     rerank = "landmarks"
-    bm25: bool = False
+    bm25: bool | None = None  # the store's default (on)
 
     def __init__(self, options: PipelineOptions) -> None:
         """Keep the options; the store is built in :meth:`index`."""
@@ -34,7 +35,8 @@ class LmkRagPipeline:
     def settings(self) -> dict[str, Any]:
         """The encoder settings and search mode (reported in the eval JSON)."""
         base = self._encoder.settings if self._encoder is not None else {}
-        return {**base, "rerank": self.rerank, "bm25": self.bm25}
+        bm25 = self._store.bm25 if self._store is not None else self.bm25
+        return {**base, "rerank": self.rerank, "bm25": bm25}
 
     def index(self, docs: Sequence[str]) -> IndexStats:
         """Encode (cached), cut nodes, write them to a fresh Edge store and build its index.
@@ -96,11 +98,11 @@ class LmkRagPipeline:
         return rankings
 
 
-@register_pipeline("lmk-rag-hybrid")
-class LmkRagHybridPipeline(LmkRagPipeline):
-    """``lmk-rag`` with the BM25 sparse prefetch fused by RRF before the rerank."""
+@register_pipeline("lmk-rag-dense")
+class LmkRagDensePipeline(LmkRagPipeline):
+    """``lmk-rag`` without the BM25 sparse prefetch: dense prefetch only, then the rerank."""
 
-    bm25 = True
+    bm25 = False
 
 
 def _drop_store(store: Any, folder: str) -> None:
