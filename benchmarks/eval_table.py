@@ -13,7 +13,10 @@ from pathlib import Path
 RUNS = Path(__file__).parent / "results" / "runs"
 #: The issue-3 pipelines; other helpers' runs (lmk-rag, static, fine-tuned) share the folder but not this table.
 BASELINES = {"bm25", "cls", "mean", "lmk", "maxsim-landmark", "maxsim-chunkmean", "maxsim-chunk", "llamaindex-default"}
-SETS = ["manpages-longdoc", "manpages-needle/L2048", "manpages-needle/L8192", "manpages-short"]
+#: Each set's subsample in the sweep (queries, docs), as in eval_sweep.py; runs of other sizes are left out.
+SIZES = {"manpages-longdoc": (40, 60), "manpages-needle/L2048": (20, 20), "manpages-needle/L8192": (8, 8),
+         "manpages-short": (100, 300)}
+SETS = list(SIZES)
 
 
 BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -57,13 +60,15 @@ def sweep(runs: list[dict]) -> None:
     for run in runs:
         if not run["pipeline"].startswith("maxsim-") or run["pipeline"] == "maxsim-chunk":
             continue
+        if SIZES.get(run["dataset"]) != (run["queries"], run["docs"]):
+            continue
         settings = run["encoder"]
         cell = (settings["granularity"], settings["context"], settings["chunk_vector"], settings["window_overlap"])
         cells.setdefault(cell, {})[run["dataset"]] = run["ndcg@10"]
         recall1.setdefault(cell, {})[run["dataset"]] = run["recall@1"]
     print("| granularity | context | chunk vector | overlap | " + " | ".join(SETS) + " | mean | mean R@1 |")
     print("|---|---|---|---|" + "---|" * (len(SETS) + 2))
-    for cell, scores in sorted(cells.items(), key=lambda item: [str(part) for part in item[0]]):
+    for cell, scores in sorted(cells.items(), key=lambda item: (str(item[0][0]).zfill(9), *map(str, item[0][1:]))):
         values = [scores.get(name) for name in SETS]
         mean = sum(values) / len(values) if None not in values else None
         shown = " | ".join("-" if value is None else f"{value:.3f}" for value in values)

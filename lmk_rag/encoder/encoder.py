@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -16,10 +17,15 @@ from transformers import AutoModel, AutoTokenizer
 
 from lmk_rag.encoder.planning import LandmarkPlan, plan_landmarks
 from lmk_rag.encoder.pooling import pool_states
-from lmk_rag.encoder.resolve import DEFAULT_MODEL, resolve_model_path
+from lmk_rag.encoder.resolve import DEFAULT_MODEL, model_digest, resolve_model_path
 from lmk_rag.encoder.types import ChunkStates, ChunkVector, Context, EncodedText, Granularity, Pooling
 from lmk_rag.encoder.windows import Layout, SpecialTokens, Window, build_windows, special_token_count
 from lmk_rag.errors import EmptyTextError, InvalidInputError
+
+DEFAULT_GRANULARITY = 64
+"""Default chunk size: best mean nDCG@10 of 32/64/128/256 on the dev sets (docs/decisions.md, "eval: encoder defaults")."""
+DEFAULT_CONTEXT: Context = "document"
+"""Default context: ties ``"chunk"`` in quality and encodes each token once (docs/decisions.md)."""
 
 LMK_CONFIG_FILE = "lmk_rag.json"
 """File next to a model's config.json that marks it LMK-trained, e.g. ``{"lmk_trained": true}``."""
@@ -62,8 +68,8 @@ class LandmarkEncoder:
     def __init__(
         self,
         model_name: str | Path | None = None,
-        granularity: Granularity = 32,
-        context: Context = "document",
+        granularity: Granularity = DEFAULT_GRANULARITY,
+        context: Context = DEFAULT_CONTEXT,
         pooling: Pooling | str = "auto",
         chunk_vector: ChunkVector | str = "auto",
         max_length: int | None = None,
@@ -134,14 +140,11 @@ class LandmarkEncoder:
             "sentence_max_tokens": self.sentence_max_tokens,
         }
 
-    @property
+    @functools.cached_property
     def fingerprint(self) -> str:
-        """A short hash of the settings and the model's config and weight files (for caches and stores)."""
-        digest = hashlib.sha256(json.dumps({**self.settings, "model_name": None}, sort_keys=True).encode())
-        digest.update((self.model_path / "config.json").read_bytes())
-        for weights in sorted(self.model_path.glob("*.safetensors")) + sorted(self.model_path.glob("*.bin")):
-            digest.update(f"{weights.name}:{weights.stat().st_size}".encode())
-        return digest.hexdigest()[:16]
+        """A short hash of the settings and the model files' content (for caches and stores)."""
+        settings = json.dumps({**self.settings, "model_name": None}, sort_keys=True)
+        return hashlib.sha256(f"{settings}:{model_digest(self.model_path)}".encode()).hexdigest()[:16]
 
     @overload
     def encode_documents(self, texts: str) -> EncodedText: ...

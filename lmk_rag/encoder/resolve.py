@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -96,3 +97,19 @@ def _from_hub(name: str, tried: list[str]) -> Path:
     except Exception as error:  # the hub raises many types: repo missing, auth, network
         tried.append(f"Hugging Face hub ({type(error).__name__}: {error})")
         raise ModelNotFoundError(f"model {name!r} not found; tried: {'; '.join(tried)}") from error
+
+
+def model_digest(model_path: Path) -> str:
+    """A short hash of a model folder's config and the content of its weight files.
+
+    Two fine-tuned copies of one base model (same file names and sizes) get different digests.
+
+    :param model_path: the model folder.
+    :return: 16 hex characters.
+    """
+    digest = hashlib.sha256((model_path / "config.json").read_bytes())
+    for weights in sorted(model_path.glob("*.safetensors")) + sorted(model_path.glob("*.bin")):
+        with weights.open("rb") as stream:
+            for block in iter(lambda: stream.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:16]

@@ -7,7 +7,6 @@ which only matter after the pass.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,24 +37,14 @@ class CachedStates:
     cached: bool
 
 
-def model_digest(model_path: Path) -> str:
-    """Hash a model folder's config and weight files (names and sizes), without the encoder settings.
-
-    :param model_path: the model folder.
-    :return: a short hex digest.
-    """
-    digest = hashlib.sha256((model_path / "config.json").read_bytes())
-    for weights in sorted(model_path.glob("*.safetensors")) + sorted(model_path.glob("*.bin")):
-        digest.update(f"{weights.name}:{weights.stat().st_size}".encode())
-    return digest.hexdigest()[:16]
-
-
 def states_key(encoder: LandmarkEncoder) -> dict[str, Any]:
     """The cache key of an encoder's passes: model digest, the settings that shape the states, the layout.
 
     :param encoder: the encoder.
     :return: a JSON-able dict.
     """
+    from lmk_rag.encoder.resolve import model_digest
+
     settings = {name: value for name, value in encoder.settings.items() if name not in _POOLING_ONLY}
     return {"kind": "chunk_states", "model": model_digest(encoder.model_path), "layout": encoder.layout, **settings}
 

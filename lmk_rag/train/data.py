@@ -12,7 +12,7 @@ import csv
 import gzip
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -54,7 +54,6 @@ class Batch:
     query_granularity: list[int]
     passage_granularity: list[int]
     haystack_granularity: list[int]
-    needle_spans: list[tuple[int, int]] = field(default_factory=list)
 
 
 def _open_text(path: Path) -> Iterator[str]:
@@ -314,13 +313,10 @@ class BatchSampler:
                 picks = rng.choice(len(options), size=min(self.hard_negatives, len(options)), replace=False)
                 passages.extend(options[int(p)] for p in picks)
         haystacks: list[str] = []
-        spans: list[tuple[int, int]] = []
         if self.haystacks is not None:
             exclude = {self._positive_to_filler[p] for p in batch_positives if p in self._positive_to_filler}
             for pair in chosen:
-                text, span = self.haystacks.build(pair.positive, rng, exclude)
-                haystacks.append(text)
-                spans.append(span)
+                haystacks.append(self.haystacks.build(pair.positive, rng, exclude)[0])
 
         def draw(n: int, options: Sequence[int] = self.granularities) -> list[int]:
             return [int(g) for g in rng.choice(options, size=n)]
@@ -335,5 +331,4 @@ class BatchSampler:
             query_granularity=draw(len(queries)),
             passage_granularity=draw(len(passages)),
             haystack_granularity=draw(len(haystacks), haystack_options or self.granularities),
-            needle_spans=spans,
         )

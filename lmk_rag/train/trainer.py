@@ -25,7 +25,8 @@ from lmk_rag.train.losses import info_nce, landmark_maxsim_nce
 from lmk_rag.train.mining import mine_hard_negatives
 
 LMK_MARKER = {"lmk_trained": True, "granularity": "variable", "pooling": "lmk", "chunk_vector": "landmark"}
-"""Written to ``lmk_rag.json`` in the output folder: ``LandmarkEncoder`` then picks LMK pooling and landmark chunk vectors."""
+"""Written to ``lmk_rag.json`` in the output folder: ``LandmarkEncoder`` then picks LMK pooling and landmark
+chunk vectors."""
 
 CHECKPOINT_DIR = "checkpoint"
 LOG_FILE = "train_log.jsonl"
@@ -223,7 +224,8 @@ class Trainer:
     def evaluate(self) -> dict[str, float]:
         """Held-out metrics with the inference encoder (variable granularity, as the saved model will run).
 
-        :return: R@1 and MRR of LMK vectors, and needle R@1 of landmark and chunk-mean MaxSim; {} without held-out pairs.
+        :return: R@1 and MRR of LMK vectors, and needle R@1 of landmark and chunk-mean MaxSim; ``{}`` without
+            held-out pairs.
         """
         if self.heldout is None:
             return {}
@@ -325,7 +327,8 @@ class Trainer:
             self._log({"step": 0, "eval": before})
             if config.hard_negatives > 0:
                 self.mine()
-        bar = tqdm(total=config.max_steps, initial=self.step, desc="Fine-tuning", unit="step", disable=not show_progress_bar)
+        bar = tqdm(total=config.max_steps, initial=self.step, desc="Fine-tuning", unit="step",
+                   disable=not show_progress_bar)
         recent: list[float] = []
         while self.step < config.max_steps:
             if config.max_seconds is not None and time.perf_counter() - started > config.max_seconds:
@@ -361,7 +364,7 @@ class Trainer:
 
 
 def _enable_checkpointing(model: torch.nn.Module) -> None:
-    """Turn on activation (gradient) checkpointing; transformers renamed the method in 5.2x (not saved with the model)."""
+    """Turn on activation (gradient) checkpointing (renamed in transformers 5.2x; not saved with the model)."""
     if hasattr(model, "activation_checkpointing_enable"):
         model.activation_checkpointing_enable({"use_reentrant": False})
     else:

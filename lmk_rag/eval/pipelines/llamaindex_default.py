@@ -46,7 +46,7 @@ class LlamaIndexDefaultPipeline:
         from qdrant_client import QdrantClient
 
         from lmk_rag.encoder import resolve_model_path
-        from lmk_rag.eval.states import model_digest
+        from lmk_rag.encoder.resolve import model_digest
 
         model_path = resolve_model_path(self.options.model)
         embed_model = HuggingFaceEmbedding(model_name=str(model_path), embed_batch_size=self.options.batch_size)

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.callbacks import CallbackManager
-from lmk_rag.encoder import DEFAULT_MODEL, LandmarkEncoder
+from lmk_rag.encoder import DEFAULT_CONTEXT, DEFAULT_GRANULARITY, DEFAULT_MODEL, LandmarkEncoder
 
 
 class LandmarkEmbedding(BaseEmbedding):
@@ -24,17 +24,18 @@ class LandmarkEmbedding(BaseEmbedding):
         from llama_index.core import Settings
         from llama_index.embeddings.landmark import LandmarkEmbedding
 
-        Settings.embed_model = LandmarkEmbedding(granularity=32)
+        Settings.embed_model = LandmarkEmbedding(granularity=64)
     """
 
     model_name: str | None = Field(
         default=None, description=f"Hub id or folder of the transformer; None: {DEFAULT_MODEL} (shipped as a package)."
     )
     granularity: int | Literal["sentence", "variable"] | None = Field(
-        default=32, description="Landmark chunk size in tokens, 'sentence', 'variable', or None (plain encoder)."
+        default=DEFAULT_GRANULARITY,
+        description="Landmark chunk size in tokens, 'sentence', 'variable', or None (plain encoder).",
     )
     context: Literal["document", "chunk"] = Field(
-        default="document", description="'document': chunks see their window; 'chunk': each chunk is encoded alone."
+        default=DEFAULT_CONTEXT, description="'document': chunks see their window; 'chunk': each chunk is encoded alone."
     )
     pooling: Literal["auto", "lmk", "mean", "cls", "multicls"] = Field(
         default="auto", description="Text pooling; 'auto' is 'lmk' for LMK-trained models, else 'mean'."
@@ -54,8 +55,8 @@ class LandmarkEmbedding(BaseEmbedding):
     def __init__(
         self,
         model_name: str | None = None,
-        granularity: int | Literal["sentence", "variable"] | None = 32,
-        context: Literal["document", "chunk"] = "document",
+        granularity: int | Literal["sentence", "variable"] | None = DEFAULT_GRANULARITY,
+        context: Literal["document", "chunk"] = DEFAULT_CONTEXT,
         pooling: Literal["auto", "lmk", "mean", "cls", "multicls"] = "auto",
         chunk_vector: Literal["auto", "landmark", "mean"] = "auto",
         max_length: int | None = None,
