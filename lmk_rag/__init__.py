@@ -20,9 +20,9 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lmk_rag.encoder import EncodedText, LandmarkEncoder
-    from lmk_rag.static import StaticTokenEncoder
-    from lmk_rag.store import Hit, LandmarkStore
+    from lmk_rag.encoder import EncodedText, LandmarkEncoder  # noqa: F401
+    from lmk_rag.static import StaticTokenEncoder  # noqa: F401
+    from lmk_rag.store import Hit, LandmarkStore  # noqa: F401
 
 __all__ = ["__version__", *_LAZY]
 

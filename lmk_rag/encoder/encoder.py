@@ -19,7 +19,14 @@ from lmk_rag.encoder.planning import LandmarkPlan, plan_landmarks
 from lmk_rag.encoder.pooling import pool_states
 from lmk_rag.encoder.resolve import DEFAULT_MODEL, model_digest, resolve_model_path
 from lmk_rag.encoder.types import ChunkStates, ChunkVector, Context, EncodedText, Granularity, Pooling
-from lmk_rag.encoder.windows import Layout, SpecialTokens, Window, build_windows, special_token_count
+from lmk_rag.encoder.windows import (
+    Layout,
+    SpecialTokens,
+    Window,
+    build_windows,
+    special_token_count,
+    tokenize_with_offsets,
+)
 from lmk_rag.errors import EmptyTextError, InvalidInputError
 
 DEFAULT_GRANULARITY = 64
@@ -221,21 +228,7 @@ class LandmarkEncoder:
 
     def _tokenize(self, texts: Sequence[str]) -> list[tuple[list[int], list[tuple[int, int]]]]:
         """Token ids and char offsets of each text, without special tokens and without truncation."""
-        encoded = self.tokenizer(
-            list(texts),
-            add_special_tokens=False,
-            return_offsets_mapping=True,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-            truncation=False,
-            verbose=False,
-        )
-        result = []
-        for index, (ids, offsets) in enumerate(zip(encoded["input_ids"], encoded["offset_mapping"])):
-            if not ids:
-                raise EmptyTextError(f"text {index} has no tokens for this tokenizer: {texts[index][:40]!r}")
-            result.append((ids, [tuple(offset) for offset in offsets]))
-        return result
+        return tokenize_with_offsets(self.tokenizer, texts)
 
     def _plan(self, text: str, offsets: Sequence[tuple[int, int]]) -> LandmarkPlan:
         """Plan one text's landmarks with this encoder's granularity."""

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from lmk_rag.errors import LandmarkTokenError
+from lmk_rag.errors import EmptyTextError, LandmarkTokenError
 
 Layout = Literal["after", "before"]
 
@@ -190,3 +190,28 @@ def _assemble(
         sum_ranges=sum_ranges,
         cls_position=cls_position,
     )
+
+
+def tokenize_with_offsets(tokenizer: Any, texts: Sequence[str]) -> list[tuple[list[int], list[tuple[int, int]]]]:
+    """Token ids and char offsets of each text, without special tokens and without truncation.
+
+    :param tokenizer: a Hugging Face fast tokenizer.
+    :param texts: the texts.
+    :return: per text, its token ids and their ``(start, end)`` char offsets.
+    :raises EmptyTextError: when a text has no tokens.
+    """
+    encoded = tokenizer(
+        list(texts),
+        add_special_tokens=False,
+        return_offsets_mapping=True,
+        return_attention_mask=False,
+        return_token_type_ids=False,
+        truncation=False,
+        verbose=False,
+    )
+    result = []
+    for index, (ids, offsets) in enumerate(zip(encoded["input_ids"], encoded["offset_mapping"])):
+        if not ids:
+            raise EmptyTextError(f"text {index} has no tokens for this tokenizer: {texts[index][:40]!r}")
+        result.append((ids, [tuple(offset) for offset in offsets]))
+    return result

@@ -6,14 +6,13 @@ its 1-based line number.
 
 from __future__ import annotations
 
-import gzip
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from lmk_rag.errors import DatasetError
+from lmk_rag.jsonl import read_jsonl
 
 CORPUS_NAMES = ("corpus.jsonl", "corpus.jsonl.gz")
 QUERIES_NAME = "queries.jsonl"
@@ -98,31 +97,13 @@ def _corpus_path(folder: Path) -> Path:
     raise DatasetError(f"{folder / CORPUS_NAMES[0]}: file not found (nor {CORPUS_NAMES[1]})")
 
 
-def _open(path: Path) -> TextIO:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open(encoding="utf-8")
-
-
 def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each non-blank line, checking ``_id`` and ``text``."""
-    try:
-        with _open(path) as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise DatasetError(f"{path}:{number}: not valid JSON ({error.msg})") from error
-                if not isinstance(record, dict):
-                    raise DatasetError(f"{path}:{number}: expected a JSON object")
-                for key in ("_id", "text"):
-                    if not isinstance(record.get(key), str):
-                        raise DatasetError(f"{path}:{number}: missing or non-string {key!r}")
-                yield number, record
-    except (OSError, EOFError, UnicodeDecodeError) as error:
-        raise DatasetError(f"{path}: cannot read ({error})") from error
+    for number, record in read_jsonl(path):
+        for key in ("_id", "text"):
+            if not isinstance(record.get(key), str):
+                raise DatasetError(f"{path}:{number}: missing or non-string {key!r}")
+        yield number, record
 
 
 def _read_corpus(path: Path) -> tuple[list[str], list[str]]:

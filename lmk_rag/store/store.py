@@ -28,7 +28,7 @@ from lmk_rag.errors import (
 from lmk_rag.store import records as rec
 from lmk_rag.store.base import Backend
 from lmk_rag.store.filters import FilterLike, translate
-from lmk_rag.store.settings import build_meta, check_encoder, check_static, spec_from_meta, validate_meta
+from lmk_rag.store.settings import build_meta, check_encoder, check_static, validate_meta
 from lmk_rag.store.types import CollectionSpec, Hit, NodeRecord, PointData, QueryPlan, Quantization, Rerank
 
 logger = logging.getLogger(__name__)

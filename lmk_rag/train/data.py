@@ -9,15 +9,14 @@ draws exactly the batches the interrupted run would have drawn.
 from __future__ import annotations
 
 import csv
-import gzip
-import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from lmk_rag.errors import DatasetError
+from lmk_rag.jsonl import read_jsonl
 
 GRANULARITIES: tuple[int, ...] = (32, 64, 128, 256)
 
@@ -56,25 +55,6 @@ class Batch:
     haystack_granularity: list[int]
 
 
-def _open_text(path: Path) -> Iterator[str]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        yield from handle
-
-
-def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
-    for line_no, line in enumerate(_open_text(path), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DatasetError(f"{path}:{line_no}: not valid JSON ({error.msg})") from error
-        if not isinstance(row, dict):
-            raise DatasetError(f"{path}:{line_no}: expected a JSON object, got {type(row).__name__}")
-        yield line_no, row
-
-
 def _text_field(row: dict, key: str, where: str) -> str:
     value = row.get(key)
     if not isinstance(value, str) or not value.strip():
@@ -91,7 +71,7 @@ def load_pairs_jsonl(path: str | Path) -> list[TrainPair]:
     """
     path = Path(path)
     pairs = []
-    for line_no, row in _read_jsonl(path):
+    for line_no, row in read_jsonl(path):
         where = f"{path}:{line_no}"
         negatives = row.get("negatives") or []
         if not isinstance(negatives, list) or not all(isinstance(n, str) for n in negatives):
@@ -128,8 +108,8 @@ def load_beir_train(folder: str | Path, split: str = "train") -> list[TrainPair]
     qrels_path = folder / "qrels" / f"{split}.tsv"
     if not qrels_path.is_file():
         raise DatasetError(f"{folder}: missing qrels/{split}.tsv (a BEIR folder needs a {split} split to train on)")
-    corpus = {str(row["_id"]): _beir_doc_text(row) for _, row in _read_jsonl(find("corpus")) if "_id" in row}
-    queries = {str(row["_id"]): row.get("text", "") for _, row in _read_jsonl(find("queries")) if "_id" in row}
+    corpus = {str(row["_id"]): _beir_doc_text(row) for _, row in read_jsonl(find("corpus")) if "_id" in row}
+    queries = {str(row["_id"]): row.get("text", "") for _, row in read_jsonl(find("queries")) if "_id" in row}
     pairs = []
     with open(qrels_path, encoding="utf-8", newline="") as handle:
         for line_no, fields in enumerate(csv.reader(handle, delimiter="\t"), start=1):

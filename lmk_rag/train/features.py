@@ -14,8 +14,8 @@ from typing import Any
 import torch
 
 from lmk_rag.encoder.planning import plan_landmarks
-from lmk_rag.encoder.windows import SpecialTokens, build_windows, special_token_count
-from lmk_rag.errors import EmptyTextError, InvalidInputError
+from lmk_rag.encoder.windows import SpecialTokens, build_windows, special_token_count, tokenize_with_offsets
+from lmk_rag.errors import InvalidInputError
 
 
 @dataclass(frozen=True)
@@ -68,25 +68,13 @@ def build_token_batch(
         raise InvalidInputError(f"{len(texts)} texts and {len(granularities)} granularities: need one per text, >= 1")
     special = SpecialTokens.from_tokenizer(tokenizer)
     max_chunk_tokens = max_length - special_token_count("after", special)
-    encoded = tokenizer(
-        list(texts),
-        add_special_tokens=False,
-        return_offsets_mapping=True,
-        return_attention_mask=False,
-        return_token_type_ids=False,
-        truncation=False,
-        verbose=False,
-    )
+    tokenized = tokenize_with_offsets(tokenizer, texts)
     sequences: list[list[int]] = []
     windows_of_landmark: list[int] = []
     positions: list[int] = []
     owners: list[int] = []
-    for index, (text, ids, offsets, k) in enumerate(
-        zip(texts, encoded["input_ids"], encoded["offset_mapping"], granularities)
-    ):
-        if not ids:
-            raise EmptyTextError(f"text {index} has no tokens for this tokenizer: {text[:40]!r}")
-        plan = plan_landmarks(text, [tuple(o) for o in offsets], int(k), max_chunk_tokens)
+    for index, (text, (ids, offsets), k) in enumerate(zip(texts, tokenized, granularities)):
+        plan = plan_landmarks(text, offsets, int(k), max_chunk_tokens)
         windows = build_windows(index, ids, plan.chunks, special, "after", max_length)
         # windows come in text order and each lists its chunks in order: landmarks stay in chunk order
         for window in windows:

@@ -24,6 +24,7 @@ class LmkRagPipeline:
 
     rerank = "landmarks"
     bm25: bool | None = None  # the store's default (on)
+    static = False  # also store static token vectors (needed for ``rerank="static"``)
 
     def __init__(self, options: PipelineOptions) -> None:
         """Keep the options; the store is built in :meth:`index`."""
@@ -55,12 +56,17 @@ class LmkRagPipeline:
             model_name=self.options.model,
             batch_size=self.options.batch_size,
             show_progress_bar=self.options.show_progress,
-            **self.options.encoder,
+            **{key: value for key, value in self.options.encoder.items() if key != "static_model"},
         )
         result = encode_states_cached(self._encoder, docs, self.options.cache_dir)
         start = time.perf_counter()
         folder = tempfile.mkdtemp(prefix="lmk_rag_eval_store_")
-        self._store = LandmarkStore(folder, encoder=self._encoder, bm25=self.bm25)
+        static_encoder = None
+        if self.static:
+            from lmk_rag.static import StaticTokenEncoder
+
+            static_encoder = StaticTokenEncoder(self.options.encoder.get("static_model"))
+        self._store = LandmarkStore(folder, encoder=self._encoder, bm25=self.bm25, static_encoder=static_encoder)
         weakref.finalize(self, _drop_store, self._store, folder)
 
         def records() -> Any:
@@ -93,7 +99,9 @@ class LmkRagPipeline:
         encoded = self._encoder.encode_queries(list(queries))
         rankings: list[Ranking] = []
         for text, query in zip(queries, encoded):
-            hits = self._store.search_encoded(query, k=k, rerank=self.rerank, doc_level=True, text=text)
+            static_query = self._store.static_encoder.encode_query_tokens(text) if self.static else None
+            hits = self._store.search_encoded(query, k=k, rerank=self.rerank, doc_level=True, text=text,
+                                              static_query=static_query)
             rankings.append([(int(hit.doc_id), hit.score) for hit in hits])
         return rankings
 
@@ -103,6 +111,21 @@ class LmkRagDensePipeline(LmkRagPipeline):
     """``lmk-rag`` without the BM25 sparse prefetch: dense prefetch only, then the rerank."""
 
     bm25 = False
+
+
+@register_pipeline("lmk-rag-static")
+class LmkRagStaticPipeline(LmkRagPipeline):
+    """``lmk-rag`` with static token vectors in the store and ``rerank="static"`` (static MaxSim rerank)."""
+
+    rerank = "static"
+    static = True
+
+
+@register_pipeline("lmk-rag-norerank")
+class LmkRagNoRerankPipeline(LmkRagPipeline):
+    """``lmk-rag`` with ``rerank="none"``: the fused dense + BM25 prefetch order, no rerank."""
+
+    rerank = "none"
 
 
 def _drop_store(store: Any, folder: str) -> None:

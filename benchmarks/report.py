@@ -1,0 +1,263 @@
+"""The quality report: every pipeline on the dev sets, one nDCG@10 table and needle-position plots.
+
+Runs each pipeline through the eval harness (:func:`lmk_rag.eval.run.evaluate`, the code behind
+``lmk-rag eval``) on seeded subsamples of the dev sets, with the harness's on-disk encoding cache,
+so a rerun only encodes the queries. Writes ``quality.md`` (rows = pipelines, columns = sets),
+``quality.json`` (every run's report) and ``needle_recall1_by_position.png`` /
+``needle_ndcg10_by_position.png`` (one line per pipeline, one panel per needle length)::
+
+    python benchmarks/report.py                      # default sets and sizes (see --help)
+    python benchmarks/report.py --long               # adds manpages-needle/L32768
+    python benchmarks/report.py --finetuned .cache/lmk-finetuned-cpu2
+    python benchmarks/report.py --size manpages-short=50,150 --pipelines bm25,lmk-rag
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from lmk_rag.eval.beir import load_beir
+from lmk_rag.eval.pipelines import PipelineOptions
+from lmk_rag.eval.run import evaluate
+from lmk_rag.eval.sample import subsample
+
+DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else Path("../shared/data")
+RESULTS = Path(__file__).parent / "results"
+CACHE = Path(platformdirs.user_cache_dir("lmk_rag")) / "eval"
+SEED = 0
+#: Default sets and sizes ``(folder, max_queries, max_docs)``, sized so that a cold run fits ~20 min on a 2-core CPU.
+SETS: dict[str, tuple[int, int]] = {
+    "manpages-needle/L2048": (40, 40),
+    "manpages-needle/L8192": (12, 12),
+    "manpages-longdoc": (40, 80),
+    "manpages-short": (100, 300),
+}
+LONG_SET = ("manpages-needle/L32768", (10, 10))
+PIPELINES = [
+    "llamaindex-default", "bm25", "mean", "lmk", "maxsim-chunkmean", "maxsim-landmark", "maxsim-chunk",
+    "static-maxsim", "lmk-rag", "lmk-rag-static", "lmk-rag-norerank",
+]
+#: Pipelines rerun with ``--finetuned DIR`` (those that encode with the landmark encoder).
+FINETUNED_PIPELINES = ["mean", "lmk", "maxsim-chunkmean", "maxsim-landmark", "lmk-rag"]
+MIXER_PIPELINE = "static-mixer"
+#: Plot layout: inches per panel, inches for the legend column, resolution.
+PANEL_INCHES, LEGEND_INCHES, DPI = 4.5, 2.2, 80
+MARKERS, LINESTYLES = "osD^vP*Xh<>", ["-", "--", "-.", ":"]
+PLOT_METRICS = {"recall@1": "needle_recall1_by_position.png", "ndcg@10": "needle_ndcg10_by_position.png"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the report.
+
+    :param folder: the dev set folder relative to the data folder.
+    :param max_queries: the query sample size.
+    :param max_docs: the document sample size.
+    :param pipeline: the registered pipeline name.
+    :param model: a model folder, or None for the default model.
+    :param label: the row name in the table.
+    """
+
+    folder: str
+    max_queries: int
+    max_docs: int
+    pipeline: str
+    model: str | None = None
+    label: str = ""
+
+
+def evaluate_cell(cell: Cell, data: Path = DATA, cache_dir: Path = CACHE,
+                  encoder: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Evaluate one pipeline on one subsampled set, as ``lmk-rag eval --json`` would.
+
+    :param cell: what to run.
+    :param data: the folder holding the dev sets.
+    :param cache_dir: the encoding cache.
+    :param encoder: encoder overrides (``--encoder KEY=VALUE``).
+    :return: the eval report plus ``max_queries``, ``max_docs``, ``seed``, ``wall_s`` and ``label``.
+    """
+    dataset = subsample(load_beir(data / cell.folder), cell.max_queries, cell.max_docs, seed=SEED)
+    start = time.perf_counter()
+    report = evaluate(dataset, cell.pipeline, PipelineOptions(model=cell.model, cache_dir=cache_dir,
+                                                              encoder=dict(encoder or {})))
+    report.update({"max_queries": cell.max_queries, "max_docs": cell.max_docs, "seed": SEED,
+                   "wall_s": round(time.perf_counter() - start, 1), "label": cell.label or cell.pipeline})
+    return report
+
+
+def plan(sets: dict[str, tuple[int, int]], pipelines: Sequence[str], finetuned: Path | None = None) -> list[Cell]:
+    """Every (set, pipeline) cell of the report, fine-tuned rows after the base rows.
+
+    :param sets: folder -> (max_queries, max_docs).
+    :param pipelines: the base-model pipelines.
+    :param finetuned: a fine-tuned model folder, or None.
+    :return: the cells in table order.
+    """
+    rows = [(name, None, name) for name in pipelines]
+    if finetuned is not None:
+        rows += [(name, str(finetuned), f"{name} (fine-tuned)") for name in FINETUNED_PIPELINES]
+    return [Cell(folder, *sizes, pipeline, model, label) for pipeline, model, label in rows
+            for folder, sizes in sets.items()]
+
+
+def machine() -> str:
+    """A one-line description of the machine the report ran on."""
+    import torch
+
+    device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+    return (f"{platform.machine()} {platform.system()}, {os.cpu_count()} CPU cores, {device}, "
+            f"torch {torch.__version__}, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
+
+
+def table(reports: Sequence[dict[str, Any]], metric: str = "ndcg@10") -> str:
+    """The markdown table: one row per label, one column per dataset, plus the mean over sets.
+
+    :param reports: eval reports carrying a ``label``.
+    :param metric: the metric shown in the cells.
+    :return: markdown text.
+    """
+    sets = list(dict.fromkeys(report["dataset"] for report in reports))
+    labels = list(dict.fromkeys(report["label"] for report in reports))
+    cells = {(report["label"], report["dataset"]): report[metric] for report in reports}
+    lines = ["| pipeline | " + " | ".join(sets) + " | mean |", "|---|" + "---|" * (len(sets) + 1)]
+    for label in labels:
+        values = [cells.get((label, name)) for name in sets]
+        shown = ["-" if value is None else f"{value:.3f}" for value in values]
+        mean = "-" if None in values else f"{sum(values) / len(values):.3f}"
+        lines.append(f"| {label} | " + " | ".join(shown) + f" | {mean} |")
+    return "\n".join(lines)
+
+
+def plot_positions(reports: Sequence[dict[str, Any]], metric: str, path: Path) -> bool:
+    """Plot a metric against the needle position, one panel per needle set, one line per pipeline.
+
+    :param reports: eval reports; those without ``by_position`` are skipped.
+    :param metric: the metric to plot (``recall@1``, ``ndcg@10``, ...).
+    :param path: the PNG file to write.
+    :return: whether a plot was written (False when no report has ``by_position``).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    needle = [report for report in reports if "by_position" in report]
+    sets = list(dict.fromkeys(report["dataset"] for report in needle))
+    if not sets:
+        return False
+    labels = list(dict.fromkeys(report["label"] for report in needle))
+    colors = plt.get_cmap("tab20")
+    figure, axes = plt.subplots(1, len(sets), figsize=(PANEL_INCHES * len(sets) + LEGEND_INCHES, PANEL_INCHES - 1),
+                                sharey=True, squeeze=False)
+    for axis, name in zip(axes[0], sets):
+        for report in (report for report in needle if report["dataset"] == name):
+            positions = sorted(report["by_position"], key=float)
+            index = labels.index(report["label"])
+            axis.plot([float(p) for p in positions], [report["by_position"][p][metric] for p in positions],
+                      marker=MARKERS[index % len(MARKERS)], linestyle=LINESTYLES[index % len(LINESTYLES)],
+                      color=colors(index % 20), label=report["label"], alpha=0.85)
+        first = next(report for report in needle if report["dataset"] == name)
+        axis.set_title(f"{name.split('/')[-1]}: {first['queries']} queries, {first['docs']} docs")
+        axis.set_xlabel("needle position in the document")
+        axis.set_ylim(-0.03, 1.03)
+        axis.grid(alpha=0.3)
+    axes[0][0].set_ylabel(metric)
+    handles, names = axes[0][0].get_legend_handles_labels()
+    figure.legend(handles, names, loc="center right", fontsize=8)
+    figure.tight_layout(rect=(0, 0, 1 - LEGEND_INCHES / figure.get_figwidth(), 1))
+    figure.savefig(path, dpi=DPI)
+    plt.close(figure)
+    return True
+
+
+def write_report(reports: Sequence[dict[str, Any]], out: Path, command: str) -> list[Path]:
+    """Write ``quality.md``, ``quality.json`` and the position plots.
+
+    :param reports: eval reports carrying a ``label``.
+    :param out: the output folder.
+    :param command: the command line that produced the reports (quoted in the markdown).
+    :return: the files written.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "quality.json"]
+    written[0].write_text(json.dumps(list(reports), indent=1) + "\n")
+    plots = [name for metric, name in PLOT_METRICS.items() if plot_positions(reports, metric, out / name)]
+    written += [out / name for name in plots]
+    sizes = dict.fromkeys(f"{r['dataset']} {r['queries']} queries / {r['docs']} docs" for r in reports)
+    models = sorted({report["model"] for report in reports if report["pipeline"] != "bm25"})
+    lines = [
+        "# Retrieval quality (nDCG@10)", "",
+        f"- Date: {datetime.date.today().isoformat()}. Machine: {machine()}.",
+        f"- Models: {', '.join(models)}; encoder defaults; static pipelines use the default distilled static model.",
+        f"- **Subsampled**, seed {SEED} (each sampled query's relevant documents plus seeded random others): "
+        + "; ".join(sizes) + ". Fewer candidates than the full sets, so absolute numbers are higher "
+        "and small differences are noise.",
+        f"- Regenerate: `{command}` (encodings are cached on disk; a warm rerun only encodes queries).",
+        "", table(reports), "",
+    ]
+    lines += [f"![{metric} by needle position]({name})" for metric, name in PLOT_METRICS.items() if name in plots]
+    (out / "quality.md").write_text("\n".join(lines) + "\n")
+    return [out / "quality.md", *written]
+
+
+def parse_size(text: str) -> tuple[str, tuple[int, int]]:
+    """Parse ``FOLDER=QUERIES,DOCS``."""
+    folder, _, sizes = text.partition("=")
+    queries, docs = (int(value) for value in sizes.split(","))
+    return folder, (queries, docs)
+
+
+def main(argv: Sequence[str] | None = None) -> list[Path]:
+    """Run the report from the command line.
+
+    :param argv: arguments (default ``sys.argv[1:]``).
+    :return: the files written.
+    """
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--long", action="store_true", help="add manpages-needle/L32768")
+    parser.add_argument("--finetuned", type=Path, help="also run the landmark pipelines with this model folder")
+    parser.add_argument("--size", action="append", default=[], type=parse_size, metavar="FOLDER=QUERIES,DOCS",
+                        help="override or add a set's sample size (repeatable)")
+    parser.add_argument("--only", action="append", default=[], metavar="FOLDER", help="run only these sets")
+    parser.add_argument("--pipelines", help="comma-separated pipelines (default: all of the report)")
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--cache-dir", type=Path, default=CACHE)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    from lmk_rag.static.train import default_mixer_dir
+
+    sets = dict(SETS)
+    if args.long:
+        sets[LONG_SET[0]] = LONG_SET[1]
+    sets.update(dict(args.size))
+    if args.only:
+        sets = {name: sizes for name, sizes in sets.items() if name in args.only}
+    pipelines = args.pipelines.split(",") if args.pipelines else PIPELINES + (
+        [MIXER_PIPELINE] if (default_mixer_dir() / "config.json").exists() or default_mixer_dir().is_dir() else [])
+    reports = []
+    for cell in plan(sets, pipelines, args.finetuned):
+        # A fine-tuned model gets its own cache folder: its states must never be mixed with another model's.
+        cache_dir = args.cache_dir / ("finetuned-" + Path(cell.model).name if cell.model else "")
+        report = evaluate_cell(cell, args.data, cache_dir)
+        print(f"{cell.folder} {report['label']}: ndcg@10={report['ndcg@10']:.3f} cached={report['cached']} "
+              f"wall_s={report['wall_s']}", flush=True)
+        reports.append(report)
+    command = "python benchmarks/report.py" + (" " + " ".join(argv) if argv else "")
+    return write_report(reports, args.out, command)
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])
