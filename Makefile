@@ -6,7 +6,7 @@ INTEGRATIONS := $(wildcard integrations/*/pyproject.toml)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo test install clean
+.PHONY: demo test report install clean
 
 install: $(VENV)/.installed
 
@@ -23,6 +23,9 @@ demo: install
 
 test: install
 	$(PY) -m pytest -q -p no:cacheprovider
+
+report: install
+	$(PY) benchmarks/report.py
 
 clean:
 	rm -rf $(VENV) demo_store

@@ -12,19 +12,11 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
-import platformdirs
+from report import CACHE, DATA, Cell, evaluate_cell  # benchmarks/report.py: one way to run a cell
 
-from lmk_rag.eval.beir import load_beir
-from lmk_rag.eval.pipelines import PipelineOptions
-from lmk_rag.eval.run import evaluate
-from lmk_rag.eval.sample import subsample
-
-DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else Path("../shared/data")
 OUT = Path(__file__).parent / "results" / "runs"
-CACHE = Path(platformdirs.user_cache_dir("lmk_rag")) / "eval"
 #: (folder, max_queries, max_docs): subsampled to fit a shared 2-core CPU.
 SETS = [
     ("manpages-needle/L2048", 20, 20),
@@ -41,11 +33,7 @@ def run(folder: str, max_queries: int, max_docs: int, pipeline: str, encoder: di
     path = OUT / f"{folder.replace('/', '-')}__{pipeline}__{setting}.json"
     if path.exists():
         return
-    dataset = subsample(load_beir(DATA / folder), max_queries, max_docs, seed=0)
-    start = time.perf_counter()
-    report = evaluate(dataset, pipeline, PipelineOptions(cache_dir=CACHE, encoder=encoder))
-    report.update({"max_queries": max_queries, "max_docs": max_docs, "seed": 0,
-                   "wall_s": round(time.perf_counter() - start, 1)})
+    report = evaluate_cell(Cell(folder, max_queries, max_docs, pipeline), DATA, CACHE, encoder)
     path.write_text(json.dumps(report, indent=1) + "\n")
     print(f"{path.name}: ndcg@10={report['ndcg@10']:.4f} encode_s={report['encode_s']} "
           f"cached={report['cached']} wall_s={report['wall_s']}", flush=True)

@@ -52,7 +52,7 @@ PIPELINES = [
 FINETUNED_PIPELINES = ["mean", "lmk", "maxsim-chunkmean", "maxsim-landmark", "lmk-rag"]
 MIXER_PIPELINE = "static-mixer"
 #: Plot layout: inches per panel, inches for the legend column, resolution.
-PANEL_INCHES, LEGEND_INCHES, DPI = 4.5, 2.2, 80
+PANEL_INCHES, LEGEND_INCHES, DPI = 4.5, 1.8, 80
 MARKERS, LINESTYLES = "osD^vP*Xh<>", ["-", "--", "-.", ":"]
 PLOT_METRICS = {"recall@1": "needle_recall1_by_position.png", "ndcg@10": "needle_ndcg10_by_position.png"}
 
@@ -159,7 +159,7 @@ def plot_positions(reports: Sequence[dict[str, Any]], metric: str, path: Path) -
     labels = list(dict.fromkeys(report["label"] for report in needle))
     colors = plt.get_cmap("tab20")
     figure, axes = plt.subplots(1, len(sets), figsize=(PANEL_INCHES * len(sets) + LEGEND_INCHES, PANEL_INCHES - 1),
-                                sharey=True, squeeze=False)
+                                sharey=True, squeeze=False, layout="constrained")
     for axis, name in zip(axes[0], sets):
         for report in (report for report in needle if report["dataset"] == name):
             positions = sorted(report["by_position"], key=float)
@@ -174,8 +174,7 @@ def plot_positions(reports: Sequence[dict[str, Any]], metric: str, path: Path) -
         axis.grid(alpha=0.3)
     axes[0][0].set_ylabel(metric)
     handles, names = axes[0][0].get_legend_handles_labels()
-    figure.legend(handles, names, loc="center right", fontsize=8)
-    figure.tight_layout(rect=(0, 0, 1 - LEGEND_INCHES / figure.get_figwidth(), 1))
+    figure.legend(handles, names, loc="outside right center", fontsize=8)
     figure.savefig(path, dpi=DPI)
     plt.close(figure)
     return True
@@ -244,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     if args.only:
         sets = {name: sizes for name, sizes in sets.items() if name in args.only}
     pipelines = args.pipelines.split(",") if args.pipelines else PIPELINES + (
-        [MIXER_PIPELINE] if (default_mixer_dir() / "config.json").exists() or default_mixer_dir().is_dir() else [])
+        [MIXER_PIPELINE] if default_mixer_dir().is_dir() else [])
     reports = []
     for cell in plan(sets, pipelines, args.finetuned):
         # A fine-tuned model gets its own cache folder: its states must never be mixed with another model's.

@@ -68,3 +68,11 @@ def test_report_has_one_panel_per_needle_length_and_one_column_per_set(report, d
     assert header == f"| pipeline | {L2048} | {L8192} | manpages-short | mean |"
     width, _ = _png_size(tmp_path / report.PLOT_METRICS["recall@1"])
     assert width == round(report.DPI * (2 * report.PANEL_INCHES + report.LEGEND_INCHES))  # short has no positions
+
+
+@pytest.mark.slow
+def test_rerank_mode_pipelines_run_the_store_in_that_mode(report, data_dir: Path, tmp_path: Path) -> None:
+    for pipeline, rerank in (("lmk-rag-static", "static"), ("lmk-rag-norerank", "none")):
+        run = report.evaluate_cell(report.Cell(L2048, 3, 3, pipeline), data_dir, tmp_path / "cache")
+        assert run["encoder"]["rerank"] == rerank and run["encoder"]["bm25"] is True
+        assert run["queries"] == 3 and 0.0 < run["ndcg@10"] <= 1.0 and run["recall@100"] == 1.0
