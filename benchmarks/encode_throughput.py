@@ -25,7 +25,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 from sentence_transformers import SentenceTransformer  # noqa: E402
 
-from lmk_rag.encoder import LandmarkEncoder  # noqa: E402
+from lmk_rag.encoder import DEFAULT_GRANULARITY, LandmarkEncoder  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "manpages-short" / "corpus.jsonl.gz"
 RESULTS = Path(__file__).resolve().parent / "results" / "encode_throughput.md"
@@ -49,7 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--texts", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--granularity", type=int, default=32)
+    parser.add_argument("--granularity", type=int, default=DEFAULT_GRANULARITY)
     parser.add_argument("--batch-size", type=int, default=32)
     args = parser.parse_args()
 

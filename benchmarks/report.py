@@ -25,16 +25,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import platformdirs
 
 from lmk_rag.eval.beir import load_beir
+from lmk_rag.paths import user_cache_dir
 from lmk_rag.eval.pipelines import PipelineOptions
 from lmk_rag.eval.run import evaluate
 from lmk_rag.eval.sample import subsample
 
 DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else Path("../shared/data")
 RESULTS = Path(__file__).parent / "results"
-CACHE = Path(platformdirs.user_cache_dir("lmk_rag")) / "eval"
+CACHE = user_cache_dir("eval")
 SEED = 0
 #: Default sets and sizes ``(folder, max_queries, max_docs)``, sized so that a cold run fits ~20 min on a 2-core CPU.
 SETS: dict[str, tuple[int, int]] = {

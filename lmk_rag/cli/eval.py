@@ -10,12 +10,11 @@ import typer
 
 from lmk_rag.cli import app
 from lmk_rag.eval.pipelines import pipeline_names
+from lmk_rag.paths import user_cache_dir
 
 
 def _default_cache_dir() -> Path:
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("lmk_rag")) / "eval"
+    return user_cache_dir("eval")
 
 
 def _parse_granularity(value: str) -> int | str | None:
@@ -58,7 +57,7 @@ def eval_command(
         None, "--encoder", help="Other pipeline setting KEY=VALUE (repeatable; VALUE is read as JSON when it parses)."
     ),
     batch_size: int = typer.Option(32, min=1, help="Encoding batch size."),
-    cache_dir: Path = typer.Option(None, help="Encoding cache folder (default: the user cache dir, lmk_rag/eval)."),
+    cache_dir: Path = typer.Option(None, help="Encoding cache folder (default: the user cache dir, lmk-rag/eval)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
     progress: bool = typer.Option(False, help="Show encoding progress bars."),
 ) -> None:

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import platformdirs
 from filelock import FileLock
 from tokenizers import Tokenizer
 
 from lmk_rag.errors import ModelNotFoundError
+from lmk_rag.paths import user_cache_dir
 
 DEFAULT_PCA_DIMS = 256
 SOURCE_FILE = "lmk_rag_static.json"
@@ -61,8 +61,7 @@ class StaticVectors:
 
 def cache_dir() -> Path:
     """The folder holding lmk_rag's distilled static models (``$LMK_RAG_CACHE`` overrides the user cache dir)."""
-    root = os.environ.get("LMK_RAG_CACHE") or platformdirs.user_cache_dir("lmk-rag")
-    return Path(root) / "static"
+    return user_cache_dir("static")
 
 
 def default_model_dir(pca_dims: int = DEFAULT_PCA_DIMS) -> Path:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from lmk_rag.errors import InvalidInputError
+from lmk_rag.paths import user_cache_dir
 
 #: One query's result: ``(doc_index, score)`` pairs, best first, at most ``k`` of them.
 Ranking = list[tuple[int, float]]
@@ -33,7 +34,7 @@ class PipelineOptions:
     """
 
     model: str | None = None
-    cache_dir: Path = Path(".cache/lmk_rag/eval")
+    cache_dir: Path = field(default_factory=lambda: user_cache_dir("eval"))
     encoder: dict[str, Any] = field(default_factory=dict)
     batch_size: int = 32
     show_progress: bool = False
