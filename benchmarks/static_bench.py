@@ -26,17 +26,16 @@ import platform  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-import platformdirs  # noqa: E402
-
 from lmk_rag.eval.beir import load_beir  # noqa: E402
 from lmk_rag.eval.pipelines import PipelineOptions  # noqa: E402
 from lmk_rag.eval.run import evaluate  # noqa: E402
 from lmk_rag.eval.sample import subsample  # noqa: E402
+from lmk_rag.paths import user_cache_dir  # noqa: E402
 from lmk_rag.static import StaticTokenEncoder, load_static_vectors  # noqa: E402
 from lmk_rag.static.train import default_mixer_dir  # noqa: E402
 
 DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else Path("../shared/data")
-EVAL_CACHE = Path(platformdirs.user_cache_dir("lmk_rag")) / "eval"
+EVAL_CACHE = user_cache_dir("eval")
 #: (folder, max_queries, max_docs): the eval sweep's subsets (seed 0), so MiniLM runs hit its cache.
 SETS = [("manpages-short", 100, 300), ("manpages-needle/L2048", 20, 20), ("manpages-longdoc", 40, 60)]
 FULL_SETS = [("manpages-short", None, None), ("manpages-needle/L2048", None, None)]
