@@ -10,11 +10,14 @@ those documents, so a crash leaves the old version or the new one, never both an
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from lmk_rag.store.types import Hit, NodeRecord, PointData
+
+if TYPE_CHECKING:
+    from lmk_rag.encoder.types import EncodedText
 
 NAMESPACE = uuid.UUID("6f1d3c52-7f4e-4a55-9a38-5b1f0c2d9e10")
 META_POINT_ID = str(uuid.uuid5(NAMESPACE, "lmk-rag-store-settings"))
@@ -25,6 +28,34 @@ HIT_KEYS = ["doc_id", "node_id", "version"]
 def node_id_for(doc_id: str, index: int) -> str:
     """The id of the ``index``-th node the store cuts from a document: ``"<doc_id>#<index>"``."""
     return f"{doc_id}#{index}"
+
+
+def records_from_encoding(
+    doc_id: str, text: str, encoded: EncodedText, node_tokens: int, metadata: dict[str, Any] | None = None
+) -> list[NodeRecord]:
+    """Cut an encoded document into nodes (runs of whole landmark chunks) and make their records.
+
+    :param doc_id: the document id.
+    :param text: the document text ``encoded`` was made from.
+    :param encoded: the document's encoding.
+    :param node_tokens: the node size in tokens (see :func:`lmk_rag.nodes.group_chunks`).
+    :param metadata: the document's metadata, copied into every node.
+    :return: one record per node, ids ``"<doc_id>#<index>"``.
+    """
+    from lmk_rag.nodes import group_chunks
+
+    return [
+        NodeRecord(
+            node_id=node_id_for(doc_id, node.index),
+            doc_id=doc_id,
+            text=text[node.span[0] : node.span[1]],
+            span=node.span,
+            vector=node.vector,
+            chunk_vectors=node.chunk_vectors,
+            metadata=dict(metadata or {}),
+        )
+        for node in group_chunks(encoded, node_tokens)
+    ]
 
 
 def node_point_id(node_id: str, slot: int) -> str:

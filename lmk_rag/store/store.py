@@ -277,8 +277,6 @@ class LandmarkStore:
         """
         from tqdm.auto import tqdm
 
-        from lmk_rag.nodes import group_chunks
-
         size = batch_size or self.batch_size
         total = 0
         docs = list(documents) if not isinstance(documents, list) else documents
@@ -290,19 +288,7 @@ class LandmarkStore:
                 encoded = self.encoder.encode_documents([text for _, text, _ in batch])
                 writes = []
                 for (doc_id, text, metadata), enc in zip(batch, encoded):
-                    nodes = group_chunks(enc, self.node_tokens)
-                    records = [
-                        NodeRecord(
-                            node_id=rec.node_id_for(doc_id, node.index),
-                            doc_id=doc_id,
-                            text=text[node.span[0] : node.span[1]],
-                            span=node.span,
-                            vector=node.vector,
-                            chunk_vectors=node.chunk_vectors,
-                            metadata=dict(metadata or {}),
-                        )
-                        for node in nodes
-                    ]
+                    records = rec.records_from_encoding(doc_id, text, enc, self.node_tokens, metadata)
                     writes.append((doc_id, records, dict(metadata or {})))
                 total += self._write(writes)
                 if on_ack is not None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from llama_index.core import Document
 from llama_index.embeddings.landmark import LandmarkEmbedding
+from llama_index.vector_stores.landmark import LandmarkVectorStore
 
 
 class ForwardCounter:
@@ -64,3 +65,11 @@ def manpage_documents(data_dir: Path) -> list[Document]:
             if len(documents) == 6:
                 break
     return documents
+
+
+@pytest.fixture
+def vector_store(tmp_path: Path, embed_model: LandmarkEmbedding) -> Iterator[LandmarkVectorStore]:
+    """A LandmarkVectorStore over a fresh Qdrant Edge shard in tmp_path."""
+    store = LandmarkVectorStore(path=tmp_path / "store", embed_model=embed_model)
+    yield store
+    store.client.close()

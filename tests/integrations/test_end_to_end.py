@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from llama_index.core import Document, Settings, StorageContext, VectorStoreIndex
@@ -17,13 +15,6 @@ from llama_index.node_parser.landmark import LandmarkNodeParser
 from llama_index.vector_stores.landmark import LandmarkVectorStore, MaxContextTokens
 
 QUERY = "terminate the calling process"
-
-
-@pytest.fixture
-def vector_store(tmp_path: Path, embed_model: LandmarkEmbedding) -> Iterator[LandmarkVectorStore]:
-    store = LandmarkVectorStore(path=tmp_path / "store", embed_model=embed_model)
-    yield store
-    store.client.close()
 
 
 @pytest.fixture

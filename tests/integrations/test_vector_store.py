@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -36,13 +35,6 @@ QUERY = "get the current working directory of the calling process"
 @pytest.fixture(scope="module")
 def nodes(embed_model: LandmarkEmbedding, manpage_documents: list[Document]) -> list[TextNode]:
     return LandmarkNodeParser(embed_model=embed_model, node_tokens=128).get_nodes_from_documents(manpage_documents)
-
-
-@pytest.fixture
-def vector_store(tmp_path: Path, embed_model: LandmarkEmbedding) -> Iterator[LandmarkVectorStore]:
-    store = LandmarkVectorStore(path=tmp_path / "store", embed_model=embed_model)
-    yield store
-    store.client.close()
 
 
 @pytest.fixture

@@ -40,23 +40,13 @@ def docs(data_dir: Path) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def doc_records(minilm_encoder: Any, docs: dict[str, str]) -> dict[str, list[NodeRecord]]:
     """The docs cut into nodes as the store cuts them (encoded once per session)."""
-    from lmk_rag.nodes import group_chunks
+    from lmk_rag.store.records import records_from_encoding
 
     encoded = minilm_encoder.encode_documents(list(docs.values()))
     out: dict[str, list[NodeRecord]] = {}
     for i, ((doc_id, text), enc) in enumerate(zip(docs.items(), encoded)):
-        out[doc_id] = [
-            NodeRecord(
-                node_id=f"{doc_id}#{n.index}",
-                doc_id=doc_id,
-                text=text[n.span[0] : n.span[1]],
-                span=n.span,
-                vector=n.vector,
-                chunk_vectors=n.chunk_vectors,
-                metadata={"rank": i, "group": "even" if i % 2 == 0 else "odd"},
-            )
-            for n in group_chunks(enc, 128)
-        ]
+        metadata = {"rank": i, "group": "even" if i % 2 == 0 else "odd"}
+        out[doc_id] = records_from_encoding(doc_id, text, enc, 128, metadata)
     return out
 
 

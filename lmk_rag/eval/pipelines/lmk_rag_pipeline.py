@@ -49,8 +49,8 @@ class LmkRagPipeline:
 
         from lmk_rag.encoder import LandmarkEncoder
         from lmk_rag.eval.states import encode_states_cached
-        from lmk_rag.nodes import group_chunks
-        from lmk_rag.store import LandmarkStore, NodeRecord
+        from lmk_rag.store import LandmarkStore
+        from lmk_rag.store.records import records_from_encoding
 
         self._encoder = LandmarkEncoder(
             model_name=self.options.model,
@@ -72,17 +72,7 @@ class LmkRagPipeline:
         def records() -> Any:
             for index, (text, encoded) in enumerate(zip(docs, self._encoder.pool(result.states))):
                 doc_id = str(index)
-                yield doc_id, [
-                    NodeRecord(
-                        node_id=f"{doc_id}#{node.index}",
-                        doc_id=doc_id,
-                        text=text[node.span[0] : node.span[1]],
-                        span=node.span,
-                        vector=node.vector,
-                        chunk_vectors=node.chunk_vectors,
-                    )
-                    for node in group_chunks(encoded, self._store.node_tokens)
-                ]
+                yield doc_id, records_from_encoding(doc_id, text, encoded, self._store.node_tokens)
 
         self._store.upsert_documents(records())
         self._store.optimize()
