@@ -59,6 +59,7 @@ def eval_command(
     batch_size: int = typer.Option(32, min=1, help="Encoding batch size."),
     cache_dir: Path = typer.Option(None, help="Encoding cache folder (default: the user cache dir, lmk-rag/eval)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
+    run_file: Path = typer.Option(None, help="Also write the rankings as a TREC run file here."),
     progress: bool = typer.Option(False, help="Show encoding progress bars."),
 ) -> None:
     """Evaluate one pipeline on one BEIR folder: nDCG@10, recall@1/10/100, MRR@10, timings."""
@@ -83,7 +84,7 @@ def eval_command(
     )
     try:
         dataset = subsample(load_beir(dataset_dir), max_queries, max_docs, seed)
-        report = evaluate(dataset, pipeline, options)
+        report = evaluate(dataset, pipeline, options, run_file=run_file)
     except LmkRagError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(code=1) from error

@@ -70,6 +70,9 @@ def ingest(
     store: Path = typer.Option(..., "--store", help=STORE_HELP),
     batch_size: int = typer.Option(8, help="Documents encoded and written per batch."),
     bm25: bool = typer.Option(None, "--bm25/--no-bm25", help="BM25 hybrid prefetch (new stores only)."),
+    document_vector: bool = typer.Option(
+        None, "--document-vector/--no-document-vector", help="Document-vector prefetch branch (new stores only)."
+    ),
 ) -> None:
     """Encode documents and write their landmark nodes to a store (re-ingesting replaces a document)."""
     from lmk_rag.store import LandmarkStore
@@ -84,7 +87,7 @@ def ingest(
             typer.echo(f"skipped {file}: empty", err=True)
     start = time.perf_counter()
     try:
-        with LandmarkStore(store, bm25=bm25) as target:
+        with LandmarkStore(store, bm25=bm25, document_vector=document_vector) as target:
             nodes = target.add_documents(documents, batch_size=batch_size, show_progress_bar=True)
             target.optimize()
     except LmkRagError as error:

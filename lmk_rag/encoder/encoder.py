@@ -58,7 +58,8 @@ class LandmarkEncoder:
         states), ``"cls"`` (first CLS state), ``"multicls"`` (a CLS before every chunk, mean of their states)
         or ``"auto"`` (``"lmk"`` for an LMK-trained model, else ``"mean"``).
     :param chunk_vector: the chunk vectors: ``"landmark"`` (the landmark's state), ``"mean"`` (mean of the
-        chunk's token states) or ``"auto"`` (``"landmark"`` for an LMK-trained model, else ``"mean"``).
+        chunk's token states) or ``"auto"`` (for an LMK-trained model the ``chunk_vector`` its ``lmk_rag.json``
+        names, ``"landmark"`` by default; else ``"mean"``).
     :param max_length: the window in tokens, special tokens included; default: the sentence-transformers
         ``max_seq_length`` of the model (256 for MiniLM), else the tokenizer's or model's maximum.
     :param window_overlap: in document context, up to this many tokens of preceding whole chunks are
@@ -98,10 +99,14 @@ class LandmarkEncoder:
         trained = bool(self.lmk_config.get("lmk_trained", False))
         self.granularity = granularity
         self.context: Context = context
-        self.pooling: Pooling = pooling if pooling != "auto" else ("lmk" if trained else "mean")  # type: ignore[assignment]
-        self.chunk_vector: ChunkVector = (  # type: ignore[assignment]
-            chunk_vector if chunk_vector != "auto" else ("landmark" if trained else "mean")
-        )
+        if pooling == "auto":
+            pooling = self.lmk_config.get("pooling", "lmk") if trained else "mean"
+            _check_choice(f"{LMK_CONFIG_FILE} pooling", pooling, _POOLINGS[:-1])
+        if chunk_vector == "auto":
+            chunk_vector = self.lmk_config.get("chunk_vector", "landmark") if trained else "mean"
+            _check_choice(f"{LMK_CONFIG_FILE} chunk_vector", chunk_vector, _CHUNK_VECTORS[:-1])
+        self.pooling: Pooling = pooling  # type: ignore[assignment]
+        self.chunk_vector: ChunkVector = chunk_vector  # type: ignore[assignment]
         self.window_overlap = window_overlap
         self.batch_size = batch_size
         self.show_progress_bar = show_progress_bar

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from lmk_rag.eval.beir import BeirDataset
 from lmk_rag.eval.metrics import breakdown, mean_metrics, per_query_metrics
-from lmk_rag.eval.pipelines import PipelineOptions, get_pipeline
+from lmk_rag.eval.pipelines import PipelineOptions, Ranking, get_pipeline
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 #: Depth of each query's ranking (enough for recall@100).
@@ -16,7 +17,9 @@ RANK_DEPTH = 100
 BREAKDOWNS = {"position": "by_position", "length": "by_length"}
 
 
-def evaluate(dataset: BeirDataset, pipeline: str, options: PipelineOptions) -> dict[str, Any]:
+def evaluate(
+    dataset: BeirDataset, pipeline: str, options: PipelineOptions, run_file: Path | None = None
+) -> dict[str, Any]:
     """Index the corpus with a pipeline, run the queries and score the rankings.
 
     The pipeline sees ``dataset.doc_texts`` and ``dataset.query_texts`` only; the ids, qrels and
@@ -25,6 +28,7 @@ def evaluate(dataset: BeirDataset, pipeline: str, options: PipelineOptions) -> d
     :param dataset: the (possibly subsampled) dataset.
     :param pipeline: a registered pipeline name.
     :param options: the pipeline options.
+    :param run_file: where to write the rankings as a TREC run file (:func:`write_run`), or None.
     :return: the report: ``dataset``, ``pipeline``, ``model``, ``queries``, ``docs``, the metrics of
         :data:`lmk_rag.eval.metrics.METRIC_KEYS`, ``encode_s``, ``cached``, ``query_ms`` (mean
         search time per query, query encoding included), ``encoder`` (the pipeline's effective encoder settings when it has a ``settings`` attribute,
@@ -37,6 +41,8 @@ def evaluate(dataset: BeirDataset, pipeline: str, options: PipelineOptions) -> d
     start = time.perf_counter()
     rankings = runner.search(list(dataset.query_texts), RANK_DEPTH)
     query_s = time.perf_counter() - start
+    if run_file is not None:
+        write_run(run_file, dataset, rankings, pipeline)
     run = {
         query_id: [dataset.doc_ids[doc_index] for doc_index, _ in ranking[:RANK_DEPTH]]
         for query_id, ranking in zip(dataset.query_ids, rankings)
@@ -59,3 +65,21 @@ def evaluate(dataset: BeirDataset, pipeline: str, options: PipelineOptions) -> d
         if groups is not None:
             report[key] = groups
     return report
+
+
+def write_run(path: Path, dataset: BeirDataset, rankings: list[Ranking], tag: str) -> None:
+    """Write rankings as a TREC run file: ``query_id Q0 doc_id rank score tag``, one line per ranked document.
+
+    Two runs that rank the same documents in the same order with the same scores give identical files.
+
+    :param path: the file to write.
+    :param dataset: the dataset the rankings index into.
+    :param rankings: one ``[(doc_index, score), ...]`` per query, best first, in ``dataset.query_ids`` order.
+    :param tag: the run's name (last column).
+    """
+    with Path(path).open("w") as handle:
+        handle.writelines(
+            f"{query_id} Q0 {dataset.doc_ids[doc_index]} {rank} {float(score):.9g} {tag}\n"
+            for query_id, ranking in zip(dataset.query_ids, rankings)
+            for rank, (doc_index, score) in enumerate(ranking[:RANK_DEPTH], 1)
+        )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, overload
 
 import numpy as np
+import scipy.sparse
 
 from lmk_rag.errors import EmptyTextError, InvalidInputError, VectorSizeError
 from lmk_rag.static.mixing import MixerWeights
@@ -131,12 +132,11 @@ class StaticTokenEncoder:
         return StaticTokens(ids, offsets, self._token_vectors(ids))
 
     def _token_vectors(self, ids: np.ndarray) -> np.ndarray:
-        vectors = _l2_normalise(self.vectors.lookup(ids))
+        vectors = self.vectors.unit_table[ids]
         if self.mixer is None or len(ids) == 0:
             return vectors
         if self._gate_table is None:
-            vocab = np.arange(self.vectors.tokenizer.get_vocab_size(), dtype=np.int64)
-            self._gate_table = self.mixer.gates(_l2_normalise(self.vectors.lookup(vocab)))
+            self._gate_table = self.mixer.gates(self.vectors.unit_table)
         return self.mixer.mix(vectors, gates=self._gate_table[ids])
 
     def encode_query_tokens(self, text: str) -> np.ndarray:
@@ -201,18 +201,15 @@ class StaticTokenEncoder:
         ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
         if self.vectors.unk_id is not None:
             ids = [row[row != self.vectors.unk_id] for row in ids]
-        lengths = np.array([len(row) for row in ids])
-        out = np.zeros((len(batch), self.dim), dtype=np.float32)
-        filled = np.flatnonzero(lengths)
-        if len(filled):
-            flat = np.concatenate([ids[i] for i in filled])
-            if self.mixer is None:
-                vectors = self.vectors.lookup(flat)
-            else:
-                vectors = np.concatenate([self._token_vectors(ids[i]) for i in filled])
-            starts = np.concatenate([[0], np.cumsum(lengths[filled])[:-1]])
-            out[filled] = np.add.reduceat(vectors, starts, axis=0) / lengths[filled, None]
-        out = _l2_normalise(out)
+        if not ids:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        lengths = np.array([len(row) for row in ids], dtype=np.int64)
+        flat = np.concatenate(ids)
+        if self.mixer is None:
+            table, columns = self.vectors.weighted_table, flat
+        else:
+            table, columns = np.concatenate([self._token_vectors(row) for row in ids]), np.arange(len(flat))
+        out = _l2_normalise(_sum_rows(table, columns, lengths))
         return out[0] if single else out
 
     def _distinct(self, tokens: StaticTokens, rows: np.ndarray) -> np.ndarray:
@@ -222,6 +219,18 @@ class StaticTokenEncoder:
             view = np.ascontiguousarray(tokens.vectors[rows]).view(np.dtype((np.void, 4 * self.dim)))
             _, first = np.unique(view.ravel(), return_index=True)
         return tokens.vectors[rows[np.sort(first)]]
+
+
+def _sum_rows(table: np.ndarray, columns: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Sum ``table`` rows per text: text ``i`` sums rows ``columns[offset_i : offset_i + lengths[i]]``.
+
+    One sparse (texts x rows) matrix product: much faster than ``np.add.reduceat`` on many short texts.
+    The mean's division is left out: the result is L2-normalised anyway.
+    """
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    ones = np.ones(len(columns), dtype=np.float32)
+    counts = scipy.sparse.csr_matrix((ones, columns, indptr), shape=(len(lengths), len(table)))
+    return np.asarray(counts @ table, dtype=np.float32)
 
 
 def _l2_normalise(x: np.ndarray) -> np.ndarray:

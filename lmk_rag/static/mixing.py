@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -65,16 +66,28 @@ class MixerWeights:
         if tokens.ndim != 2 or tokens.shape[1] != self.dim:
             raise VectorSizeError(f"the mixer takes (n, {self.dim}) token vectors, got {tokens.shape}")
         w = self.weights
-        kernel = w["conv.weight"][:, 0, :]  # (dim, k)
-        k = kernel.shape[1]
+        taps = self._taps  # (k, dim): one contiguous row per kernel offset
+        k = len(taps)
         x = tokens.astype(np.float32, copy=False)
         padded = np.pad(x, ((k // 2, k // 2), (0, 0)))
-        conv = np.broadcast_to(w["conv.bias"], x.shape).copy()
-        for offset in range(k):
-            conv += padded[offset : offset + len(x)] * kernel[:, offset]
-        mixed = conv @ w["linear.weight"].T + w["linear.bias"]
-        out = x + (self.gates(x) if gates is None else gates) * mixed
-        return (out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+        conv = padded[: len(x)] * taps[0]
+        for offset in range(1, k):
+            conv += padded[offset : offset + len(x)] * taps[offset]
+        conv += w["conv.bias"]
+        mixed = conv @ self._linear_t
+        mixed += w["linear.bias"]
+        mixed *= self.gates(x) if gates is None else gates
+        mixed += x
+        mixed /= np.maximum(np.sqrt(np.einsum("ij,ij->i", mixed, mixed)), 1e-12)[:, None]
+        return mixed
+
+    @cached_property
+    def _taps(self) -> np.ndarray:
+        return np.ascontiguousarray(self.weights["conv.weight"][:, 0, :].T)
+
+    @cached_property
+    def _linear_t(self) -> np.ndarray:
+        return np.ascontiguousarray(self.weights["linear.weight"].T)
 
     def fingerprint(self) -> str:
         """A short hash of the config and weights (equal to the torch module's for the same weights)."""

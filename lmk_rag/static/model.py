@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -46,17 +47,33 @@ class StaticVectors:
         """The vector dimension."""
         return int(self.embedding.shape[1])
 
+    @cached_property
+    def weighted_table(self) -> np.ndarray:
+        """Every token id's (weighted) static vector, shape (vocab, dim), float32; built once, on first use.
+
+        Not normalised: the norm carries model2vec's SIF weight, which pooling needs.
+        """
+        n_ids = len(self.embedding) if self.mapping is None else len(self.mapping)
+        ids = np.arange(n_ids)
+        rows = ids if self.mapping is None else self.mapping[ids]
+        table = self.embedding[rows]
+        if self.weights is not None:
+            table = table * self.weights[ids][:, None]
+        return np.ascontiguousarray(table, dtype=np.float32)
+
+    @cached_property
+    def unit_table(self) -> np.ndarray:
+        """Every token id's L2-normalised static vector, shape (vocab, dim), float32 (token-level scoring)."""
+        table = self.weighted_table
+        return (table / np.maximum(np.linalg.norm(table, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+
     def lookup(self, ids: np.ndarray) -> np.ndarray:
         """Return the (weighted) static vectors of token ids.
 
         :param ids: token ids, shape (n,).
         :return: float32 vectors, shape (n, dim), not normalised (the norm carries model2vec's SIF weight).
         """
-        rows = ids if self.mapping is None else self.mapping[ids]
-        vectors = self.embedding[rows]
-        if self.weights is not None:
-            vectors = vectors * self.weights[ids][:, None]
-        return vectors
+        return self.weighted_table[ids]
 
 
 def cache_dir() -> Path:

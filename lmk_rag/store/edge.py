@@ -82,17 +82,14 @@ def edge_config(spec: CollectionSpec) -> qe.EdgeConfig:
     """The Edge shard configuration for a collection spec (pure; tested on its own).
 
     :param spec: the named vectors to create.
-    :return: the config: ``node`` (HNSW, cosine), ``chunks`` and ``static`` (MaxSim multivectors, no HNSW),
-        ``bm25`` (sparse, IDF).
+    :return: the config: ``node`` and ``document`` (HNSW, cosine), ``chunks`` and ``static`` (MaxSim
+        multivectors, no HNSW), ``bm25`` (sparse, IDF).
     """
     multi = qe.MultiVectorConfig(qe.MultiVectorComparator.MaxSim)
     quantization = _quantization(spec.quantization)
+    hnsw = qe.HnswIndexConfig(m=spec.hnsw_m, ef_construct=spec.ef_construct, full_scan_threshold=10_000)
     vectors = {
-        "node": qe.EdgeVectorParams(
-            size=spec.dim,
-            distance=qe.Distance.Cosine,
-            hnsw_config=qe.HnswIndexConfig(m=spec.hnsw_m, ef_construct=spec.ef_construct, full_scan_threshold=10_000),
-        ),
+        "node": qe.EdgeVectorParams(size=spec.dim, distance=qe.Distance.Cosine, hnsw_config=hnsw),
         "chunks": qe.EdgeVectorParams(
             size=spec.dim,
             distance=qe.Distance.Cosine,
@@ -101,6 +98,8 @@ def edge_config(spec: CollectionSpec) -> qe.EdgeConfig:
             quantization_config=quantization,
         ),
     }
+    if spec.document_vector:
+        vectors["document"] = qe.EdgeVectorParams(size=spec.dim, distance=qe.Distance.Cosine, hnsw_config=hnsw)
     if spec.static_dim is not None:
         vectors["static"] = qe.EdgeVectorParams(
             size=spec.static_dim,
@@ -219,10 +218,16 @@ class EdgeBackend(Backend):
         self.shard.update(qe.UpdateOperation.delete_points_by_filter(native_filter))
 
     def query(self, plan: QueryPlan) -> list[ScoredPointData]:
-        """One Query API call: dense (+BM25 RRF) prefetch, then MaxSim rerank or not."""
+        """One Query API call: dense (+document, +BM25; RRF) prefetch, then MaxSim rerank or not."""
         params = qe.SearchParams(hnsw_ef=plan.hnsw_ef) if plan.hnsw_ef else None
         dense = qe.Query.Nearest(plan.dense, using="node")
-        stages = [qe.Prefetch(limit=plan.prefetch_limit, query=dense, filter=plan.filter, params=params)]
+        stages = [
+            qe.Prefetch(
+                limit=plan.prefetch_limit, query=qe.Query.Nearest(plan.dense, using=name), filter=plan.filter,
+                params=params,
+            )
+            for name in plan.dense_using
+        ]
         if plan.sparse is not None:
             sparse = qe.SparseVector(plan.sparse.indices, plan.sparse.values)
             stages.append(

@@ -92,12 +92,9 @@ def create_collection_request(
     multi = models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM)
     no_hnsw = models.HnswConfigDiff(m=0)
     quantization = _quantization(spec.quantization)
+    hnsw = models.HnswConfigDiff(m=spec.hnsw_m, ef_construct=spec.ef_construct)
     vectors = {
-        "node": models.VectorParams(
-            size=spec.dim,
-            distance=models.Distance.COSINE,
-            hnsw_config=models.HnswConfigDiff(m=spec.hnsw_m, ef_construct=spec.ef_construct),
-        ),
+        "node": models.VectorParams(size=spec.dim, distance=models.Distance.COSINE, hnsw_config=hnsw),
         "chunks": models.VectorParams(
             size=spec.dim,
             distance=models.Distance.COSINE,
@@ -106,6 +103,8 @@ def create_collection_request(
             quantization_config=quantization,
         ),
     }
+    if spec.document_vector:
+        vectors["document"] = models.VectorParams(size=spec.dim, distance=models.Distance.COSINE, hnsw_config=hnsw)
     if spec.static_dim is not None:
         vectors["static"] = models.VectorParams(
             size=spec.static_dim,
@@ -155,11 +154,13 @@ def upload_request(collection: str, points: list[PointData], parallel: int, batc
 def query_request(collection: str, plan: QueryPlan) -> dict[str, Any]:
     """Keyword arguments of ``QdrantClient.query_points`` for a two-stage plan (one Query API call).
 
-    :return: the kwargs: dense (+BM25, fused by RRF) prefetch, then MaxSim rerank on ``plan.rerank_vector``.
+    :return: the kwargs: dense (+document, +BM25, fused by RRF) prefetch, then MaxSim rerank on
+        ``plan.rerank_vector``.
     """
     params = models.SearchParams(hnsw_ef=plan.hnsw_ef) if plan.hnsw_ef else None
     stages = [
-        models.Prefetch(query=plan.dense, using="node", limit=plan.prefetch_limit, filter=plan.filter, params=params)
+        models.Prefetch(query=plan.dense, using=name, limit=plan.prefetch_limit, filter=plan.filter, params=params)
+        for name in plan.dense_using
     ]
     if plan.sparse is not None:
         sparse = models.SparseVector(indices=plan.sparse.indices, values=plan.sparse.values)

@@ -2,7 +2,8 @@
 
 The facade picks a backend once, records how the vectors were made, cuts documents into nodes,
 writes them without ever losing or doubling a document (see :mod:`lmk_rag.store.records`), and
-searches in one Query API call: dense prefetch (plus BM25 by RRF when enabled), then MaxSim rerank.
+searches in one Query API call: dense prefetch (plus document-vector and BM25 prefetches, fused by RRF, when
+enabled), then MaxSim rerank.
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ class LandmarkStore:
     :param collection: collection name on qdrant-client backends.
     :param bm25: add a BM25 sparse vector fused into the prefetch (RRF); None = as recorded, and for new stores
         on when Qdrant Edge's built-in BM25 is installed (the ``edge`` extra), see docs/decisions.md.
+    :param document_vector: store each node's document vector (normalised mean of all the document's chunk
+        vectors) and add a prefetch by it, fused by RRF; None = as recorded, off for new stores
+        (see docs/decisions.md).
     :param quantization: ``"int8"`` or ``"binary"`` quantization of the multivectors of a new store.
     :param create: create the store when missing; False raises :class:`StoreError` instead.
     :param prefetch_limit: dense (and BM25) candidates reranked per query (at least ``4 * k``).
@@ -69,7 +73,8 @@ class LandmarkStore:
         ``upload_batch_size`` (see :mod:`lmk_rag.store.server`).
     :raises StoreLockedError: when another process has the store open.
     :raises CorruptStoreError: when the folder or collection is damaged or not a lmk-rag store.
-    :raises SettingsMismatchError: when ``encoder``/``static_encoder``/``bm25`` differ from the store's.
+    :raises SettingsMismatchError: when ``encoder``/``static_encoder``/``bm25``/``document_vector`` differ from
+        the store's.
     """
 
     def __init__(
@@ -85,6 +90,7 @@ class LandmarkStore:
         node_tokens: int | None = None,
         collection: str = "lmk_rag",
         bm25: bool | None = None,
+        document_vector: bool | None = None,
         quantization: Quantization | None = None,
         create: bool = True,
         prefetch_limit: int = 100,
@@ -121,7 +127,9 @@ class LandmarkStore:
                 url=url, api_key=api_key, client=client, location=location, collection=collection, **server_options
             )
         try:
-            self._meta = self._open_meta(create, encoder, static_encoder, node_tokens, bm25, quantization)
+            self._meta = self._open_meta(
+                create, encoder, static_encoder, node_tokens, bm25, document_vector, quantization
+            )
             self._repair()
         except BaseException:
             self.close()
@@ -158,6 +166,7 @@ class LandmarkStore:
         static_encoder: Any,
         node_tokens: int | None,
         bm25: bool | None,
+        document_vector: bool | None,
         quantization: Quantization | None,
     ) -> dict[str, Any]:
         """Read and check the recorded settings, or create the collection and record them."""
@@ -167,36 +176,40 @@ class LandmarkStore:
                 raise CorruptStoreError(f"{self.where}: holds points but no lmk-rag settings record (foreign data)")
             if not create:
                 raise StoreError(f"no lmk-rag store at {self.where}")
-            use_bm25 = _default_bm25() if bm25 is None else bm25
-            return self._create(static_encoder, node_tokens or 256, use_bm25, quantization)
+            spec_options = {
+                "bm25": _default_bm25() if bm25 is None else bm25,
+                "document_vector": bool(document_vector),
+                "quantization": quantization,
+            }
+            return self._create(static_encoder, node_tokens or 256, spec_options)
         meta = validate_meta(meta, self.where)
         if not self._backend.exists():
             raise CorruptStoreError(f"{self.where}: settings recorded but the vector data is missing")
         if encoder is not None:
             check_encoder(meta, encoder, self.where)
         check_static(meta, static_encoder, self.where)
-        if bm25 is not None and bm25 != bool(meta.get("bm25")):
-            raise SettingsMismatchError(f"{self.where} was built with bm25={meta.get('bm25')}, given bm25={bm25}")
+        for name, given in (("bm25", bm25), ("document_vector", document_vector)):
+            if given is not None and given != bool(meta.get(name)):
+                raise SettingsMismatchError(f"{self.where} was built with {name}={meta.get(name)}, given {name}={given}")
         if node_tokens is not None and meta.get("node_tokens") != node_tokens:
             raise SettingsMismatchError(
                 f"{self.where} cuts nodes of {meta.get('node_tokens')} tokens, given {node_tokens}"
             )
         expected = {"node", "chunks"} | {name for name in ("static", "bm25") if meta.get(name)}
+        expected |= {"document"} if meta.get("document_vector") else set()
         found = self._backend.vector_names()
         if not expected <= found:
             raise CorruptStoreError(f"{self.where}: vectors {sorted(found)}, expected {sorted(expected)}")
         return meta
 
-    def _create(
-        self, static_encoder: Any, node_tokens: int, bm25: bool, quantization: Quantization | None
-    ) -> dict[str, Any]:
-        """Create the collection and its payload indexes, then record the settings (in that order)."""
+    def _create(self, static_encoder: Any, node_tokens: int, spec_options: dict[str, Any]) -> dict[str, Any]:
+        """Create the collection and its payload indexes, then record the settings (in that order).
+
+        :param spec_options: ``bm25``, ``document_vector`` and ``quantization`` of the :class:`CollectionSpec`.
+        """
         encoder = self.encoder
         spec = CollectionSpec(
-            dim=encoder.dim,
-            static_dim=None if static_encoder is None else static_encoder.dim,
-            bm25=bm25,
-            quantization=quantization,
+            dim=encoder.dim, static_dim=None if static_encoder is None else static_encoder.dim, **spec_options
         )
         if not self._backend.exists():
             self._backend.create(spec)
@@ -240,6 +253,11 @@ class LandmarkStore:
     def bm25(self) -> bool:
         """Whether the store holds BM25 vectors and fuses them into the prefetch."""
         return bool(self._meta.get("bm25"))
+
+    @property
+    def document_vector(self) -> bool:
+        """Whether the store holds document vectors and adds a prefetch by them."""
+        return bool(self._meta.get("document_vector"))
 
     @property
     def backend(self) -> Backend:
@@ -364,7 +382,8 @@ class LandmarkStore:
                 pending.append(rec.marker_payload(doc_id, None, None, 0, metadata, pending=version))
             else:
                 pending.append({**before, "pending": version})
-            nodes.extend(rec.node_point(r, version, slot, self._extra_vectors(r)) for r in records)
+            document = self._document_vector(records)
+            nodes.extend(rec.node_point(r, version, slot, self._extra_vectors(r, document)) for r in records)
             committed.append(rec.marker_payload(doc_id, version, slot, len(records), metadata, pending=version))
             done.append(rec.marker_payload(doc_id, version, slot, len(records), metadata))
         self._backend.upsert([rec.marker_point(p) for p in pending])
@@ -384,9 +403,21 @@ class LandmarkStore:
             )
         )
 
-    def _extra_vectors(self, record: NodeRecord) -> dict[str, Any]:
-        """The static and BM25 vectors of a node, as the store's settings require."""
-        extra: dict[str, Any] = {}
+    def _document_vector(self, records: Sequence[NodeRecord]) -> np.ndarray | None:
+        """A document's vector from all its nodes: the normalised mean of its chunk vectors, shape (dim,);
+        None when the store holds no document vectors."""
+        if not self.document_vector:
+            return None
+        mean = np.concatenate([np.asarray(r.chunk_vectors, dtype=np.float32) for r in records]).mean(axis=0)
+        return (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32)
+
+    def _extra_vectors(self, record: NodeRecord, document: np.ndarray | None) -> dict[str, Any]:
+        """The document, static and BM25 vectors of a node, as the store's settings require.
+
+        :param record: the node.
+        :param document: its document's vector (:meth:`_document_vector`), or None.
+        """
+        extra: dict[str, Any] = {} if document is None else {"document": document}
         if self._meta.get("static") is not None:
             static = record.static_vectors
             if static is None:
@@ -549,8 +580,10 @@ class LandmarkStore:
             filter=self._native_filter(filter),
             payload_keys=rec.HIT_KEYS,
             hnsw_ef=self.hnsw_ef,
+            dense_using=("node", "document") if self.document_vector else ("node",),
         )
-        scored = self._visible(self._backend.query(plan))
+        # Qdrant returns equal scores in no fixed order: ties go by point id, so one result list ranks one way
+        scored = sorted(self._visible(self._backend.query(plan)), key=lambda point: (-point.score, point.id))
         best: list[tuple[str, float]] = []
         seen: set[str] = set()
         for point in scored:

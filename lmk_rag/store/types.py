@@ -94,14 +94,16 @@ class CollectionSpec:
     :param dim: size of the node and chunk vectors.
     :param static_dim: size of the static token vectors, or None for no static slot.
     :param bm25: whether to create the BM25 sparse vector (IDF modifier).
+    :param document_vector: whether to create the ``document`` vector (each node's document vector, HNSW).
     :param quantization: quantization of the multivectors, or None for full float32.
-    :param hnsw_m: HNSW ``m`` of the node vector.
-    :param ef_construct: HNSW ``ef_construct`` of the node vector.
+    :param hnsw_m: HNSW ``m`` of the node (and document) vector.
+    :param ef_construct: HNSW ``ef_construct`` of the node (and document) vector.
     """
 
     dim: int
     static_dim: int | None = None
     bm25: bool = False
+    document_vector: bool = False
     quantization: Quantization | None = None
     hnsw_m: int = 16
     ef_construct: int = 100
@@ -111,7 +113,7 @@ class CollectionSpec:
 class QueryPlan:
     """A two-stage query, backend-neutral; backends build one Query API call from it.
 
-    :param dense: the query's node-level vector, shape (dim,), for the dense prefetch.
+    :param dense: the query's vector, shape (dim,), for the dense prefetch of each of ``dense_using``.
     :param sparse: the query's BM25 vector, fused with the dense prefetch by RRF when given.
     :param rerank_vector: the name of the multivector to rerank by (``"chunks"``/``"static"``) or None.
     :param rerank_query: the query's multivector, shape (q, d), when ``rerank_vector`` is set.
@@ -120,6 +122,9 @@ class QueryPlan:
     :param filter: a backend-native filter (already translated), or None.
     :param payload_keys: payload keys to return with each result.
     :param hnsw_ef: HNSW ``ef`` for the dense prefetch, or None for the backend default.
+    :param rrf_k: the RRF constant of the prefetch fusion.
+    :param dense_using: the dense named vectors prefetched with ``dense`` (``"node"``, and ``"document"`` when
+        the store holds document vectors); several prefetches are fused by RRF.
     """
 
     dense: list[float]
@@ -132,3 +137,4 @@ class QueryPlan:
     payload_keys: list[str]
     hnsw_ef: int | None = None
     rrf_k: int = 60
+    dense_using: tuple[str, ...] = ("node",)

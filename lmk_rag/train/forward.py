@@ -8,15 +8,38 @@ import torch.nn.functional as F
 from lmk_rag.train.features import TokenBatch
 
 
-def landmark_states(model: torch.nn.Module, batch: TokenBatch) -> torch.Tensor:
-    """Run the model on a batch's windows and take the final state of every landmark token.
+def hidden_states(model: torch.nn.Module, batch: TokenBatch) -> torch.Tensor:
+    """Run the model on a batch's windows.
 
     :param model: a Hugging Face encoder (its output has ``last_hidden_state``).
     :param batch: the windows, on the model's device.
+    :return: the final states, shape (n_windows, longest, dim).
+    """
+    return model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state
+
+
+def landmark_states(hidden: torch.Tensor, batch: TokenBatch) -> torch.Tensor:
+    """The final state of every landmark token.
+
+    :param hidden: the batch's states from :func:`hidden_states`.
+    :param batch: the batch they came from.
     :return: landmark states in batch order, shape (n_landmarks, dim), float32.
     """
-    hidden = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state
     return hidden[batch.landmark_window, batch.landmark_position].float()
+
+
+def chunk_mean_states(hidden: torch.Tensor, batch: TokenBatch) -> torch.Tensor:
+    """The mean state of each landmark's chunk, over the positions the inference encoder averages.
+
+    :param hidden: the batch's states from :func:`hidden_states`.
+    :param batch: the batch they came from.
+    :return: one mean per landmark, shape (n_landmarks, dim), float32.
+    """
+    states = hidden.float()
+    totals = F.pad(torch.cumsum(states, dim=1), (0, 0, 1, 0))  # totals[:, p] = sum of positions < p
+    window = batch.landmark_window
+    sums = totals[window, batch.chunk_end] - totals[window, batch.chunk_start]
+    return sums / (batch.chunk_end - batch.chunk_start).clamp_min(1)[:, None].to(sums.dtype)
 
 
 def lmk_vectors(states: torch.Tensor, batch: TokenBatch) -> torch.Tensor:

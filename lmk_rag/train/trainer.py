@@ -20,13 +20,13 @@ from lmk_rag.errors import InvalidInputError
 from lmk_rag.train.data import GRANULARITIES, Batch, BatchSampler, HaystackBuilder, load_training_data, split_heldout
 from lmk_rag.train.evaluation import HeldoutSet, evaluate_heldout
 from lmk_rag.train.features import build_token_batch
-from lmk_rag.train.forward import landmark_matrix, landmark_states, lmk_vectors
-from lmk_rag.train.losses import info_nce, landmark_maxsim_nce
+from lmk_rag.train.forward import chunk_mean_states, hidden_states, landmark_matrix, landmark_states, lmk_vectors
+from lmk_rag.train.losses import info_nce, landmark_alignment, landmark_maxsim_nce
 from lmk_rag.train.mining import mine_hard_negatives
 
 LMK_MARKER = {"lmk_trained": True, "granularity": "variable", "pooling": "lmk", "chunk_vector": "landmark"}
-"""Written to ``lmk_rag.json`` in the output folder: ``LandmarkEncoder`` then picks LMK pooling and landmark
-chunk vectors."""
+"""Written to ``lmk_rag.json`` in the output folder: ``LandmarkEncoder`` then picks LMK pooling and the
+marker's chunk vectors (see :func:`lmk_marker`)."""
 
 CHECKPOINT_DIR = "checkpoint"
 LOG_FILE = "train_log.jsonl"
@@ -49,6 +49,8 @@ class FinetuneConfig:
     :param weight_decay: AdamW weight decay.
     :param temperature: InfoNCE temperature for both losses.
     :param landmark_loss_weight: weight of the haystack MaxSim loss (0 turns it off).
+    :param alignment_loss_weight: weight of the loss pulling landmark states of passages and haystacks
+        towards their chunk's mean state (0 turns it off).
     :param haystack_tokens: content tokens of a haystack; default: one window less its landmarks.
     :param hard_negatives: mined negatives per pair per step (0: in-batch negatives only).
     :param mine_skip: mined candidates start below this many top hits (they are often unlabelled positives).
@@ -78,6 +80,7 @@ class FinetuneConfig:
     weight_decay: float = 0.01
     temperature: float = 0.02
     landmark_loss_weight: float = 1.0
+    alignment_loss_weight: float = 0.0
     haystack_tokens: int | None = None
     hard_negatives: int = 0
     mine_skip: int = 3
@@ -112,7 +115,8 @@ class Trainer:
     """Fine-tunes a transformer so that its landmark tokens become good text and chunk vectors.
 
     Loss per step: InfoNCE (in-batch and optional mined negatives) on LMK-pooled queries and
-    passages, plus ``landmark_loss_weight`` x InfoNCE over haystacks scored by landmark MaxSim.
+    passages, plus ``landmark_loss_weight`` x InfoNCE over haystacks scored by landmark MaxSim, plus
+    ``alignment_loss_weight`` x the distance of each landmark state to its chunk's (detached) mean state.
 
     :param config: the run's settings.
     :raises ModelNotFoundError: when the base model cannot be found.
@@ -179,25 +183,34 @@ class Trainer:
     def _encode(self, texts: list[str], granularities: list[int]) -> tuple[torch.Tensor, Any]:
         batch = build_token_batch(self.tokenizer, texts, granularities, self.max_length).to(self.device)
         with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-            states = landmark_states(self.model, batch)
-        return states, batch
+            hidden = hidden_states(self.model, batch)
+        return hidden, batch
 
     def losses(self, batch: Batch) -> dict[str, torch.Tensor]:
         """The losses of one batch (with grad).
 
         :param batch: the texts and granularities of the step.
-        :return: ``{"loss", "nce", "landmark"}`` (``landmark`` only with haystacks).
+        :return: ``{"loss", "nce"}``, plus ``"landmark"`` with haystacks and ``"alignment"`` when weighted.
         """
-        query_states, query_batch = self._encode(batch.queries, batch.query_granularity)
-        queries = lmk_vectors(query_states, query_batch)
-        passage_states, passage_batch = self._encode(batch.passages, batch.passage_granularity)
-        result = {"nce": info_nce(queries, lmk_vectors(passage_states, passage_batch), self.config.temperature)}
+        config = self.config
+        query_hidden, query_batch = self._encode(batch.queries, batch.query_granularity)
+        queries = lmk_vectors(landmark_states(query_hidden, query_batch), query_batch)
+        passage_hidden, passage_batch = self._encode(batch.passages, batch.passage_granularity)
+        passage_states = landmark_states(passage_hidden, passage_batch)
+        result = {"nce": info_nce(queries, lmk_vectors(passage_states, passage_batch), config.temperature)}
         total = result["nce"]
+        aligned = [(passage_states, chunk_mean_states(passage_hidden, passage_batch))]
         if batch.haystacks:
-            haystack_states, haystack_batch = self._encode(batch.haystacks, batch.haystack_granularity)
+            haystack_hidden, haystack_batch = self._encode(batch.haystacks, batch.haystack_granularity)
+            haystack_states = landmark_states(haystack_hidden, haystack_batch)
             landmarks, mask = landmark_matrix(haystack_states, haystack_batch)
-            result["landmark"] = landmark_maxsim_nce(queries, landmarks, mask, self.config.temperature)
-            total = total + self.config.landmark_loss_weight * result["landmark"]
+            result["landmark"] = landmark_maxsim_nce(queries, landmarks, mask, config.temperature)
+            total = total + config.landmark_loss_weight * result["landmark"]
+            aligned.append((haystack_states, chunk_mean_states(haystack_hidden, haystack_batch)))
+        if config.alignment_loss_weight > 0:
+            states, means = (torch.cat(parts) for parts in zip(*aligned))
+            result["alignment"] = landmark_alignment(states, means)
+            total = total + config.alignment_loss_weight * result["alignment"]
         result["loss"] = total
         return result
 
@@ -290,10 +303,11 @@ class Trainer:
 
     # ---- the run -------------------------------------------------------------------------------
 
-    def save_model(self, folder: Path | None = None) -> Path:
+    def save_model(self, folder: Path | None = None, heldout: dict[str, float] | None = None) -> Path:
         """Write the model folder ``LandmarkEncoder(model_name=folder)`` loads as LMK-trained.
 
         :param folder: where to write; default: the run's output folder.
+        :param heldout: the final held-out metrics, which choose the marker's chunk vectors (:func:`lmk_marker`).
         :return: the folder.
         """
         folder = Path(folder or self.output)
@@ -303,7 +317,7 @@ class Trainer:
         (folder / "sentence_bert_config.json").write_text(
             json.dumps({"max_seq_length": self.max_length, "do_lower_case": False}, indent=2)
         )
-        (folder / LMK_CONFIG_FILE).write_text(json.dumps(LMK_MARKER, indent=2))
+        (folder / LMK_CONFIG_FILE).write_text(json.dumps(lmk_marker(heldout or {}), indent=2))
         return folder
 
     def _log(self, record: dict[str, Any]) -> None:
@@ -348,7 +362,7 @@ class Trainer:
         seconds = time.perf_counter() - started
         after = self.evaluate()
         self._log({"step": self.step, "eval": after, "seconds": seconds})
-        self.save_model()
+        self.save_model(heldout=after)
         if not config.keep_checkpoint:
             shutil.rmtree(self.output / CHECKPOINT_DIR, ignore_errors=True)
         summary = {
@@ -361,6 +375,23 @@ class Trainer:
         }
         (self.output / "finetune_summary.json").write_text(json.dumps(summary, indent=2))
         return summary
+
+
+def lmk_marker(heldout: dict[str, float]) -> dict[str, Any]:
+    """The ``lmk_rag.json`` of a fine-tuned model: LMK-trained, with the chunk vectors that measured best.
+
+    Landmark states are the chunk vectors unless the held-out needle task found chunk means better
+    (a short run can leave landmarks behind the means of the same model); the numbers are recorded.
+
+    :param heldout: the final held-out metrics (``needle_landmark_r1``, ``needle_mean_r1``); empty without a
+        held-out split, which keeps landmark states.
+    :return: the marker.
+    """
+    if not {"needle_landmark_r1", "needle_mean_r1"} <= set(heldout):
+        return dict(LMK_MARKER)
+    means_win = heldout["needle_mean_r1"] > heldout["needle_landmark_r1"]
+    choice = {key: heldout[key] for key in ("needle_landmark_r1", "needle_mean_r1")}
+    return {**LMK_MARKER, "chunk_vector": "mean" if means_win else "landmark", "chunk_vector_heldout": choice}
 
 
 def _enable_checkpointing(model: torch.nn.Module) -> None:

@@ -185,6 +185,14 @@ def test_lmk_trained_marker_switches_auto_defaults(tmp_path, minilm_path):
     assert trained.lmk_trained and trained.pooling == "lmk" and trained.chunk_vector == "landmark"
     plain = LandmarkEncoder()
     assert not plain.lmk_trained and plain.pooling == "mean" and plain.chunk_vector == "mean"
+    marker = {"lmk_trained": True, "pooling": "lmk", "chunk_vector": "mean"}  # chunk means measured better
+    (tmp_path / LMK_CONFIG_FILE).write_text(json.dumps(marker))
+    measured = LandmarkEncoder(model_name=tmp_path)
+    assert measured.pooling == "lmk" and measured.chunk_vector == "mean"
+    assert LandmarkEncoder(model_name=tmp_path, chunk_vector="landmark").chunk_vector == "landmark"
+    (tmp_path / LMK_CONFIG_FILE).write_text(json.dumps({**marker, "chunk_vector": "best"}))
+    with pytest.raises(InvalidInputError, match="lmk_rag.json chunk_vector"):
+        LandmarkEncoder(model_name=tmp_path)
 
 
 @pytest.fixture(scope="module")

@@ -53,6 +53,16 @@ def test_encoder_run_is_cached_with_its_cold_time(data_dir: Path, tmp_path: Path
     assert _eval(*[arg if arg != "maxsim-landmark" else "mean" for arg in args])["cached"] is True
 
 
+def test_run_file_lists_each_ranking_in_trec_format(tiny_beir: Path, tmp_path: Path) -> None:
+    run_file = tmp_path / "bm25.run"
+    _eval(str(tiny_beir), "-p", "bm25", "--run-file", str(run_file))
+    rows = [line.split() for line in run_file.read_text().splitlines()]
+    assert rows[0][:4] == ["q1", "Q0", "d1", "1"] and {row[5] for row in rows} == {"bm25"}
+    for query in ("q1", "q2"):
+        ranks = [int(row[3]) for row in rows if row[0] == query]
+        assert ranks == list(range(1, len(ranks) + 1))
+
+
 def test_bad_folder_fails_naming_file_and_line(tiny_beir: Path) -> None:
     qrels = tiny_beir / "qrels" / "test.tsv"
     qrels.write_text(qrels.read_text() + "q1\tghost\t1\n")

@@ -44,6 +44,7 @@ def test_pooled_encode_is_the_mean_of_static_vectors(tiny_model_dir: Path) -> No
     mean = encoder.vectors.embedding[ids].mean(axis=0)
     assert np.allclose(single, mean / np.linalg.norm(mean), atol=1e-6)
     assert np.allclose(both[0], single)
+    assert encoder.encode([]).shape == (0, 4)
     assert not encoder.encode("dog").any()  # no known token: zeros
 
 
@@ -86,6 +87,8 @@ def test_real_model_matches_model2vec_and_aligns_with_landmark_chunks(static_enc
     )
     reference = StaticModel.from_pretrained(static_encoder.vectors.source, force_download=False)
     assert np.allclose(static_encoder.encode(text), reference.encode(text), atol=1e-3)
+    batch = [text, "", "kill a process", "ls"]  # pooled in one sparse product; the empty text stays zero
+    assert np.allclose(static_encoder.encode(batch), reference.encode(batch), atol=1e-3)
     spans = minilm_encoder.encode_documents(text).spans  # chunks of another tokenizer
     assert len(spans) >= 2
     chunks = static_encoder.encode_document_chunks(text, spans)

@@ -64,15 +64,16 @@ def open_store(backend: str, tmp_path: Path, minilm_encoder: Any) -> Iterator[Ca
     opened: list[LandmarkStore] = []
     collection = f"lmk_test_{uuid.uuid4().hex[:10]}"
 
-    def _open(**kwargs: Any) -> LandmarkStore:
+    def _open(name: str = "store", **kwargs: Any) -> LandmarkStore:
+        """``name`` tells stores apart: another name is another, fresh store."""
         kwargs.setdefault("encoder", minilm_encoder)
         if backend == "edge":
-            store = LandmarkStore(tmp_path / "store", **kwargs)
+            store = LandmarkStore(tmp_path / name, **kwargs)
         elif backend == "local":
-            store = LandmarkStore(location=str(tmp_path / "local"), collection=collection, **kwargs)
+            store = LandmarkStore(location=str(tmp_path / f"local-{name}"), collection=collection, **kwargs)
         else:
             store = LandmarkStore(url=os.environ["QDRANT_URL"], api_key=os.environ.get("QDRANT_API_KEY"),
-                                  collection=collection, **kwargs)
+                                  collection=f"{collection}_{name}", **kwargs)
         opened.append(store)
         return store
 
@@ -83,7 +84,8 @@ def open_store(backend: str, tmp_path: Path, minilm_encoder: Any) -> Iterator[Ca
         from qdrant_client import QdrantClient
 
         client = QdrantClient(url=os.environ["QDRANT_URL"], api_key=os.environ.get("QDRANT_API_KEY"))
-        client.delete_collection(collection)
+        for store in opened:
+            client.delete_collection(store.where.split("'")[1])
 
 
 class HashedStaticEncoder:

@@ -23,7 +23,7 @@ def test_ingest_query_info(tmp_path, docs):
     runner = CliRunner()
     store = str(tmp_path / "store")
 
-    result = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--batch-size", "2"])
+    result = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--batch-size", "2", "--document-vector"])
     assert result.exit_code == 0, result.output
     assert "ingested 3 documents" in result.output
 
@@ -43,6 +43,7 @@ def test_ingest_query_info(tmp_path, docs):
     assert result.exit_code == 0, result.output
     info = json.loads(result.stdout)
     assert info["documents"] == 3 and info["backend"] == "qdrant-edge" and info["encoder"]["dim"] == 384
+    assert info["document_vector"] is True and info["bm25"] is True
 
     result = runner.invoke(app, ["query", "x", "--store", str(tmp_path / "nothing")])
     assert result.exit_code == 1 and "no lmk-rag store" in result.stderr

@@ -87,7 +87,9 @@ def test_create_collection_request_passes_cluster_settings():
     assert request["sparse_vectors_config"]["bm25"].modifier == models.Modifier.IDF
     plain = create_collection_request("c", CollectionSpec(dim=8))
     assert "shard_number" not in plain and "sparse_vectors_config" not in plain
-    assert "static" not in plain["vectors_config"]
+    assert "static" not in plain["vectors_config"] and "document" not in plain["vectors_config"]
+    document = create_collection_request("c", CollectionSpec(dim=8, document_vector=True))["vectors_config"]["document"]
+    assert document.size == 8 and document.hnsw_config.m == 16 and document.multivector_config is None
 
 
 def test_upload_request_is_batched_and_parallel():
@@ -114,10 +116,16 @@ def test_query_request_two_stages_in_one_call():
     assert [p.using for p in fused.prefetch] == ["node", "bm25"]
     plain = query_request("c", _plan(rerank_vector=None, rerank_query=None, hnsw_ef=64))
     assert plain["using"] == "node" and "prefetch" not in plain and plain["search_params"].hnsw_ef == 64
+    with_document = query_request("c", _plan(sparse=SparseVector([3], [1.0]), dense_using=("node", "document")))
+    assert [p.using for p in with_document["prefetch"][0].prefetch] == ["node", "document", "bm25"]
+    assert with_document["using"] == "chunks"  # still one call: fused prefetch, then the rerank
 
 
 def test_edge_config_vectors():
     config = edge_config(CollectionSpec(dim=384, static_dim=32, bm25=True))
     assert set(config.vectors) == {"node", "chunks", "static"} and set(config.sparse_vectors) == {"bm25"}
+    with_document = edge_config(CollectionSpec(dim=384, document_vector=True))
+    assert set(with_document.vectors) == {"node", "chunks", "document"}
+    assert with_document.vectors["document"].hnsw_config.m == 16
     assert config.vectors["chunks"].hnsw_config.m == 0 and config.vectors["node"].hnsw_config.m == 16
     assert config.vectors["chunks"].multivector_config is not None

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
+from functools import partial
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -10,6 +13,7 @@ import pytest
 
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import FieldCondition, Filter, NodeRecord
+from lmk_rag.store.records import node_point_id
 
 
 def _fill(store: Any, doc_records: dict[str, list[NodeRecord]]) -> int:
@@ -151,7 +155,7 @@ def test_static_slot_and_static_rerank(open_store, doc_records, docs, static_enc
     assert hits[0].doc_id == "page3.txt"
     store.close()
     with pytest.raises(SettingsMismatchError, match="static"):
-        open_store()._extra_vectors(doc_records["page0.txt"][0])
+        open_store()._extra_vectors(doc_records["page0.txt"][0], None)
 
 
 @pytest.mark.slow
@@ -164,3 +168,43 @@ def test_bm25_hybrid_prefetch(open_store, doc_records, docs) -> None:
     for rerank in ("landmarks", "none"):
         assert store.search(rare, k=8, rerank=rerank)
     assert store.search(_first_sentence(text), k=1)[0].doc_id == "page5.txt"
+
+
+def test_document_vector_prefetch(open_store, doc_records, docs) -> None:
+    store = open_store(document_vector=True)
+    assert store.document_vector and store.info()["document_vector"] is True
+    _fill(store, doc_records)
+    doc_id = "page4.txt"
+    points = list(store._scroll(store._native_filter({"doc_id": doc_id}), with_vectors=True))
+    chunks = np.concatenate([r.chunk_vectors for r in doc_records[doc_id]])
+    expected = chunks.mean(axis=0) / np.linalg.norm(chunks.mean(axis=0))
+    assert len(points) == len(doc_records[doc_id]) > 1  # every node of the document holds the document's vector
+    for point in points:
+        np.testing.assert_allclose(np.asarray(point.vectors["document"]), expected, atol=1e-5)
+    query = _first_sentence(docs[doc_id])
+    assert store.search(query, k=3)[0].doc_id == doc_id
+    fused = store.search(query, k=3, rerank="none")
+    assert fused[0].doc_id == doc_id and fused[0].score > 2 / 60  # RRF of three branches (two give at most 2/60)
+    store.close()
+    again = open_store(encoder=None)
+    assert again.document_vector and again.search(query, k=1)[0].doc_id == doc_id
+    again.close()
+    with pytest.raises(SettingsMismatchError, match="document_vector"):
+        open_store(document_vector=False)
+
+
+def test_reranked_hits_rank_ties_by_point_id(open_store, doc_records, docs) -> None:
+    """Qdrant returns equal scores in no fixed order (differently in two stores written alike); the store sorts
+    ties by point id, so when the prefetch holds every node two stores give the same hits in the same order."""
+    copies = {f"{doc_id}{tag}": [replace(r, doc_id=f"{doc_id}{tag}", node_id=f"{r.node_id}{tag}") for r in records]
+              for doc_id, records in doc_records.items() for tag in ("", "~a", "~b")}  # triplets: ties everywhere
+    runs = []
+    for name in ("first", "second"):
+        store = open_store(name, prefetch_limit=1000)
+        store.upsert_documents(copies.items())  # one write: Edge stores its points in a random internal order
+        runs.append([[(h.node_id, h.score) for h in store.search(_first_sentence(text), k=5, doc_level=False)]
+                     for text in docs.values()])
+    assert runs[0] == runs[1]
+    ties = [(a, b) for hits in runs[0] for a, b in pairwise(hits) if a[1] == b[1]]
+    point_id = partial(node_point_id, slot=0)  # each document was written once: slot 0
+    assert ties and all(point_id(a[0]) < point_id(b[0]) for a, b in ties)

@@ -12,6 +12,7 @@ import torch
 
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.train import LMK_MARKER, FinetuneConfig, Trainer
+from lmk_rag.train.trainer import lmk_marker
 
 
 def _config(pairs_file: Path, tiny_model: Path, output: Path, **overrides) -> FinetuneConfig:
@@ -89,7 +90,11 @@ def test_run_writes_a_folder_the_encoder_loads_as_lmk_trained(
     )
     assert summary["steps"] == 3
     assert set(summary["heldout_after"]) == {"lmk_r1", "lmk_mrr", "needle_landmark_r1", "needle_mean_r1"}
-    assert json.loads((output / "lmk_rag.json").read_text()) == LMK_MARKER
+    marker = json.loads((output / "lmk_rag.json").read_text())
+    after = summary["heldout_after"]
+    landmarks_win = after["needle_landmark_r1"] >= after["needle_mean_r1"]
+    assert marker == lmk_marker(after) and marker["lmk_trained"] is True
+    assert marker["chunk_vector"] == ("landmark" if landmarks_win else "mean")
     assert json.loads((output / "sentence_bert_config.json").read_text())["max_seq_length"] == 64
     assert not (output / "checkpoint").exists()
     log = [json.loads(line) for line in (output / "train_log.jsonl").read_text().splitlines()]
@@ -97,13 +102,21 @@ def test_run_writes_a_folder_the_encoder_loads_as_lmk_trained(
     assert "eval" in log[0] and "eval" in log[2] and "eval" in log[-1]
 
     encoder = LandmarkEncoder(model_name=output, granularity=16, device="cpu")
-    assert encoder.lmk_trained and encoder.pooling == "lmk" and encoder.chunk_vector == "landmark"
+    assert encoder.lmk_trained and encoder.pooling == "lmk" and encoder.chunk_vector == marker["chunk_vector"]
     text = "The ls command lists directory contents. " * 12
     encoded = encoder.encode_documents(text)
     states = encoder.encode_states([text])[0]
     assert encoded.n_chunks > 2 and encoded.vector.shape == (32,)
-    landmarks = states.landmark_states / np.linalg.norm(states.landmark_states, axis=1, keepdims=True)
-    np.testing.assert_allclose(encoded.landmarks, landmarks, atol=1e-5)
+    chunks = states.landmark_states if landmarks_win else states.chunk_sums / states.chunk_sizes[:, None]
+    np.testing.assert_allclose(encoded.landmarks, chunks / np.linalg.norm(chunks, axis=1, keepdims=True), atol=1e-5)
+
+
+def test_marker_names_the_chunk_vectors_that_measured_best() -> None:
+    assert lmk_marker({}) == LMK_MARKER
+    tie = lmk_marker({"needle_landmark_r1": 0.5, "needle_mean_r1": 0.5, "lmk_r1": 0.9})
+    assert tie["chunk_vector"] == "landmark" and tie["chunk_vector_heldout"] == {"needle_landmark_r1": 0.5,
+                                                                                 "needle_mean_r1": 0.5}
+    assert lmk_marker({"needle_landmark_r1": 0.5, "needle_mean_r1": 0.6})["chunk_vector"] == "mean"
 
 
 @pytest.mark.slow

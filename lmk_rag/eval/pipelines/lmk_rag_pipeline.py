@@ -1,7 +1,8 @@
 """The ``lmk-rag`` pipeline: the product end to end. Encoder defaults, nodes cut from one encoding
 pass, a Qdrant Edge store in a temporary folder with its defaults, two-stage search (dense + BM25
 prefetch fused by RRF, chunk MaxSim rerank), documents ranked by their best node.
-``lmk-rag-dense`` is the same without the BM25 prefetch."""
+``lmk-rag-dense`` is the same without the BM25 prefetch; ``lmk-rag-docprefetch`` adds the document-vector
+prefetch branch."""
 
 from __future__ import annotations
 
@@ -13,17 +14,23 @@ from typing import Any
 
 from lmk_rag.eval.pipelines.base import IndexStats, PipelineOptions, Ranking, register_pipeline
 
+#: Pipeline settings in ``options.encoder`` that go to the store, not the encoder.
+STORE_SETTINGS = ("static_model", "prefetch_limit")
+
 
 @register_pipeline("lmk-rag")
 class LmkRagPipeline:
     """Index with :class:`~lmk_rag.store.LandmarkStore`, search with ``rerank="landmarks"``.
 
     Document encodings come through the harness's states cache (shared with the other landmark
-    pipelines); writing the store and building its index are timed in :meth:`index`.
+    pipelines); writing the store and building its index are timed in :meth:`index`. Besides encoder
+    settings, ``options.encoder`` may hold ``static_model`` (for ``lmk-rag-static``) and
+    ``prefetch_limit`` (the store's, default 100).
     """
 
     rerank = "landmarks"
     bm25: bool | None = None  # the store's default (on)
+    document_vector: bool | None = None  # the store's default (off)
     static = False  # also store static token vectors (needed for ``rerank="static"``)
 
     def __init__(self, options: PipelineOptions) -> None:
@@ -36,8 +43,19 @@ class LmkRagPipeline:
     def settings(self) -> dict[str, Any]:
         """The encoder settings and search mode (reported in the eval JSON)."""
         base = self._encoder.settings if self._encoder is not None else {}
-        bm25 = self._store.bm25 if self._store is not None else self.bm25
-        return {**base, "rerank": self.rerank, "bm25": bm25}
+        store = self._store
+        return {
+            **base,
+            "rerank": self.rerank,
+            "bm25": self.bm25 if store is None else store.bm25,
+            "document_vector": self.document_vector if store is None else store.document_vector,
+            "prefetch_limit": self._prefetch_limit,
+        }
+
+    @property
+    def _prefetch_limit(self) -> int:
+        """The store's ``prefetch_limit`` (``options.encoder["prefetch_limit"]``, default 100)."""
+        return int(self.options.encoder.get("prefetch_limit", 100))
 
     def index(self, docs: Sequence[str]) -> IndexStats:
         """Encode (cached), cut nodes, write them to a fresh Edge store and build its index.
@@ -56,7 +74,7 @@ class LmkRagPipeline:
             model_name=self.options.model,
             batch_size=self.options.batch_size,
             show_progress_bar=self.options.show_progress,
-            **{key: value for key, value in self.options.encoder.items() if key != "static_model"},
+            **{key: value for key, value in self.options.encoder.items() if key not in STORE_SETTINGS},
         )
         result = encode_states_cached(self._encoder, docs, self.options.cache_dir)
         start = time.perf_counter()
@@ -66,7 +84,14 @@ class LmkRagPipeline:
             from lmk_rag.static import StaticTokenEncoder
 
             static_encoder = StaticTokenEncoder(self.options.encoder.get("static_model"))
-        self._store = LandmarkStore(folder, encoder=self._encoder, bm25=self.bm25, static_encoder=static_encoder)
+        self._store = LandmarkStore(
+            folder,
+            encoder=self._encoder,
+            bm25=self.bm25,
+            document_vector=self.document_vector,
+            static_encoder=static_encoder,
+            prefetch_limit=self._prefetch_limit,
+        )
         weakref.finalize(self, _drop_store, self._store, folder)
 
         def records() -> Any:
@@ -101,6 +126,13 @@ class LmkRagDensePipeline(LmkRagPipeline):
     """``lmk-rag`` without the BM25 sparse prefetch: dense prefetch only, then the rerank."""
 
     bm25 = False
+
+
+@register_pipeline("lmk-rag-docprefetch")
+class LmkRagDocPrefetchPipeline(LmkRagPipeline):
+    """``lmk-rag`` with document vectors in the store: a third prefetch branch (by document vector) fused by RRF."""
+
+    document_vector = True
 
 
 @register_pipeline("lmk-rag-static")
