@@ -24,6 +24,7 @@ import gzip  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from lmk_rag.eval.beir import load_beir  # noqa: E402
@@ -59,17 +60,25 @@ def text_lines(n: int) -> list[str]:
     return lines
 
 
-def ms_per_line(fn, n_lines: int, repeats: int = 5) -> float:
-    """The best of ``repeats`` timings of ``fn()``, in ms per line."""
-    best = float("inf")
+def ms_per_line(jobs: dict[str, tuple[Callable[[], object], int]], repeats: int) -> dict[str, float]:
+    """The best of ``repeats`` timings of each job, in ms per line.
+
+    Rounds are interleaved (every job once per round), so a burst of load from other processes slows one
+    round of every job rather than all rounds of one job.
+
+    :param jobs: name -> (function, lines it encodes).
+    :param repeats: rounds.
+    """
+    best = dict.fromkeys(jobs, float("inf"))
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return 1000 * best / n_lines
+        for name, (fn, _) in jobs.items():
+            start = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return {name: 1000 * best[name] / n_lines for name, (_, n_lines) in jobs.items()}
 
 
-def speed(mixer: Path, n_lines: int, minilm_lines: int) -> dict[str, float]:
+def speed(mixer: Path, n_lines: int, minilm_lines: int, repeats: int = 7) -> dict[str, float]:
     """Milliseconds per line of each encoder."""
     from lmk_rag.encoder import LandmarkEncoder
 
@@ -79,14 +88,16 @@ def speed(mixer: Path, n_lines: int, minilm_lines: int) -> dict[str, float]:
     raw, mixed = StaticTokenEncoder(vectors), StaticTokenEncoder(vectors, mixer=mixer)
     minilm = LandmarkEncoder(granularity=None, batch_size=32, show_progress_bar=False)
     minilm.encode_documents(lines[:32])  # warm-up
-    return {
-        POOLED_SPEED: ms_per_line(lambda: raw.encode(lines), len(lines)),
-        "static tokens (50-line docs)": ms_per_line(lambda: [raw.encode_document_tokens(d) for d in docs], len(lines)),
-        MIXER_SPEED: ms_per_line(lambda: [mixed.encode_document_tokens(d) for d in docs], len(lines)),
-        MINILM_SPEED: ms_per_line(
-            lambda: minilm.encode_documents(lines[:minilm_lines]), minilm_lines, repeats=1
-        ),
-    }
+    static = ms_per_line(
+        {
+            POOLED_SPEED: (lambda: raw.encode(lines), len(lines)),
+            "static tokens (50-line docs)": (lambda: [raw.encode_document_tokens(d) for d in docs], len(lines)),
+            MIXER_SPEED: (lambda: [mixed.encode_document_tokens(d) for d in docs], len(lines)),
+        },
+        repeats,
+    )
+    baseline = ms_per_line({MINILM_SPEED: (lambda: minilm.encode_documents(lines[:minilm_lines]), minilm_lines)}, 1)
+    return static | baseline
 
 
 def quality(mixer: Path, sets, pipelines) -> list[dict]:

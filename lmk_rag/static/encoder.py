@@ -10,6 +10,7 @@ import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING, overload
 
 import numpy as np
@@ -197,18 +198,18 @@ class StaticTokenEncoder:
         batch = [texts] if single else list(texts)
         if not all(isinstance(text, str) for text in batch):
             raise InvalidInputError("encode takes a str or a list of str")
-        encodings = self.vectors.tokenizer.encode_batch_fast(batch, add_special_tokens=False)
-        ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
+        id_lists = [e.ids for e in self.vectors.tokenizer.encode_batch_fast(batch, add_special_tokens=False)]
+        lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
+        flat = np.fromiter(chain.from_iterable(id_lists), dtype=np.int64, count=int(lengths.sum()))
         if self.vectors.unk_id is not None:
-            ids = [row[row != self.vectors.unk_id] for row in ids]
-        if not ids:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        lengths = np.array([len(row) for row in ids], dtype=np.int64)
-        flat = np.concatenate(ids)
+            known = flat != self.vectors.unk_id
+            lengths = np.bincount(np.repeat(np.arange(len(lengths)), lengths)[known], minlength=len(lengths))
+            flat = flat[known]
         if self.mixer is None:
             table, columns = self.vectors.weighted_table, flat
         else:
-            table, columns = np.concatenate([self._token_vectors(row) for row in ids]), np.arange(len(flat))
+            rows = np.split(flat, np.cumsum(lengths)[:-1])  # one row of ids per text (one empty row for no texts)
+            table, columns = np.concatenate([self._token_vectors(row) for row in rows]), np.arange(len(flat))
         out = _l2_normalise(_sum_rows(table, columns, lengths))
         return out[0] if single else out
 
