@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lmk_rag.encoder.pooling import l2_normalize
 from lmk_rag.encoder.types import EncodedText
+from lmk_rag.vectors import l2_normalize
 from lmk_rag.errors import InvalidInputError
 
 

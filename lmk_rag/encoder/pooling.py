@@ -5,12 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from lmk_rag.encoder.types import ChunkStates, ChunkVector, EncodedText, Pooling
-
-
-def l2_normalize(vectors: np.ndarray) -> np.ndarray:
-    """L2-normalise along the last axis (zero vectors stay zero); returns float32."""
-    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+from lmk_rag.vectors import l2_normalize
 
 
 def chunk_means(states: ChunkStates) -> np.ndarray:

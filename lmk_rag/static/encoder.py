@@ -19,6 +19,7 @@ import scipy.sparse
 from lmk_rag.errors import EmptyTextError, InvalidInputError, VectorSizeError
 from lmk_rag.static.mixing import MixerWeights
 from lmk_rag.static.model import StaticVectors, load_static_vectors
+from lmk_rag.vectors import l2_normalize
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.static.mixer import ConvMixer
@@ -210,7 +211,7 @@ class StaticTokenEncoder:
         else:
             rows = np.split(flat, np.cumsum(lengths)[:-1])  # one row of ids per text (one empty row for no texts)
             table, columns = np.concatenate([self._token_vectors(row) for row in rows]), np.arange(len(flat))
-        out = _l2_normalise(_sum_rows(table, columns, lengths))
+        out = l2_normalize(_sum_rows(table, columns, lengths))
         return out[0] if single else out
 
     def _distinct(self, tokens: StaticTokens, rows: np.ndarray) -> np.ndarray:
@@ -232,11 +233,6 @@ def _sum_rows(table: np.ndarray, columns: np.ndarray, lengths: np.ndarray) -> np
     ones = np.ones(len(columns), dtype=np.float32)
     counts = scipy.sparse.csr_matrix((ones, columns, indptr), shape=(len(lengths), len(table)))
     return np.asarray(counts @ table, dtype=np.float32)
-
-
-def _l2_normalise(x: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(x, axis=-1, keepdims=True)
-    return (x / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
 
 
 def _check_text(text: str) -> None:

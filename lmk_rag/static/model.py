@@ -18,6 +18,7 @@ from tokenizers import Tokenizer
 
 from lmk_rag.errors import ModelNotFoundError
 from lmk_rag.paths import user_cache_dir
+from lmk_rag.vectors import l2_normalize
 
 DEFAULT_PCA_DIMS = 256
 SOURCE_FILE = "lmk_rag_static.json"
@@ -64,8 +65,7 @@ class StaticVectors:
     @cached_property
     def unit_table(self) -> np.ndarray:
         """Every token id's L2-normalised static vector, shape (vocab, dim), float32 (token-level scoring)."""
-        table = self.weighted_table
-        return (table / np.maximum(np.linalg.norm(table, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+        return l2_normalize(self.weighted_table)
 
     def lookup(self, ids: np.ndarray) -> np.ndarray:
         """Return the (weighted) static vectors of token ids.

@@ -122,8 +122,7 @@ class _Batches:
         self.tokens = []
         for text in texts:
             ids, _ = static.tokenize(text)
-            vectors = static.vectors.lookup(ids[: config.max_tokens])
-            self.tokens.append(vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12))
+            self.tokens.append(static.vectors.unit_table[ids[: config.max_tokens]])
         self.targets = teacher_targets(texts, static, config.max_tokens) if with_teacher else None
 
     def get(self, rows: Sequence[int], passages: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:

@@ -31,6 +31,7 @@ from lmk_rag.store.base import Backend
 from lmk_rag.store.filters import FilterLike, translate
 from lmk_rag.store.settings import build_meta, check_encoder, check_static, validate_meta
 from lmk_rag.store.types import CollectionSpec, Hit, NodeRecord, PointData, QueryPlan, Quantization, Rerank
+from lmk_rag.vectors import l2_normalize
 
 logger = logging.getLogger(__name__)
 
@@ -190,7 +191,9 @@ class LandmarkStore:
         check_static(meta, static_encoder, self.where)
         for name, given in (("bm25", bm25), ("document_vector", document_vector)):
             if given is not None and given != bool(meta.get(name)):
-                raise SettingsMismatchError(f"{self.where} was built with {name}={meta.get(name)}, given {name}={given}")
+                raise SettingsMismatchError(
+                    f"{self.where} was built with {name}={meta.get(name)}, given {name}={given}"
+                )
         if node_tokens is not None and meta.get("node_tokens") != node_tokens:
             raise SettingsMismatchError(
                 f"{self.where} cuts nodes of {meta.get('node_tokens')} tokens, given {node_tokens}"
@@ -408,8 +411,8 @@ class LandmarkStore:
         None when the store holds no document vectors."""
         if not self.document_vector:
             return None
-        mean = np.concatenate([np.asarray(r.chunk_vectors, dtype=np.float32) for r in records]).mean(axis=0)
-        return (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32)
+        chunks = np.concatenate([np.asarray(r.chunk_vectors, dtype=np.float32) for r in records])
+        return l2_normalize(chunks.mean(axis=0))
 
     def _extra_vectors(self, record: NodeRecord, document: np.ndarray | None) -> dict[str, Any]:
         """The document, static and BM25 vectors of a node, as the store's settings require.

@@ -16,6 +16,7 @@ import numpy as np
 from lmk_rag.eval.pipelines.base import IndexStats, PipelineOptions, Ranking, register_pipeline
 from lmk_rag.eval.scoring import rank_best_chunk, rank_single
 from lmk_rag.eval.states import encode_states_cached
+from lmk_rag.vectors import l2_normalize
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder import ChunkStates, LandmarkEncoder
@@ -100,7 +101,7 @@ class BestChunkPipeline(_StatesPipeline):
         super().__init__(options, **overrides)
 
     def _represent(self, states: list[ChunkStates]) -> list[np.ndarray]:
-        from lmk_rag.encoder.pooling import chunk_means, l2_normalize
+        from lmk_rag.encoder.pooling import chunk_means
 
         assert self._encoder is not None
         if self._encoder.chunk_vector == "landmark":
