@@ -3,7 +3,7 @@
 Run files are named ``TAG__SET__PIPELINE.json`` (SET with ``/`` as ``_``), e.g. written by::
 
     lmk-rag eval DATA/manpages-needle/L2048 -p maxsim-landmark --model DIR --max-queries 100 --max-docs 100 \\
-        --json > runs/finetune/aligned__manpages-needle_L2048__maxsim-landmark.json
+        --json > runs/finetune/run4__manpages-needle_L2048__maxsim-landmark.json
 
     python benchmarks/finetune_table.py benchmarks/results/runs/finetune
 """

@@ -18,7 +18,7 @@ def finetune(
     max_steps: int = typer.Option(100, help="Optimiser steps."),
     max_seconds: float = typer.Option(None, help="Stop training after this many seconds (the model is still saved)."),
     batch_size: int = typer.Option(16, help="Pairs per step; the other pairs of a batch are its negatives."),
-    learning_rate: float = typer.Option(5e-5, help="AdamW peak learning rate (linear warmup, then linear decay)."),
+    learning_rate: float = typer.Option(1e-4, help="AdamW peak learning rate (linear warmup, then linear decay)."),
     warmup_ratio: float = typer.Option(0.1, help="Share of steps spent warming up."),
     temperature: float = typer.Option(0.02, help="InfoNCE temperature."),
     landmark_loss_weight: float = typer.Option(1.0, help="Weight of the haystack landmark-MaxSim loss (0: off)."),

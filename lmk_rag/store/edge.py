@@ -88,26 +88,24 @@ def edge_config(spec: CollectionSpec) -> qe.EdgeConfig:
     multi = qe.MultiVectorConfig(qe.MultiVectorComparator.MaxSim)
     quantization = _quantization(spec.quantization)
     hnsw = qe.HnswIndexConfig(m=spec.hnsw_m, ef_construct=spec.ef_construct, full_scan_threshold=10_000)
-    vectors = {
-        "node": qe.EdgeVectorParams(size=spec.dim, distance=qe.Distance.Cosine, hnsw_config=hnsw),
-        "chunks": qe.EdgeVectorParams(
-            size=spec.dim,
-            distance=qe.Distance.Cosine,
-            multivector_config=multi,
-            hnsw_config=_NO_HNSW,
-            quantization_config=quantization,
-        ),
-    }
-    if spec.document_vector:
-        vectors["document"] = qe.EdgeVectorParams(size=spec.dim, distance=qe.Distance.Cosine, hnsw_config=hnsw)
-    if spec.static_dim is not None:
-        vectors["static"] = qe.EdgeVectorParams(
-            size=spec.static_dim,
+
+    def multivector(size: int) -> Any:
+        return qe.EdgeVectorParams(
+            size=size,
             distance=qe.Distance.Cosine,
             multivector_config=multi,
             hnsw_config=_NO_HNSW,
             quantization_config=quantization,
         )
+
+    vectors = {
+        "node": qe.EdgeVectorParams(size=spec.dim, distance=qe.Distance.Cosine, hnsw_config=hnsw),
+        "chunks": multivector(spec.dim),
+    }
+    if spec.document_vector:
+        vectors["document"] = qe.EdgeVectorParams(size=spec.dim, distance=qe.Distance.Cosine, hnsw_config=hnsw)
+    if spec.static_dim is not None:
+        vectors["static"] = multivector(spec.static_dim)
     sparse = {"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)} if spec.bm25 else None
     return qe.EdgeConfig(vectors=vectors, sparse_vectors=sparse)
 
@@ -220,7 +218,6 @@ class EdgeBackend(Backend):
     def query(self, plan: QueryPlan) -> list[ScoredPointData]:
         """One Query API call: dense (+document, +BM25; RRF) prefetch, then MaxSim rerank or not."""
         params = qe.SearchParams(hnsw_ef=plan.hnsw_ef) if plan.hnsw_ef else None
-        dense = qe.Query.Nearest(plan.dense, using="node")
         stages = [
             qe.Prefetch(
                 limit=plan.prefetch_limit, query=qe.Query.Nearest(plan.dense, using=name), filter=plan.filter,
@@ -234,32 +231,23 @@ class EdgeBackend(Backend):
                 qe.Prefetch(limit=plan.prefetch_limit, query=qe.Query.Nearest(sparse, using="bm25"), filter=plan.filter)
             )
         fusion = qe.Fusion.Rrf(k=plan.rrf_k)
+        prefetches: list[Any] | None = stages
         if plan.rerank_vector is not None:
             if len(stages) > 1:
-                stages = [qe.Prefetch(limit=plan.prefetch_limit, prefetches=stages, query=fusion)]
-            request = qe.QueryRequest(
-                limit=plan.limit,
-                prefetches=stages,
-                query=qe.Query.Nearest(plan.rerank_query, using=plan.rerank_vector),
-                filter=plan.filter,
-                with_payload=qe.PayloadSelector.Include(plan.payload_keys),
-            )
+                prefetches = [qe.Prefetch(limit=plan.prefetch_limit, prefetches=stages, query=fusion)]
+            query: Any = qe.Query.Nearest(plan.rerank_query, using=plan.rerank_vector)
         elif len(stages) > 1:
-            request = qe.QueryRequest(
-                limit=plan.limit,
-                prefetches=stages,
-                query=fusion,
-                filter=plan.filter,
-                with_payload=qe.PayloadSelector.Include(plan.payload_keys),
-            )
-        else:
-            request = qe.QueryRequest(
-                limit=plan.limit,
-                query=dense,
-                filter=plan.filter,
-                params=params,
-                with_payload=qe.PayloadSelector.Include(plan.payload_keys),
-            )
+            query = fusion
+        else:  # a plain dense search: no prefetch stage
+            prefetches, query = None, qe.Query.Nearest(plan.dense, using="node")
+        request = qe.QueryRequest(
+            limit=plan.limit,
+            prefetches=prefetches,
+            query=query,
+            filter=plan.filter,
+            params=params if prefetches is None else None,
+            with_payload=qe.PayloadSelector.Include(plan.payload_keys),
+        )
         return [ScoredPointData(str(p.id), float(p.score), p.payload or {}) for p in self.shard.query(request)]
 
     def retrieve(self, ids: list[str], with_vectors: bool) -> list[PointData]:

@@ -93,26 +93,23 @@ def create_collection_request(
     no_hnsw = models.HnswConfigDiff(m=0)
     quantization = _quantization(spec.quantization)
     hnsw = models.HnswConfigDiff(m=spec.hnsw_m, ef_construct=spec.ef_construct)
-    vectors = {
-        "node": models.VectorParams(size=spec.dim, distance=models.Distance.COSINE, hnsw_config=hnsw),
-        "chunks": models.VectorParams(
-            size=spec.dim,
-            distance=models.Distance.COSINE,
-            multivector_config=multi,
-            hnsw_config=no_hnsw,
-            quantization_config=quantization,
-        ),
-    }
-    if spec.document_vector:
-        vectors["document"] = models.VectorParams(size=spec.dim, distance=models.Distance.COSINE, hnsw_config=hnsw)
-    if spec.static_dim is not None:
-        vectors["static"] = models.VectorParams(
-            size=spec.static_dim,
+    def multivector(size: int) -> models.VectorParams:
+        return models.VectorParams(
+            size=size,
             distance=models.Distance.COSINE,
             multivector_config=multi,
             hnsw_config=no_hnsw,
             quantization_config=quantization,
         )
+
+    vectors = {
+        "node": models.VectorParams(size=spec.dim, distance=models.Distance.COSINE, hnsw_config=hnsw),
+        "chunks": multivector(spec.dim),
+    }
+    if spec.document_vector:
+        vectors["document"] = models.VectorParams(size=spec.dim, distance=models.Distance.COSINE, hnsw_config=hnsw)
+    if spec.static_dim is not None:
+        vectors["static"] = multivector(spec.static_dim)
     request: dict[str, Any] = {"collection_name": collection, "vectors_config": vectors}
     if spec.bm25:
         request["sparse_vectors_config"] = {"bm25": models.SparseVectorParams(modifier=models.Modifier.IDF)}

@@ -75,7 +75,7 @@ class FinetuneConfig:
     max_steps: int = 100
     max_seconds: float | None = None
     batch_size: int = 16
-    learning_rate: float = 5e-5
+    learning_rate: float = 1e-4
     warmup_ratio: float = 0.1
     weight_decay: float = 0.01
     temperature: float = 0.02
