@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from lmk_rag.encoder.types import EncodedText
-from lmk_rag.vectors import l2_normalize
 from lmk_rag.errors import InvalidInputError
+from lmk_rag.vectors import l2_normalize
 
 
 @dataclass(frozen=True)

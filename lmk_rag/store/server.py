@@ -93,6 +93,7 @@ def create_collection_request(
     no_hnsw = models.HnswConfigDiff(m=0)
     quantization = _quantization(spec.quantization)
     hnsw = models.HnswConfigDiff(m=spec.hnsw_m, ef_construct=spec.ef_construct)
+
     def multivector(size: int) -> models.VectorParams:
         return models.VectorParams(
             size=size,

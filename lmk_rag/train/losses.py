@@ -51,8 +51,9 @@ def landmark_maxsim_nce(
 def landmark_alignment(landmarks: torch.Tensor, chunk_means: torch.Tensor) -> torch.Tensor:
     """Pull each landmark state towards its chunk's mean state (a fixed target: no gradient flows into it).
 
-    Zero-shot, chunk means are better chunk vectors than landmark states; this teaches a landmark to
-    summarise its chunk from the first steps, while the contrastive losses sharpen it further.
+    Zero-shot, chunk means are better chunk vectors than landmark states; this pulls landmarks towards them.
+    In 30- and 40-step ablations it did not make landmarks better chunk vectors (docs/decisions.md), so
+    the trainer leaves it off by default.
 
     :param landmarks: landmark states, shape (n, dim).
     :param chunk_means: the mean state of each landmark's chunk, shape (n, dim).

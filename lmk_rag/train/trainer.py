@@ -199,16 +199,17 @@ class Trainer:
         passage_states = landmark_states(passage_hidden, passage_batch)
         result = {"nce": info_nce(queries, lmk_vectors(passage_states, passage_batch), config.temperature)}
         total = result["nce"]
-        aligned = [(passage_states, chunk_mean_states(passage_hidden, passage_batch))]
+        encoded = [(passage_hidden, passage_batch, passage_states)]
         if batch.haystacks:
             haystack_hidden, haystack_batch = self._encode(batch.haystacks, batch.haystack_granularity)
             haystack_states = landmark_states(haystack_hidden, haystack_batch)
             landmarks, mask = landmark_matrix(haystack_states, haystack_batch)
             result["landmark"] = landmark_maxsim_nce(queries, landmarks, mask, config.temperature)
             total = total + config.landmark_loss_weight * result["landmark"]
-            aligned.append((haystack_states, chunk_mean_states(haystack_hidden, haystack_batch)))
+            encoded.append((haystack_hidden, haystack_batch, haystack_states))
         if config.alignment_loss_weight > 0:
-            states, means = (torch.cat(parts) for parts in zip(*aligned))
+            states = torch.cat([states for _, _, states in encoded])
+            means = torch.cat([chunk_mean_states(hidden, token_batch) for hidden, token_batch, _ in encoded])
             result["alignment"] = landmark_alignment(states, means)
             total = total + config.alignment_loss_weight * result["alignment"]
         result["loss"] = total
