@@ -1,15 +1,17 @@
-"""The quality report: every pipeline on the dev sets, one nDCG@10 table and needle-position plots.
+"""The quality report: the pipelines a reader compares, on every dev set whole, with 95% bootstrap intervals.
 
 Runs each pipeline through the eval harness (:func:`lmk_rag.eval.run.evaluate`, the code behind
-``lmk-rag eval``) on seeded subsamples of the dev sets, with the harness's on-disk encoding cache,
-so a rerun only encodes the queries. Writes ``quality.md`` (rows = pipelines, columns = sets),
-``quality.json`` (every run's report) and ``needle_recall1_by_position.png`` /
-``needle_ndcg10_by_position.png`` (one line per pipeline, one panel per needle length)::
+``lmk-rag eval``) with the harness's on-disk encoding cache, so a rerun only encodes the queries. Writes
+``quality.md`` (nDCG@10 and recall@1 per pipeline and set with 95% bootstrap intervals over queries, and the
+paired difference of ``lmk-rag`` to its baselines), ``quality.json`` (every run's report with its per-query
+metrics) and ``needle_recall1_by_position.png`` / ``needle_ndcg10_by_position.png`` (one line per pipeline
+with its interval, one panel per needle length)::
 
-    python benchmarks/report.py                      # default sets and sizes (see --help)
-    python benchmarks/report.py --long               # adds manpages-needle/L32768
-    python benchmarks/report.py --finetuned .cache/lmk-finetuned-cpu2
-    python benchmarks/report.py --size manpages-short=50,150 --pipelines bm25,lmk-rag
+    python benchmarks/report.py                      # the four dev sets, whole
+    python benchmarks/report.py --long               # adds manpages-needle/L32768 (200 haystacks of ~32k tokens)
+    python benchmarks/report.py --size manpages-short=50,150 --pipelines bm25,lmk-rag   # a quick subsample
+
+Other pipelines (``lmk-rag-dense``, ``maxsim-*``, static ones, ...) are for ``lmk-rag eval``.
 """
 
 from __future__ import annotations
@@ -25,36 +27,38 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 
 from lmk_rag.eval.beir import load_beir
-from lmk_rag.paths import user_cache_dir
+from lmk_rag.eval.intervals import bootstrap_interval, paired_difference
 from lmk_rag.eval.pipelines import PipelineOptions
 from lmk_rag.eval.run import evaluate
 from lmk_rag.eval.sample import subsample
+from lmk_rag.paths import user_cache_dir
 
 DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else Path("../shared/data")
 RESULTS = Path(__file__).parent / "results"
 CACHE = user_cache_dir("eval")
 SEED = 0
-#: Default sets and sizes ``(folder, max_queries, max_docs)``, sized so that a cold run fits ~20 min on a 2-core CPU.
-SETS: dict[str, tuple[int, int]] = {
-    "manpages-needle/L2048": (40, 40),
-    "manpages-needle/L8192": (12, 12),
-    "manpages-longdoc": (40, 80),
-    "manpages-short": (100, 300),
+#: The dev sets, whole: ``folder -> (max_queries, max_docs)``, None keeping everything.
+SETS: dict[str, tuple[int | None, int | None]] = {
+    "manpages-needle/L2048": (None, None),
+    "manpages-needle/L8192": (None, None),
+    "manpages-longdoc": (None, None),
+    "manpages-short": (None, None),
 }
-LONG_SET = ("manpages-needle/L32768", (10, 10))
-PIPELINES = [
-    "llamaindex-default", "bm25", "mean", "lmk", "maxsim-chunkmean", "maxsim-landmark", "maxsim-chunk",
-    "static-maxsim", "lmk-rag", "lmk-rag-static", "lmk-rag-norerank",
-]
+LONG_SET = ("manpages-needle/L32768", (None, None))
+#: What a reader compares: the product, the product before fusion, plain BM25, LlamaIndex's default and the
+#: best single-vector pipeline (mean pooling, see baselines.md).
+PIPELINES = ["bm25", "llamaindex-default", "mean", "lmk-rag-alpha1", "lmk-rag"]
+PRODUCT, BASELINES = "lmk-rag", ("bm25", "lmk-rag-alpha1")
 #: Pipelines rerun with ``--finetuned DIR`` (those that encode with the landmark encoder).
-FINETUNED_PIPELINES = ["mean", "lmk", "maxsim-chunkmean", "maxsim-landmark", "lmk-rag"]
-MIXER_PIPELINE = "static-mixer"
+FINETUNED_PIPELINES = ["mean", "lmk-rag"]
 #: Plot layout: inches per panel, inches for the legend column, resolution.
 PANEL_INCHES, LEGEND_INCHES, DPI = 4.5, 1.8, 80
 MARKERS, LINESTYLES = "osD^vP*Xh<>", ["-", "--", "-.", ":"]
 PLOT_METRICS = {"recall@1": "needle_recall1_by_position.png", "ndcg@10": "needle_ndcg10_by_position.png"}
+INTERVAL_METRICS = ("ndcg@10", "recall@1")
 
 
 @dataclass(frozen=True)
@@ -62,16 +66,16 @@ class Cell:
     """One run of the report.
 
     :param folder: the dev set folder relative to the data folder.
-    :param max_queries: the query sample size.
-    :param max_docs: the document sample size.
+    :param max_queries: the query sample size (None: every query).
+    :param max_docs: the document sample size (None: every document).
     :param pipeline: the registered pipeline name.
     :param model: a model folder, or None for the default model.
     :param label: the row name in the table.
     """
 
     folder: str
-    max_queries: int
-    max_docs: int
+    max_queries: int | None
+    max_docs: int | None
     pipeline: str
     model: str | None = None
     label: str = ""
@@ -79,24 +83,30 @@ class Cell:
 
 def evaluate_cell(cell: Cell, data: Path = DATA, cache_dir: Path = CACHE,
                   encoder: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Evaluate one pipeline on one subsampled set, as ``lmk-rag eval --json`` would.
+    """Evaluate one pipeline on one (possibly subsampled) set, as ``lmk-rag eval --json`` would.
 
     :param cell: what to run.
     :param data: the folder holding the dev sets.
     :param cache_dir: the encoding cache.
     :param encoder: encoder overrides (``--encoder KEY=VALUE``).
-    :return: the eval report plus ``max_queries``, ``max_docs``, ``seed``, ``wall_s`` and ``label``.
+    :return: the eval report with ``per_query`` metrics, plus ``positions`` (each query's needle position, when
+        the set has them), ``max_queries``, ``max_docs``, ``seed``, ``wall_s`` and ``label``.
     """
     dataset = subsample(load_beir(data / cell.folder), cell.max_queries, cell.max_docs, seed=SEED)
     start = time.perf_counter()
-    report = evaluate(dataset, cell.pipeline, PipelineOptions(model=cell.model, cache_dir=cache_dir,
-                                                              encoder=dict(encoder or {})))
+    options = PipelineOptions(model=cell.model, cache_dir=cache_dir, encoder=dict(encoder or {}))
+    report = evaluate(dataset, cell.pipeline, options, keep_per_query=True)
+    positions = {qid: meta["position"] for qid, meta in zip(dataset.query_ids, dataset.query_metadata)
+                 if "position" in meta}
     report.update({"max_queries": cell.max_queries, "max_docs": cell.max_docs, "seed": SEED,
                    "wall_s": round(time.perf_counter() - start, 1), "label": cell.label or cell.pipeline})
+    if positions:
+        report["positions"] = positions
     return report
 
 
-def plan(sets: dict[str, tuple[int, int]], pipelines: Sequence[str], finetuned: Path | None = None) -> list[Cell]:
+def plan(sets: dict[str, tuple[int | None, int | None]], pipelines: Sequence[str],
+         finetuned: Path | None = None) -> list[Cell]:
     """Every (set, pipeline) cell of the report, fine-tuned rows after the base rows.
 
     :param sets: folder -> (max_queries, max_docs).
@@ -120,23 +130,62 @@ def machine() -> str:
             f"torch {torch.__version__}, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
 
 
-def table(reports: Sequence[dict[str, Any]], metric: str = "ndcg@10") -> str:
-    """The markdown table: one row per label, one column per dataset, plus the mean over sets.
+def values(report: dict[str, Any], metric: str, position: str | None = None) -> list[float]:
+    """A run's per-query values of one metric (only the queries at one needle position when given)."""
+    positions = report.get("positions", {})
+    return [row[metric] for qid, row in report["per_query"].items()
+            if position is None or str(float(positions.get(qid, -1))) == position]
 
-    :param reports: eval reports carrying a ``label``.
+
+def table(reports: Sequence[dict[str, Any]], metric: str = "ndcg@10") -> str:
+    """The markdown table: one row per label, one column per dataset (mean and 95% bootstrap interval), plus the
+    mean over sets.
+
+    :param reports: eval reports carrying a ``label`` and ``per_query``.
     :param metric: the metric shown in the cells.
     :return: markdown text.
     """
     sets = list(dict.fromkeys(report["dataset"] for report in reports))
     labels = list(dict.fromkeys(report["label"] for report in reports))
-    cells = {(report["label"], report["dataset"]): report[metric] for report in reports}
+    cells = {(report["label"], report["dataset"]): report for report in reports}
     lines = ["| pipeline | " + " | ".join(sets) + " | mean |", "|---|" + "---|" * (len(sets) + 1)]
     for label in labels:
-        values = [cells.get((label, name)) for name in sets]
-        shown = ["-" if value is None else f"{value:.3f}" for value in values]
-        mean = "-" if None in values else f"{sum(values) / len(values):.3f}"
+        shown, means = [], []
+        for name in sets:
+            report = cells.get((label, name))
+            if report is None:
+                shown.append("-")
+                continue
+            low, high = bootstrap_interval(values(report, metric))
+            shown.append(f"{report[metric]:.3f} [{low:.3f}, {high:.3f}]")
+            means.append(report[metric])
+        mean = f"{sum(means) / len(means):.3f}" if len(means) == len(sets) else "-"
         lines.append(f"| {label} | " + " | ".join(shown) + f" | {mean} |")
     return "\n".join(lines)
+
+
+def differences(reports: Sequence[dict[str, Any]], metric: str = "ndcg@10") -> str:
+    """The markdown table of ``lmk-rag`` minus each baseline per set: mean difference and 95% paired-bootstrap
+    interval (empty when the product or no baseline ran)."""
+    runs = {(report["label"], report["dataset"]): report for report in reports}
+    sets = list(dict.fromkeys(report["dataset"] for report in reports))
+    rows = []
+    for baseline in BASELINES:
+        cells = []
+        for name in sets:
+            product, other = runs.get((PRODUCT, name)), runs.get((baseline, name))
+            if product is None or other is None:
+                cells.append("-")
+                continue
+            qids = list(product["per_query"])
+            diff, low, high = paired_difference([product["per_query"][q][metric] for q in qids],
+                                                [other["per_query"][q][metric] for q in qids])
+            cells.append(f"{diff:+.3f} [{low:+.3f}, {high:+.3f}]")
+        if any(cell != "-" for cell in cells):
+            rows.append(f"| {PRODUCT} - {baseline} | " + " | ".join(cells) + " |")
+    if not rows:
+        return ""
+    return "\n".join(["| difference | " + " | ".join(sets) + " |", "|---|" + "---|" * len(sets), *rows])
 
 
 def plot_positions(reports: Sequence[dict[str, Any]], metric: str, path: Path) -> bool:
@@ -157,16 +206,20 @@ def plot_positions(reports: Sequence[dict[str, Any]], metric: str, path: Path) -
     if not sets:
         return False
     labels = list(dict.fromkeys(report["label"] for report in needle))
-    colors = plt.get_cmap("tab20")
+    colors = plt.get_cmap("tab10")
     figure, axes = plt.subplots(1, len(sets), figsize=(PANEL_INCHES * len(sets) + LEGEND_INCHES, PANEL_INCHES - 1),
                                 sharey=True, squeeze=False, layout="constrained")
     for axis, name in zip(axes[0], sets):
         for report in (report for report in needle if report["dataset"] == name):
             positions = sorted(report["by_position"], key=float)
             index = labels.index(report["label"])
-            axis.plot([float(p) for p in positions], [report["by_position"][p][metric] for p in positions],
-                      marker=MARKERS[index % len(MARKERS)], linestyle=LINESTYLES[index % len(LINESTYLES)],
-                      color=colors(index % 20), label=report["label"], alpha=0.85)
+            x = np.array([float(p) for p in positions]) + 0.006 * (index - len(labels) / 2)  # intervals side by side
+            y = [report["by_position"][p][metric] for p in positions]
+            axis.plot(x, y, marker=MARKERS[index % len(MARKERS)], linestyle=LINESTYLES[index % len(LINESTYLES)],
+                      color=colors(index % 10), label=report["label"], alpha=0.9)
+            if "per_query" in report:
+                bounds = np.array([bootstrap_interval(values(report, metric, p)) for p in positions]).T
+                axis.vlines(x, bounds[0], bounds[1], color=colors(index % 10), alpha=0.5, linewidth=2)
         first = next(report for report in needle if report["dataset"] == name)
         axis.set_title(f"{name.split('/')[-1]}: {first['queries']} queries, {first['docs']} docs")
         axis.set_xlabel("needle position in the document")
@@ -190,27 +243,31 @@ def write_report(reports: Sequence[dict[str, Any]], out: Path, command: str) -> 
     """
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "quality.json"]
-    written[0].write_text(json.dumps(list(reports), indent=1) + "\n")
+    written[0].write_text(json.dumps(list(reports)) + "\n")
     plots = [name for metric, name in PLOT_METRICS.items() if plot_positions(reports, metric, out / name)]
     written += [out / name for name in plots]
     sizes = dict.fromkeys(f"{r['dataset']} {r['queries']} queries / {r['docs']} docs" for r in reports)
+    whole = all(r["max_queries"] is None and r["max_docs"] is None for r in reports)
     models = sorted({report["model"] for report in reports if report["pipeline"] != "bm25"})
     lines = [
-        "# Retrieval quality (nDCG@10)", "",
+        "# Retrieval quality", "",
         f"- Date: {datetime.date.today().isoformat()}. Machine: {machine()}.",
-        f"- Models: {', '.join(models)}; encoder defaults; static pipelines use the default distilled static model.",
-        f"- **Subsampled**, seed {SEED} (each sampled query's relevant documents plus seeded random others): "
-        + "; ".join(sizes) + ". Fewer candidates than the full sets, so absolute numbers are higher "
-        "and small differences are noise.",
+        f"- Models: {', '.join(models)}; encoder and store defaults. The lmk-rag pipelines search at the product's "
+        "depth (the prefetch of a k=10 query: 100 candidates per branch).",
+        ("- **Whole sets**: " if whole else f"- **Subsampled**, seed {SEED}: ") + "; ".join(sizes) + ".",
+        "- Cells: mean over queries [95% percentile-bootstrap interval over queries, 2,000 resamples].",
         f"- Regenerate: `{command}` (encodings are cached on disk; a warm rerun only encodes queries).",
-        "", table(reports), "",
+        "", "## nDCG@10", "", table(reports), "", "## Recall@1", "", table(reports, "recall@1"), "",
     ]
+    paired = differences(reports)
+    if paired:
+        lines += ["## lmk-rag against its baselines (nDCG@10, paired over the same queries)", "", paired, ""]
     lines += [f"![{metric} by needle position]({name})" for metric, name in PLOT_METRICS.items() if name in plots]
     (out / "quality.md").write_text("\n".join(lines) + "\n")
     return [out / "quality.md", *written]
 
 
-def parse_size(text: str) -> tuple[str, tuple[int, int]]:
+def parse_size(text: str) -> tuple[str, tuple[int | None, int | None]]:
     """Parse ``FOLDER=QUERIES,DOCS``."""
     folder, _, sizes = text.partition("=")
     queries, docs = (int(value) for value in sizes.split(","))
@@ -234,16 +291,13 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     parser.add_argument("--cache-dir", type=Path, default=CACHE)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    from lmk_rag.static.train import default_mixer_dir
-
     sets = dict(SETS)
     if args.long:
         sets[LONG_SET[0]] = LONG_SET[1]
     sets.update(dict(args.size))
     if args.only:
         sets = {name: sizes for name, sizes in sets.items() if name in args.only}
-    pipelines = args.pipelines.split(",") if args.pipelines else PIPELINES + (
-        [MIXER_PIPELINE] if default_mixer_dir().is_dir() else [])
+    pipelines = args.pipelines.split(",") if args.pipelines else PIPELINES
     reports = []
     for cell in plan(sets, pipelines, args.finetuned):
         # A fine-tuned model gets its own cache folder: its states must never be mixed with another model's.

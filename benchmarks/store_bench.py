@@ -1,5 +1,6 @@
 """Store benchmark: ingest speed, query latency at 10k/100k nodes (Qdrant Edge vs qdrant-client local
-mode, same run), the share of ingest time spent outside the model, int8 recall, and peak RSS.
+mode, same run) with and without BM25 fusion, the share of ingest time spent outside the model, int8 recall,
+and peak RSS.
 
 Real nodes come from real manual pages encoded by the default encoder (through the eval states
 cache, so a rerun does not re-encode); they are replicated with small noise to the target sizes.
@@ -29,10 +30,11 @@ from lmk_rag.eval.beir import load_beir
 from lmk_rag.eval.sample import subsample
 from lmk_rag.eval.states import encode_states_cached
 from lmk_rag.nodes import group_chunks
+from lmk_rag.paths import user_cache_dir
 from lmk_rag.store import LandmarkStore, NodeRecord
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-CACHE = Path.home() / ".cache" / "lmk_rag" / "eval"
+CACHE = user_cache_dir("eval")
 OUT = Path(__file__).resolve().parent / "results" / "store_bench.md"
 
 
@@ -93,14 +95,26 @@ def build(store: LandmarkStore, docs: list[list[NodeRecord]], n_nodes: int) -> d
     return {"write_s": write_s, "docs": n_docs, "optimize_s": time.perf_counter() - start}
 
 
-def latencies(store: LandmarkStore, queries: list, rerank: str, repeats: int) -> tuple[float, float, list]:
-    """p50 and p95 (ms) of ``search_encoded`` and the last results."""
+#: The timed search modes: name -> (rerank, alpha, whether the query text goes along for BM25).
+MODES = {
+    "fused": ("landmarks", None, True),  # the product: MaxSim and BM25 fused (the store's alpha)
+    "alpha1": ("landmarks", 1.0, True),  # BM25 widens the prefetch, MaxSim alone ranks (the store before fusion)
+    "dense": ("landmarks", 1.0, False),  # no BM25 at all: dense prefetch, MaxSim rerank
+    "norerank": ("none", None, True),  # node-vector cosine fused with BM25
+}
+
+
+def latencies(store: LandmarkStore, queries: list, texts: list[str], mode: str,
+              repeats: int) -> tuple[float, float, list]:
+    """p50 and p95 (ms) of ``search_encoded`` in one of :data:`MODES`, and the last results."""
+    rerank, alpha, with_text = MODES[mode]
     times, results = [], []
     for _ in range(repeats):
         results = []
-        for query in queries:
+        for query, text in zip(queries, texts):
             start = time.perf_counter()
-            results.append(store.search_encoded(query, k=10, rerank=rerank, doc_level=False))
+            results.append(store.search_encoded(query, k=10, rerank=rerank, doc_level=False, alpha=alpha,
+                                                text=text if with_text else None))
             times.append((time.perf_counter() - start) * 1000)
     return float(np.percentile(times, 50)), float(np.percentile(times, 95)), results
 
@@ -161,15 +175,15 @@ def main() -> None:
         for backend in backends:
             folder = tempfile.mkdtemp(prefix=f"lmk_bench_{backend}_")
             kwargs = {"path": folder} if backend == "edge" else {"location": ":memory:"}
-            with LandmarkStore(**kwargs, encoder=encoder, bm25=False) as store:
+            with LandmarkStore(**kwargs, encoder=encoder) as store:
                 built = build(store, docs, size)
                 row = {"size": size, "backend": store.backend.name, **built,
                        "docs_per_s": built["docs"] / built["write_s"]}
                 timed = queries if backend == "edge" else queries[: args.local_queries]
-                for rerank in ("landmarks", "none"):
-                    p50, p95, results = latencies(store, timed, rerank, args.repeats)
-                    row[f"{rerank}_p50"], row[f"{rerank}_p95"] = p50, p95
-                    if rerank == "landmarks" and backend == "edge":
+                for mode in MODES:
+                    p50, p95, results = latencies(store, timed, query_texts, mode, args.repeats)
+                    row[f"{mode}_p50"], row[f"{mode}_p95"] = p50, p95
+                    if mode == "dense" and backend == "edge":
                         reference = results
                 row["rss_mb"] = peak_rss_mb()
                 rows.append(row)
@@ -179,7 +193,7 @@ def main() -> None:
             folder = tempfile.mkdtemp(prefix="lmk_bench_int8_")
             with LandmarkStore(folder, encoder=encoder, quantization="int8", bm25=False) as store:
                 build(store, docs, size)
-                p50, p95, results = latencies(store, queries, "landmarks", 1)
+                p50, p95, results = latencies(store, queries, query_texts, "dense", 1)
             shutil.rmtree(folder, ignore_errors=True)
             overlap = np.mean([len({h.node_id for h in a} & {h.node_id for h in b}) / 10
                                for a, b in zip(reference, results)])
@@ -206,19 +220,22 @@ def write_report(args, rows, recall_rows, over, n_real, n_pages, n_queries, wall
         "encoder), replicated with Gaussian noise (sigma 0.02 per dimension, renormalised) to each size. "
         f"Queries: {n_queries} real query texts (qdrant-client local mode: the first {args.local_queries}), encoded "
         f"once (excluded from latency), each run {args.repeats}x; latency = one `search_encoded` call "
-        "(k=10, node level, BM25 off: dense prefetch only): the Query API call (HNSW prefetch of 100 by node "
-        "vector, then MaxSim rerank over the chunk multivectors) plus the "
-        "marker and payload look-ups. Index built (`optimize`) before querying.",
+        "(k=10, node level, store defaults: BM25 vectors written) including the marker and payload look-ups. "
+        "Modes: **fused** = the product (one Query API call batching two requests over the same candidates, HNSW "
+        "node prefetch of 100 plus BM25 prefetch of 100: chunk MaxSim and BM25, fused in the store); **alpha1** = "
+        "BM25 widens the prefetch, MaxSim alone ranks (one request); **dense** = no query text, so no BM25 "
+        "(dense prefetch, MaxSim rerank); **norerank** = node-vector cosine fused with BM25. Index built "
+        "(`optimize`) before querying.",
         "",
-        "| nodes | backend | docs written/s | write s | index build s | p50 ms (rerank) | p95 ms (rerank) | "
-        "p50 ms (no rerank) | p95 ms (no rerank) | peak RSS MiB |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| nodes | backend | docs written/s | write s | index build s | "
+        + " | ".join(f"p50 / p95 ms ({mode})" for mode in MODES) + " | peak RSS MiB |",
+        "|---|---|---|---|---|" + "---|" * len(MODES) + "---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['size']:,} | {r['backend']} | {r['docs_per_s']:.0f} | {r['write_s']:.1f} | {r['optimize_s']:.1f} | "
-            f"{r['landmarks_p50']:.1f} | {r['landmarks_p95']:.1f} | {r['none_p50']:.1f} | {r['none_p95']:.1f} | "
-            f"{r['rss_mb']:.0f} |"
+            + " | ".join(f"{r[f'{mode}_p50']:.1f} / {r[f'{mode}_p95']:.1f}" for mode in MODES)
+            + f" | {r['rss_mb']:.0f} |"
         )
     if recall_rows:
         lines += ["", "int8 scalar quantization of the multivectors (Edge), overlap of the top-10 nodes with float32:",

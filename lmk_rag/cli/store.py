@@ -69,7 +69,7 @@ def ingest(
     paths: list[Path] = typer.Argument(..., help="Files or folders of .txt/.md files."),
     store: Path = typer.Option(..., "--store", help=STORE_HELP),
     batch_size: int = typer.Option(8, help="Documents encoded and written per batch."),
-    bm25: bool = typer.Option(None, "--bm25/--no-bm25", help="BM25 hybrid prefetch (new stores only)."),
+    bm25: bool = typer.Option(None, "--bm25/--no-bm25", help="BM25 vectors, fused into the ranking (new stores only)."),
     document_vector: bool = typer.Option(
         None, "--document-vector/--no-document-vector", help="Document-vector prefetch branch (new stores only)."
     ),
@@ -102,16 +102,22 @@ def query(
     store: Path = typer.Option(..., "--store", help=STORE_HELP),
     k: int = typer.Option(10, "-k", help="Hits to return."),
     rerank: str = typer.Option("landmarks", help="landmarks | static | none"),
+    alpha: float = typer.Option(
+        None, min=0.0, max=1.0, help="Weight of the rerank score against BM25 (1 = rerank only, 0 = BM25 only; "
+        "default: the store's)."
+    ),
     filter: list[str] = typer.Option(None, "--filter", help="key=value on metadata (repeat; same key = any of)."),
     nodes: bool = typer.Option(False, "--nodes", help="Node-level hits (several per document)."),
     as_json: bool = typer.Option(False, "--json", help='Print {"query": ..., "hits": [...]} as JSON.'),
 ) -> None:
-    """Search a store: dense prefetch, then MaxSim rerank; the best node per document."""
+    """Search a store: dense and BM25 prefetch, MaxSim rerank fused with BM25; the best node per document."""
     from lmk_rag.store import LandmarkStore
 
     try:
         with LandmarkStore(store, create=False) as source:
-            hits = source.search(text, k=k, rerank=rerank, filter=parse_filters(filter or []), doc_level=not nodes)
+            hits = source.search(
+                text, k=k, rerank=rerank, filter=parse_filters(filter or []), doc_level=not nodes, alpha=alpha
+            )
     except LmkRagError as error:
         _fail(error)
     if as_json:

@@ -18,7 +18,11 @@ BREAKDOWNS = {"position": "by_position", "length": "by_length"}
 
 
 def evaluate(
-    dataset: BeirDataset, pipeline: str, options: PipelineOptions, run_file: Path | None = None
+    dataset: BeirDataset,
+    pipeline: str,
+    options: PipelineOptions,
+    run_file: Path | None = None,
+    keep_per_query: bool = False,
 ) -> dict[str, Any]:
     """Index the corpus with a pipeline, run the queries and score the rankings.
 
@@ -29,6 +33,7 @@ def evaluate(
     :param pipeline: a registered pipeline name.
     :param options: the pipeline options.
     :param run_file: where to write the rankings as a TREC run file (:func:`write_run`), or None.
+    :param keep_per_query: also report ``per_query``: ``{query_id: {metric_key: value}}`` (for intervals).
     :return: the report: ``dataset``, ``pipeline``, ``model``, ``queries``, ``docs``, the metrics of
         :data:`lmk_rag.eval.metrics.METRIC_KEYS`, ``encode_s``, ``cached``, ``query_ms`` (mean
         search time per query, query encoding included), ``encoder`` (the pipeline's effective encoder settings when it has a ``settings`` attribute,
@@ -60,6 +65,8 @@ def evaluate(
         "query_ms": round(1000 * query_s / max(1, len(dataset.query_ids)), 3),
         "encoder": getattr(runner, "settings", None) or dict(options.encoder),
     }
+    if keep_per_query:
+        report["per_query"] = {query_id: per_query[query_id] for query_id in dataset.query_ids}
     for field, key in BREAKDOWNS.items():
         groups = breakdown(per_query, dataset.query_ids, dataset.query_metadata, field)
         if groups is not None:

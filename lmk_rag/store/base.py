@@ -59,8 +59,8 @@ class Backend(ABC):
         """Delete every point matching a native filter."""
 
     @abstractmethod
-    def query(self, plan: QueryPlan) -> list[ScoredPointData]:
-        """Run a (two-stage) query as one Query API call."""
+    def query(self, plan: QueryPlan) -> list[list[ScoredPointData]]:
+        """Run a plan as one Query API call: one scored list per scorer of the plan, best first."""
 
     @abstractmethod
     def retrieve(self, ids: list[str], with_vectors: bool) -> list[PointData]:

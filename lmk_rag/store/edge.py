@@ -17,7 +17,7 @@ import qdrant_edge as qe
 from lmk_rag.errors import CorruptStoreError, StoreLockedError, VectorSizeError
 from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.filters import ConditionBuilder
-from lmk_rag.store.types import CollectionSpec, PointData, QueryPlan, ScoredPointData, SparseVector
+from lmk_rag.store.types import Branch, CollectionSpec, PointData, QueryPlan, ScoredPointData, SparseVector
 
 META_FILE = "lmk_rag.json"
 SHARD_DIR = "shard"
@@ -57,25 +57,6 @@ class EdgeConditions:
     def combine(self, must: list[Any], should: list[Any], must_not: list[Any]) -> Any:
         """A native filter."""
         return qe.Filter(must=must or None, should=should or None, must_not=must_not or None)
-
-
-class Bm25Embedder:
-    """Qdrant Edge's built-in BM25 (no model download): term-frequency document vectors and binary
-    query vectors; IDF is applied by the sparse vector's ``Idf`` modifier at search time."""
-
-    def __init__(self) -> None:
-        """Build the default English BM25 (k=1.2, b=0.75, avg_len=256, stemming, stopwords)."""
-        self._bm25 = qe.Bm25()
-
-    def embed_document(self, text: str) -> SparseVector:
-        """A document's (node's) BM25 vector."""
-        vector = self._bm25.embed_document(text)
-        return SparseVector(list(vector.indices), list(vector.values))
-
-    def embed_query(self, text: str) -> SparseVector:
-        """A query's BM25 vector."""
-        vector = self._bm25.embed_query(text)
-        return SparseVector(list(vector.indices), list(vector.values))
 
 
 def edge_config(spec: CollectionSpec) -> qe.EdgeConfig:
@@ -215,40 +196,36 @@ class EdgeBackend(Backend):
         """Delete by filter."""
         self.shard.update(qe.UpdateOperation.delete_points_by_filter(native_filter))
 
-    def query(self, plan: QueryPlan) -> list[ScoredPointData]:
-        """One Query API call: dense (+document, +BM25; RRF) prefetch, then MaxSim rerank or not."""
+    def query(self, plan: QueryPlan) -> list[list[ScoredPointData]]:
+        """One Query API call: a batch of one request per scorer, each scoring the union of the prefetches."""
+        requests = [self._request(plan, scorer) for scorer in plan.scorers]
+        if len(requests) == 1:
+            results = [self.shard.query(requests[0])]
+        else:
+            results = self.shard.query_batch(qe.QueryBatchRequest(requests))
+        return [[ScoredPointData(str(p.id), float(p.score), p.payload or {}) for p in points] for points in results]
+
+    @staticmethod
+    def _request(plan: QueryPlan, scorer: Branch) -> Any:
+        """The Edge request of one scorer (shared prefetch branches, or a plain search without them)."""
         params = qe.SearchParams(hnsw_ef=plan.hnsw_ef) if plan.hnsw_ef else None
-        stages = [
+        prefetches = [
             qe.Prefetch(
-                limit=plan.prefetch_limit, query=qe.Query.Nearest(plan.dense, using=name), filter=plan.filter,
-                params=params,
+                limit=plan.prefetch_limit,
+                query=_nearest(branch),
+                filter=plan.filter,
+                params=None if isinstance(branch.query, SparseVector) else params,
             )
-            for name in plan.dense_using
+            for branch in plan.prefetch
         ]
-        if plan.sparse is not None:
-            sparse = qe.SparseVector(plan.sparse.indices, plan.sparse.values)
-            stages.append(
-                qe.Prefetch(limit=plan.prefetch_limit, query=qe.Query.Nearest(sparse, using="bm25"), filter=plan.filter)
-            )
-        fusion = qe.Fusion.Rrf(k=plan.rrf_k)
-        prefetches: list[Any] | None = stages
-        if plan.rerank_vector is not None:
-            if len(stages) > 1:
-                prefetches = [qe.Prefetch(limit=plan.prefetch_limit, prefetches=stages, query=fusion)]
-            query: Any = qe.Query.Nearest(plan.rerank_query, using=plan.rerank_vector)
-        elif len(stages) > 1:
-            query = fusion
-        else:  # a plain dense search: no prefetch stage
-            prefetches, query = None, qe.Query.Nearest(plan.dense, using="node")
-        request = qe.QueryRequest(
+        return qe.QueryRequest(
             limit=plan.limit,
-            prefetches=prefetches,
-            query=query,
+            prefetches=prefetches or None,
+            query=_nearest(scorer),
             filter=plan.filter,
-            params=params if prefetches is None else None,
+            params=None if prefetches or isinstance(scorer.query, SparseVector) else params,
             with_payload=qe.PayloadSelector.Include(plan.payload_keys),
         )
-        return [ScoredPointData(str(p.id), float(p.score), p.payload or {}) for p in self.shard.query(request)]
 
     def retrieve(self, ids: list[str], with_vectors: bool) -> list[PointData]:
         """Points by id."""
@@ -285,6 +262,14 @@ class EdgeBackend(Backend):
             self._shard.flush()
             self._shard.close()
             self._shard = None
+
+
+def _nearest(branch: Branch) -> Any:
+    """A nearest-neighbour query on one named vector (dense, multivector or sparse)."""
+    query = branch.query
+    if isinstance(query, SparseVector):
+        query = qe.SparseVector(query.indices, query.values)
+    return qe.Query.Nearest(query, using=branch.using)
 
 
 def _native_vectors(vectors: dict[str, Any]) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 importing ``qdrant_client``.
 
 The request builders (:func:`client_kwargs`, :func:`create_collection_request`,
-:func:`upload_request`, :func:`query_request`) are pure functions, so the pass-through settings
+:func:`upload_request`, :func:`query_requests`) are pure functions, so the pass-through settings
 (shards, replication, gRPC, parallel upload) are testable without a server.
 """
 
@@ -17,7 +17,7 @@ from lmk_rag.errors import CorruptStoreError, InvalidInputError, VectorSizeError
 from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.filters import ConditionBuilder
 from lmk_rag.store.records import META_POINT_ID, STORE
-from lmk_rag.store.types import CollectionSpec, PointData, QueryPlan, ScoredPointData, SparseVector
+from lmk_rag.store.types import Branch, CollectionSpec, PointData, QueryPlan, ScoredPointData, SparseVector
 
 _INDEX_TYPES = {
     "keyword": models.PayloadSchemaType.KEYWORD,
@@ -149,36 +149,42 @@ def upload_request(collection: str, points: list[PointData], parallel: int, batc
     }
 
 
-def query_request(collection: str, plan: QueryPlan) -> dict[str, Any]:
-    """Keyword arguments of ``QdrantClient.query_points`` for a two-stage plan (one Query API call).
+def query_requests(plan: QueryPlan) -> list[models.QueryRequest]:
+    """The requests of ``QdrantClient.query_batch_points`` for a plan: one per scorer, each scoring the
+    union of the prefetch branches (or searching the whole collection when there are none).
 
-    :return: the kwargs: dense (+document, +BM25, fused by RRF) prefetch, then MaxSim rerank on
-        ``plan.rerank_vector``.
+    :return: the requests, in scorer order.
     """
     params = models.SearchParams(hnsw_ef=plan.hnsw_ef) if plan.hnsw_ef else None
-    stages = [
-        models.Prefetch(query=plan.dense, using=name, limit=plan.prefetch_limit, filter=plan.filter, params=params)
-        for name in plan.dense_using
+    prefetch = [
+        models.Prefetch(
+            query=_query_value(branch),
+            using=branch.using,
+            limit=plan.prefetch_limit,
+            filter=plan.filter,
+            params=None if isinstance(branch.query, SparseVector) else params,
+        )
+        for branch in plan.prefetch
     ]
-    if plan.sparse is not None:
-        sparse = models.SparseVector(indices=plan.sparse.indices, values=plan.sparse.values)
-        stages.append(models.Prefetch(query=sparse, using="bm25", limit=plan.prefetch_limit, filter=plan.filter))
-    fusion = models.RrfQuery(rrf=models.Rrf(k=plan.rrf_k))
-    request: dict[str, Any] = {
-        "collection_name": collection,
-        "query_filter": plan.filter,
-        "limit": plan.limit,
-        "with_payload": list(plan.payload_keys),
-    }
-    if plan.rerank_vector is not None:
-        if len(stages) > 1:
-            stages = [models.Prefetch(prefetch=stages, query=fusion, limit=plan.prefetch_limit)]
-        request.update(prefetch=stages, query=plan.rerank_query, using=plan.rerank_vector)
-    elif len(stages) > 1:
-        request.update(prefetch=stages, query=fusion)
-    else:
-        request.update(query=plan.dense, using="node", search_params=params)
-    return request
+    return [
+        models.QueryRequest(
+            prefetch=prefetch or None,
+            query=_query_value(scorer),
+            using=scorer.using,
+            filter=plan.filter,
+            params=None if prefetch or isinstance(scorer.query, SparseVector) else params,
+            limit=plan.limit,
+            with_payload=list(plan.payload_keys),
+        )
+        for scorer in plan.scorers
+    ]
+
+
+def _query_value(branch: Branch) -> Any:
+    """A branch's query as qdrant-client takes it (sparse vectors as ``models.SparseVector``)."""
+    if isinstance(branch.query, SparseVector):
+        return models.SparseVector(indices=branch.query.indices, values=branch.query.values)
+    return branch.query
 
 
 class ServerBackend(Backend):
@@ -296,10 +302,10 @@ class ServerBackend(Backend):
         """Delete by filter."""
         self.client.delete(self.collection, points_selector=models.FilterSelector(filter=native_filter), wait=True)
 
-    def query(self, plan: QueryPlan) -> list[ScoredPointData]:
-        """One ``query_points`` call."""
-        response = self.client.query_points(**query_request(self.collection, plan))
-        return [ScoredPointData(str(p.id), float(p.score), p.payload or {}) for p in response.points]
+    def query(self, plan: QueryPlan) -> list[list[ScoredPointData]]:
+        """One ``query_batch_points`` call (one request per scorer)."""
+        responses = self.client.query_batch_points(self.collection, requests=query_requests(plan))
+        return [[ScoredPointData(str(p.id), float(p.score), p.payload or {}) for p in r.points] for r in responses]
 
     def retrieve(self, ids: list[str], with_vectors: bool) -> list[PointData]:
         """Points by id."""

@@ -2,8 +2,8 @@
 
 The facade picks a backend once, records how the vectors were made, cuts documents into nodes,
 writes them without ever losing or doubling a document (see :mod:`lmk_rag.store.records`), and
-searches in one Query API call: dense prefetch (plus document-vector and BM25 prefetches, fused by RRF, when
-enabled), then MaxSim rerank.
+searches in one Query API call: dense and BM25 prefetch, then the candidates scored by MaxSim (the rerank) and by
+BM25, fused into one score (see :mod:`lmk_rag.store.query`).
 """
 
 from __future__ import annotations
@@ -28,9 +28,11 @@ from lmk_rag.errors import (
 )
 from lmk_rag.store import records as rec
 from lmk_rag.store.base import Backend
+from lmk_rag.store.bm25 import BM25_TOKENIZER, Bm25Encoder
 from lmk_rag.store.filters import FilterLike, translate
+from lmk_rag.store.query import DEFAULT_ALPHA, best_hits, check_alpha, fuse, plan_search
 from lmk_rag.store.settings import build_meta, check_encoder, check_static, validate_meta
-from lmk_rag.store.types import CollectionSpec, Hit, NodeRecord, PointData, QueryPlan, Quantization, Rerank
+from lmk_rag.store.types import Branch, CollectionSpec, Hit, NodeRecord, PointData, Quantization, Rerank
 from lmk_rag.vectors import l2_normalize
 
 logger = logging.getLogger(__name__)
@@ -59,8 +61,11 @@ class LandmarkStore:
         and ``.encode_query_tokens(text)``; fills the static MaxSim slot (needed for ``rerank="static"``).
     :param node_tokens: node size in tokens when the store cuts documents; None = as recorded (256 for new stores).
     :param collection: collection name on qdrant-client backends.
-    :param bm25: add a BM25 sparse vector fused into the prefetch (RRF); None = as recorded, and for new stores
-        on when Qdrant Edge's built-in BM25 is installed (the ``edge`` extra), see docs/decisions.md.
+    :param bm25: store a BM25 sparse vector per node, used in the prefetch and fused into the final score;
+        None = as recorded (on for new stores, see docs/decisions.md).
+    :param alpha: weight of the dense (rerank) side in the final score, in [0, 1]; 1 = MaxSim alone, 0 = BM25
+        alone. None = as recorded (:data:`~lmk_rag.store.query.DEFAULT_ALPHA` for new stores); a value given
+        for a new store is recorded, for an existing one it applies to this handle. ``search`` may override it.
     :param document_vector: store each node's document vector (normalised mean of all the document's chunk
         vectors) and add a prefetch by it, fused by RRF; None = as recorded, off for new stores
         (see docs/decisions.md).
@@ -91,6 +96,7 @@ class LandmarkStore:
         node_tokens: int | None = None,
         collection: str = "lmk_rag",
         bm25: bool | None = None,
+        alpha: float | None = None,
         document_vector: bool | None = None,
         quantization: Quantization | None = None,
         create: bool = True,
@@ -114,7 +120,8 @@ class LandmarkStore:
         self.hnsw_ef = hnsw_ef
         self.batch_size = batch_size
         self._lock: FileLock | None = None
-        self._bm25_embedder: Any = None
+        self._bm25_encoder: Bm25Encoder | None = None
+        self._alpha = None if alpha is None else check_alpha(alpha)
         folder = Path(path if path is not None else DEFAULT_PATH) if not chosen or path is not None else None
         self.where = str(folder) if folder is not None else f"collection {collection!r}"
         if folder is not None:
@@ -178,11 +185,17 @@ class LandmarkStore:
             if not create:
                 raise StoreError(f"no lmk-rag store at {self.where}")
             spec_options = {
-                "bm25": _default_bm25() if bm25 is None else bm25,
+                "bm25": True if bm25 is None else bm25,
                 "document_vector": bool(document_vector),
                 "quantization": quantization,
             }
-            return self._create(static_encoder, node_tokens or 256, spec_options)
+            search = {
+                "alpha": DEFAULT_ALPHA if self._alpha is None else self._alpha,
+                "bm25_tokenizer": BM25_TOKENIZER,
+            }
+            if not spec_options["bm25"]:
+                search["alpha"] = 1.0
+            return self._create(static_encoder, node_tokens or 256, spec_options, search)
         meta = validate_meta(meta, self.where)
         if not self._backend.exists():
             raise CorruptStoreError(f"{self.where}: settings recorded but the vector data is missing")
@@ -205,10 +218,13 @@ class LandmarkStore:
             raise CorruptStoreError(f"{self.where}: vectors {sorted(found)}, expected {sorted(expected)}")
         return meta
 
-    def _create(self, static_encoder: Any, node_tokens: int, spec_options: dict[str, Any]) -> dict[str, Any]:
+    def _create(
+        self, static_encoder: Any, node_tokens: int, spec_options: dict[str, Any], search: dict[str, Any]
+    ) -> dict[str, Any]:
         """Create the collection and its payload indexes, then record the settings (in that order).
 
         :param spec_options: ``bm25``, ``document_vector`` and ``quantization`` of the :class:`CollectionSpec`.
+        :param search: the recorded search settings, ``alpha`` and ``bm25_tokenizer``.
         """
         encoder = self.encoder
         spec = CollectionSpec(
@@ -218,7 +234,7 @@ class LandmarkStore:
             self._backend.create(spec)
         for key, kind in (("kind", "keyword"), ("doc_id", "keyword"), ("node_id", "keyword"), ("version", "integer")):
             self._backend.create_payload_index(key, kind)
-        meta = build_meta(encoder, static_encoder, spec, node_tokens)
+        meta = {**build_meta(encoder, static_encoder, spec, node_tokens), **search}
         self._backend.flush()
         self._backend.write_meta(meta)
         return meta
@@ -256,6 +272,13 @@ class LandmarkStore:
     def bm25(self) -> bool:
         """Whether the store holds BM25 vectors and fuses them into the prefetch."""
         return bool(self._meta.get("bm25"))
+
+    @property
+    def alpha(self) -> float:
+        """Weight of the dense side in the final score: this handle's, else the recorded one."""
+        if self._alpha is not None:
+            return self._alpha
+        return float(self._meta.get("alpha", DEFAULT_ALPHA if self.bm25 else 1.0))
 
     @property
     def document_vector(self) -> bool:
@@ -453,13 +476,12 @@ class LandmarkStore:
                 f"node {record.node_id!r}: chunk_vectors of shape {chunks.shape}, store expects (n>=1, {self.dim})"
             )
 
-    def _bm25(self) -> Any:
-        """The BM25 embedder (Qdrant Edge's built-in one, for every backend)."""
-        if self._bm25_embedder is None:
-            from lmk_rag.store.edge import Bm25Embedder
-
-            self._bm25_embedder = Bm25Embedder()
-        return self._bm25_embedder
+    def _bm25(self) -> Bm25Encoder:
+        """The store's BM25 model (the recorded tokenizer)."""
+        if self._bm25_encoder is None:
+            # stores written before the tokenizer was recorded used Qdrant's default word tokens
+            self._bm25_encoder = Bm25Encoder(self._meta.get("bm25_tokenizer", "word"))
+        return self._bm25_encoder
 
     def delete_document(self, doc_id: str) -> bool:
         """Delete a document and its nodes.
@@ -512,14 +534,16 @@ class LandmarkStore:
         rerank: Rerank = "landmarks",
         filter: FilterLike = None,
         doc_level: bool = True,
+        alpha: float | None = None,
     ) -> list[Hit]:
-        """Encode a query once and search in two stages.
+        """Encode a query once and search in two stages (see :meth:`search_encoded`).
 
         :param query: the query text.
         :param k: hits returned.
         :param rerank: ``"landmarks"`` (chunk MaxSim), ``"static"`` (static token MaxSim) or ``"none"``.
         :param filter: a :class:`~lmk_rag.store.filters.Filter` or ``{key: value}`` dict on metadata.
         :param doc_level: True: at most one hit (the best node) per document.
+        :param alpha: weight of the dense side (None: the store's :attr:`alpha`).
         :return: hits, best first.
         """
         _check_rerank(rerank)
@@ -530,7 +554,8 @@ class LandmarkStore:
         if rerank == "static":
             static_query = self._static_query_encoder().encode_query_tokens(query)
         return self.search_encoded(
-            encoded, k=k, rerank=rerank, filter=filter, doc_level=doc_level, static_query=static_query, text=query
+            encoded, k=k, rerank=rerank, filter=filter, doc_level=doc_level, static_query=static_query, text=query,
+            alpha=alpha,
         )
 
     def search_encoded(
@@ -542,62 +567,71 @@ class LandmarkStore:
         doc_level: bool = True,
         static_query: np.ndarray | None = None,
         text: str | None = None,
+        alpha: float | None = None,
+        prefetch_limit: int | None = None,
     ) -> list[Hit]:
         """Search with an already encoded query (one Query API call).
 
+        Candidates come from a dense prefetch by node vector (and document vector) and a BM25 prefetch; each
+        is scored by the rerank (cosine-like: MaxSim divided by the number of query vectors) and by BM25 (over
+        the best candidate's BM25), and ranked by ``alpha * rerank + (1 - alpha) * bm25``.
+
         :param query: an :class:`~lmk_rag.EncodedText` (``.vector`` (dim,), ``.landmarks`` (q, dim)).
         :param k: hits returned.
-        :param rerank: ``"landmarks"``, ``"static"`` or ``"none"``.
+        :param rerank: ``"landmarks"``, ``"static"`` or ``"none"`` (the node vector's cosine).
         :param filter: metadata filter.
         :param doc_level: at most one hit per document.
         :param static_query: the query's static token vectors, shape (q, static_dim); needed for ``"static"``.
-        :param text: the query text, for the BM25 prefetch (skipped when None).
-        :return: hits, best first.
+        :param text: the query text for BM25; None ranks by the dense side alone.
+        :param alpha: weight of the dense side in [0, 1] (None: the store's :attr:`alpha`).
+        :param prefetch_limit: candidates per prefetch branch (None: the store's, at least ``4 * k``).
+        :return: hits, best first; scores lie in [-1, 1].
+        :raises SettingsMismatchError: for ``alpha`` < 1 on a store without BM25.
         """
         _check_rerank(rerank)
-        if k < 1:
-            raise InvalidInputError(f"k must be >= 1, got {k}")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InvalidInputError(f"k must be an integer >= 1, got {k!r}")
+        alpha = self.alpha if alpha is None else check_alpha(alpha)
+        if alpha < 1.0 and not self.bm25:
+            raise SettingsMismatchError(f"{self.where} has no BM25 vectors: alpha must be 1, got {alpha}")
         vector = np.asarray(query.vector, dtype=np.float32)
         if vector.shape != (self.dim,):
             raise VectorSizeError(f"query vector of shape {vector.shape}, store expects ({self.dim},)")
-        rerank_vector, rerank_query = None, None
+        scorer = Branch("node", vector.tolist())
         if rerank == "landmarks":
-            rerank_vector, rerank_query = "chunks", np.asarray(query.landmarks, dtype=np.float32).reshape(-1, self.dim)
+            chunks = np.asarray(query.landmarks, dtype=np.float32).reshape(-1, self.dim)
+            scorer = Branch("chunks", chunks.tolist())
         elif rerank == "static":
-            if self._meta.get("static") is None:
-                raise SettingsMismatchError(f"{self.where} has no static token vectors; rerank='static' is unavailable")
-            if static_query is None:
-                raise InvalidInputError("rerank='static' needs static_query (the query's static token vectors)")
-            rerank_vector, rerank_query = "static", np.asarray(static_query, dtype=np.float32)
-            if rerank_query.ndim != 2 or rerank_query.shape[1] != self._meta["static"]["dim"]:
-                expected = self._meta["static"]["dim"]
-                raise VectorSizeError(f"static query of shape {rerank_query.shape}, store expects (q, {expected})")
-        prefetch = max(self.prefetch_limit, 4 * k)
-        plan = QueryPlan(
-            dense=vector.tolist(),
+            scorer = Branch("static", self._static_rerank_query(static_query).tolist())
+        dense = [Branch(name, vector.tolist()) for name in ("node", "document") if name != "document" or self.document_vector]
+        plan = plan_search(
+            dense=dense,
+            scorer=scorer,
             sparse=self._bm25().embed_query(text) if self.bm25 and text else None,
-            rerank_vector=rerank_vector,
-            rerank_query=None if rerank_query is None else rerank_query.tolist(),
-            prefetch_limit=prefetch,
-            limit=prefetch if doc_level else k + 8,
+            alpha=alpha,
+            prefetch_limit=prefetch_limit or max(self.prefetch_limit, 4 * k),
             filter=self._native_filter(filter),
             payload_keys=rec.HIT_KEYS,
             hnsw_ef=self.hnsw_ef,
-            dense_using=("node", "document") if self.document_vector else ("node",),
         )
-        # Qdrant returns equal scores in no fixed order: ties go by point id, so one result list ranks one way
-        scored = sorted(self._visible(self._backend.query(plan)), key=lambda point: (-point.score, point.id))
-        best: list[tuple[str, float]] = []
-        seen: set[str] = set()
-        for point in scored:
-            key = point.payload["doc_id"] if doc_level else point.id
-            if key not in seen:
-                seen.add(key)
-                best.append((point.id, point.score))
-            if len(best) == k:
-                break
+        results = self._backend.query(plan)
+        visible = {point.id for point in self._visible([point for points in results for point in points])}
+        ranked = fuse(plan, [[point for point in points if point.id in visible] for points in results], alpha)
+        best = best_hits(ranked, k, doc_level)
         full = {p.id: p for p in self._backend.retrieve([pid for pid, _ in best], False)}
         return [rec.hit_from_point(full[pid], score) for pid, score in best if pid in full]
+
+    def _static_rerank_query(self, static_query: np.ndarray | None) -> np.ndarray:
+        """Check the query's static token vectors against the store's static slot."""
+        if self._meta.get("static") is None:
+            raise SettingsMismatchError(f"{self.where} has no static token vectors; rerank='static' is unavailable")
+        if static_query is None:
+            raise InvalidInputError("rerank='static' needs static_query (the query's static token vectors)")
+        vectors = np.asarray(static_query, dtype=np.float32)
+        expected = self._meta["static"]["dim"]
+        if vectors.ndim != 2 or vectors.shape[1] != expected or len(vectors) == 0:
+            raise VectorSizeError(f"static query of shape {vectors.shape}, store expects (q>=1, {expected})")
+        return vectors
 
     def _static_query_encoder(self) -> Any:
         """The static encoder, required for static reranking of a text query."""
@@ -709,16 +743,6 @@ def _acquire_lock(folder: Path) -> FileLock:
             f"{folder} is open in another process (lock {folder / LOCK_FILE}); close it first"
         ) from error
     return lock
-
-
-def _default_bm25() -> bool:
-    """BM25 for a new store: on when Qdrant Edge's built-in BM25 can be imported (it needs no download)."""
-    try:
-        from lmk_rag.store.edge import Bm25Embedder  # noqa: F401
-    except ImportError:
-        logger.warning("qdrant-edge-py is not installed: the BM25 prefetch is off (pip install 'lmk-rag[edge]')")
-        return False
-    return True
 
 
 def _batches(items: list[Document], size: int) -> Iterator[list[Document]]:

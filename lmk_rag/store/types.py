@@ -110,31 +110,37 @@ class CollectionSpec:
 
 
 @dataclass(frozen=True)
-class QueryPlan:
-    """A two-stage query, backend-neutral; backends build one Query API call from it.
+class Branch:
+    """One scoring query of a plan: a named vector and the query's value for it.
 
-    :param dense: the query's vector, shape (dim,), for the dense prefetch of each of ``dense_using``.
-    :param sparse: the query's BM25 vector, fused with the dense prefetch by RRF when given.
-    :param rerank_vector: the name of the multivector to rerank by (``"chunks"``/``"static"``) or None.
-    :param rerank_query: the query's multivector, shape (q, d), when ``rerank_vector`` is set.
-    :param prefetch_limit: candidates per prefetch.
-    :param limit: results returned.
-    :param filter: a backend-native filter (already translated), or None.
-    :param payload_keys: payload keys to return with each result.
-    :param hnsw_ef: HNSW ``ef`` for the dense prefetch, or None for the backend default.
-    :param rrf_k: the RRF constant of the prefetch fusion.
-    :param dense_using: the dense named vectors prefetched with ``dense`` (``"node"``, and ``"document"`` when
-        the store holds document vectors); several prefetches are fused by RRF.
+    :param using: the named vector (``"node"``, ``"document"``, ``"chunks"``, ``"static"`` or ``"bm25"``).
+    :param query: a dense vector (dim,), a multivector (q, dim) as nested lists, or a :class:`SparseVector`.
     """
 
-    dense: list[float]
-    sparse: SparseVector | None
-    rerank_vector: str | None
-    rerank_query: list[list[float]] | None
+    using: str
+    query: list[float] | list[list[float]] | SparseVector
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """A search, backend-neutral; a backend runs it as one Query API call (a batch of one request per scorer).
+
+    The candidates are the union of the ``prefetch`` branches' results (``prefetch_limit`` each); every scorer
+    scores all of them and returns its own list. Without prefetch branches a scorer searches the whole store.
+
+    :param prefetch: the candidate branches (dense by node or document vector, BM25).
+    :param scorers: the scoring queries (e.g. chunk MaxSim and BM25), one result list each.
+    :param prefetch_limit: candidates per prefetch branch.
+    :param limit: results per scorer.
+    :param filter: a backend-native filter (already translated), or None.
+    :param payload_keys: payload keys to return with each result.
+    :param hnsw_ef: HNSW ``ef`` for dense searches, or None for the backend default.
+    """
+
+    prefetch: tuple[Branch, ...]
+    scorers: tuple[Branch, ...]
     prefetch_limit: int
     limit: int
     filter: Any
     payload_keys: list[str]
     hnsw_ef: int | None = None
-    rrf_k: int = 60
-    dense_using: tuple[str, ...] = ("node",)

@@ -196,11 +196,12 @@ def test_static_rerank_runs_through_the_adapter(
     try:
         vector_store.add(nodes[:24])
         forward_counter.reset()
-        result = vector_store.query(_query(k=3), rerank="static")
+        result = vector_store.query(_query(k=3), rerank="static", alpha=1.0)
         assert forward_counter.batches == [1]
         query_tokens = static.encode_query_tokens(QUERY)
         for node, score in zip(result.nodes, result.similarities):
-            assert score == pytest.approx(maxsim(query_tokens, static.encode_document_tokens(node.text)), abs=1e-3)
+            expected = maxsim(query_tokens, static.encode_document_tokens(node.text)) / len(query_tokens)
+            assert score == pytest.approx(expected, abs=1e-3)
         assert result.similarities != vector_store.query(_query(k=3)).similarities
     finally:
         vector_store.client.close()

@@ -35,10 +35,11 @@ def test_static_rerank_through_the_store(tmp_path, static_encoder, minilm_encode
         # the store keeps each node's distinct static tokens, as the encoder gives them
         assert np.allclose(node.static_vectors, static_encoder.encode_document_tokens(node.text), atol=1e-5)
         query = " ".join(pages[2].split()[:12])
-        hits = store.search(query, k=3, rerank="static", doc_level=False)
+        hits = store.search(query, k=3, rerank="static", doc_level=False, alpha=1.0)
         assert hits[0].doc_id == "page2"
         top = store.get_nodes(node_ids=[hits[0].node_id])[0]
-        expected = maxsim(static_encoder.encode_query_tokens(query), static_encoder.encode_document_tokens(top.text))
+        query_tokens = static_encoder.encode_query_tokens(query)
+        expected = maxsim(query_tokens, static_encoder.encode_document_tokens(top.text)) / len(query_tokens)
         assert hits[0].score == pytest.approx(expected, rel=1e-3)
     # a store built with one static model refuses another (the mixer changes the fingerprint)
     from lmk_rag.static.mixer import ConvMixer

@@ -36,6 +36,15 @@ def test_ingest_query_info(tmp_path, docs):
     assert set(out["hits"][0]) == {"doc_id", "node_id", "score", "text", "span", "metadata"}
     assert out["hits"][0]["metadata"]["path"].endswith("b.md")
 
+    scores = {}
+    for alpha in ("0", "1"):
+        result = runner.invoke(app, ["query", query, "--store", store, "-k", "3", "--alpha", alpha, "--json"])
+        assert result.exit_code == 0, result.output
+        scores[alpha] = [hit["score"] for hit in json.loads(result.stdout)["hits"]]
+    assert scores["0"][0] == 1.0 and scores["1"][0] < 1.0  # BM25 alone is relative to the best; MaxSim is a cosine
+    result = runner.invoke(app, ["query", query, "--store", store, "--alpha", "2"])
+    assert result.exit_code != 0 and "alpha" in result.output
+
     result = runner.invoke(app, ["query", query, "--store", store, "--filter", "path=nowhere"])
     assert result.exit_code == 0 and result.stdout == ""
 

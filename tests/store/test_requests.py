@@ -9,14 +9,15 @@ from qdrant_client import models
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.store.edge import EdgeConditions, edge_config
 from lmk_rag.store.filters import FieldCondition, Filter, as_filter, payload_key, translate
+from lmk_rag.store.query import fuse, plan_search
 from lmk_rag.store.server import (
     ServerConditions,
     client_kwargs,
     create_collection_request,
-    query_request,
+    query_requests,
     upload_request,
 )
-from lmk_rag.store.types import CollectionSpec, PointData, QueryPlan, SparseVector
+from lmk_rag.store.types import Branch, CollectionSpec, PointData, ScoredPointData, SparseVector
 
 
 def test_payload_keys_put_metadata_under_meta():
@@ -100,25 +101,38 @@ def test_upload_request_is_batched_and_parallel():
     assert request["points"][0].vector["bm25"] == models.SparseVector(indices=[1], values=[0.5])
 
 
-def _plan(**overrides):
-    base = dict(dense=[0.1, 0.2], sparse=None, rerank_vector="chunks", rerank_query=[[0.1, 0.2]],
-                prefetch_limit=100, limit=50, filter=None, payload_keys=["doc_id"])
-    return QueryPlan(**{**base, **overrides})
+def _plan(alpha: float = 0.7, sparse: SparseVector | None = SparseVector([3], [1.0]), **overrides):
+    base = dict(dense=[Branch("node", [0.1, 0.2])], scorer=Branch("chunks", [[0.1, 0.2]]), sparse=sparse,
+                alpha=alpha, prefetch_limit=100, filter=None, payload_keys=["doc_id"])
+    return plan_search(**{**base, **overrides})
 
 
-def test_query_request_two_stages_in_one_call():
-    request = query_request("c", _plan())
-    assert request["using"] == "chunks" and request["query"] == [[0.1, 0.2]]
-    assert [(p.using, p.limit) for p in request["prefetch"]] == [("node", 100)]
-    hybrid = query_request("c", _plan(sparse=SparseVector([3], [1.0])))
-    fused = hybrid["prefetch"][0]
-    assert fused.query == models.RrfQuery(rrf=models.Rrf(k=60))
-    assert [p.using for p in fused.prefetch] == ["node", "bm25"]
-    plain = query_request("c", _plan(rerank_vector=None, rerank_query=None, hnsw_ef=64))
-    assert plain["using"] == "node" and "prefetch" not in plain and plain["search_params"].hnsw_ef == 64
-    with_document = query_request("c", _plan(sparse=SparseVector([3], [1.0]), dense_using=("node", "document")))
-    assert [p.using for p in with_document["prefetch"][0].prefetch] == ["node", "document", "bm25"]
-    assert with_document["using"] == "chunks"  # still one call: fused prefetch, then the rerank
+def test_fused_plan_scores_the_union_of_the_prefetch_twice_in_one_batch():
+    fused = query_requests(_plan())
+    assert [(r.using, r.query) for r in fused] == [("chunks", [[0.1, 0.2]]), ("bm25", models.SparseVector(
+        indices=[3], values=[1.0]))]
+    for request in fused:  # both scorers see the same candidates: the union of the dense and BM25 branches
+        assert [(p.using, p.limit) for p in request.prefetch] == [("node", 100), ("bm25", 100)]
+        assert request.limit == 200
+    alone = query_requests(_plan(alpha=1.0))  # BM25 widens the prefetch, MaxSim alone ranks
+    assert [r.using for r in alone] == ["chunks"] and [p.using for p in alone[0].prefetch] == ["node", "bm25"]
+    lexical = query_requests(_plan(alpha=0.0))  # BM25 alone over the whole collection
+    assert [(r.using, r.prefetch) for r in lexical] == [("bm25", None)]
+    plain = query_requests(_plan(sparse=None, scorer=Branch("node", [0.1, 0.2]), hnsw_ef=64))
+    assert [(r.using, r.prefetch, r.params.hnsw_ef) for r in plain] == [("node", None, 64)]
+    stop_words = query_requests(_plan(sparse=SparseVector([], [])))  # a query of stop words only: dense alone
+    assert [r.using for r in stop_words] == ["chunks"] and [p.using for p in stop_words[0].prefetch] == ["node"]
+    documents = query_requests(_plan(dense=[Branch("node", [0.1]), Branch("document", [0.1])]))
+    assert [p.using for p in documents[0].prefetch] == ["node", "document", "bm25"]
+
+
+def test_fusion_normalises_both_sides():
+    plan = _plan(scorer=Branch("chunks", [[0.1, 0.2]] * 4))  # a 4-vector query: MaxSim sums 4 cosines
+    dense = [ScoredPointData("a", 3.2, {}), ScoredPointData("b", 2.0, {}), ScoredPointData("c", 1.0, {})]
+    lexical = [ScoredPointData("b", 10.0, {}), ScoredPointData("d", 5.0, {})]
+    fused = {p.id: p.score for p in fuse(plan, [dense, lexical], 0.5)}
+    assert fused == pytest.approx({"a": 0.4, "b": 0.75, "c": 0.125, "d": 0.125 + 0.25})
+    assert [p.id for p in fuse(plan, [dense, lexical], 0.5)] == ["b", "a", "d", "c"]  # ties by point id
 
 
 def test_edge_config_vectors():

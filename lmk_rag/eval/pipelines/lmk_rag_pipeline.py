@@ -1,8 +1,12 @@
 """The ``lmk-rag`` pipeline: the product end to end. Encoder defaults, nodes cut from one encoding
 pass, a Qdrant Edge store in a temporary folder with its defaults, two-stage search (dense + BM25
-prefetch fused by RRF, chunk MaxSim rerank), documents ranked by their best node.
-``lmk-rag-dense`` is the same without the BM25 prefetch; ``lmk-rag-docprefetch`` adds the document-vector
-prefetch branch."""
+prefetch, chunk MaxSim and BM25 fused by the store's ``alpha``), documents ranked by their best node.
+
+Searches run at the product's depth: the prefetch a ``k=10`` query uses (100 candidates per branch), whatever
+the ranking depth the harness asks for, so nDCG@10 is the product's. Variants: ``lmk-rag-alpha1`` (MaxSim
+alone, BM25 only widens the prefetch), ``lmk-rag-dense`` (no BM25 at all), ``lmk-rag-docprefetch`` (adds the
+document-vector prefetch branch), ``lmk-rag-static`` (static MaxSim rerank), ``lmk-rag-norerank`` (node
+vector instead of a rerank)."""
 
 from __future__ import annotations
 
@@ -15,7 +19,9 @@ from typing import Any
 from lmk_rag.eval.pipelines.base import IndexStats, PipelineOptions, Ranking, register_pipeline
 
 #: Pipeline settings in ``options.encoder`` that go to the store, not the encoder.
-STORE_SETTINGS = ("static_model", "prefetch_limit")
+STORE_SETTINGS = ("static_model", "prefetch_limit", "alpha")
+#: The ``k`` of a product query, whose prefetch depth every search uses.
+PRODUCT_K = 10
 
 
 @register_pipeline("lmk-rag")
@@ -24,11 +30,12 @@ class LmkRagPipeline:
 
     Document encodings come through the harness's states cache (shared with the other landmark
     pipelines); writing the store and building its index are timed in :meth:`index`. Besides encoder
-    settings, ``options.encoder`` may hold ``static_model`` (for ``lmk-rag-static``) and
-    ``prefetch_limit`` (the store's, default 100).
+    settings, ``options.encoder`` may hold ``static_model`` (for ``lmk-rag-static``) and the store's
+    ``prefetch_limit`` (default 100) and ``alpha``.
     """
 
     rerank = "landmarks"
+    alpha: float | None = None  # the store's default
     bm25: bool | None = None  # the store's default (on)
     document_vector: bool | None = None  # the store's default (off)
     static = False  # also store static token vectors (needed for ``rerank="static"``)
@@ -48,9 +55,15 @@ class LmkRagPipeline:
             **base,
             "rerank": self.rerank,
             "bm25": self.bm25 if store is None else store.bm25,
+            "alpha": self._store_option("alpha", self.alpha) if store is None else store.alpha,
+            "bm25_tokenizer": None if store is None else store.settings.get("bm25_tokenizer"),
             "document_vector": self.document_vector if store is None else store.document_vector,
             "prefetch_limit": self._prefetch_limit,
         }
+
+    def _store_option(self, name: str, default: Any) -> Any:
+        """A store setting from ``options.encoder``, else the pipeline's default."""
+        return self.options.encoder.get(name, default)
 
     @property
     def _prefetch_limit(self) -> int:
@@ -88,6 +101,7 @@ class LmkRagPipeline:
             folder,
             encoder=self._encoder,
             bm25=self.bm25,
+            alpha=self._store_option("alpha", self.alpha),
             document_vector=self.document_vector,
             static_encoder=static_encoder,
             prefetch_limit=self._prefetch_limit,
@@ -104,26 +118,34 @@ class LmkRagPipeline:
         return IndexStats(encode_s=result.encode_s + time.perf_counter() - start, cached=result.cached)
 
     def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
-        """Encode the queries in one batch and run one two-stage store query each.
+        """Encode the queries in one batch and run one store query each, at the product's prefetch depth.
 
         :param queries: the query texts.
-        :param k: documents per query.
+        :param k: documents per query at most (fewer when the product's candidates hold fewer documents).
         :return: one ranking per query (documents by their best node's score).
         """
         assert self._store is not None, "index() must be called before search()"
         encoded = self._encoder.encode_queries(list(queries))
+        prefetch_limit = max(self._prefetch_limit, 4 * PRODUCT_K)
         rankings: list[Ranking] = []
         for text, query in zip(queries, encoded):
             static_query = self._store.static_encoder.encode_query_tokens(text) if self.static else None
             hits = self._store.search_encoded(query, k=k, rerank=self.rerank, doc_level=True, text=text,
-                                              static_query=static_query)
+                                              static_query=static_query, prefetch_limit=prefetch_limit)
             rankings.append([(int(hit.doc_id), hit.score) for hit in hits])
         return rankings
 
 
+@register_pipeline("lmk-rag-alpha1")
+class LmkRagAlpha1Pipeline(LmkRagPipeline):
+    """``lmk-rag`` with ``alpha=1``: BM25 widens the prefetch, chunk MaxSim alone ranks (the store before fusion)."""
+
+    alpha = 1.0
+
+
 @register_pipeline("lmk-rag-dense")
 class LmkRagDensePipeline(LmkRagPipeline):
-    """``lmk-rag`` without the BM25 sparse prefetch: dense prefetch only, then the rerank."""
+    """``lmk-rag`` without BM25: dense prefetch only, then the rerank."""
 
     bm25 = False
 
@@ -145,7 +167,7 @@ class LmkRagStaticPipeline(LmkRagPipeline):
 
 @register_pipeline("lmk-rag-norerank")
 class LmkRagNoRerankPipeline(LmkRagPipeline):
-    """``lmk-rag`` with ``rerank="none"``: the fused dense + BM25 prefetch order, no rerank."""
+    """``lmk-rag`` with ``rerank="none"``: the node vector's cosine fused with BM25, no rerank."""
 
     rerank = "none"
 

@@ -202,7 +202,8 @@ class LandmarkVectorStore(BasePydanticVectorStore):
 
         :param query: LlamaIndex's query: ``query_str``, ``similarity_top_k``, ``filters``,
             ``doc_ids``, ``node_ids``.
-        :param kwargs: ``rerank`` (``"landmarks"``, ``"static"``, ``"none"``) overrides the default.
+        :param kwargs: ``rerank`` (``"landmarks"``, ``"static"``, ``"none"``) and ``alpha`` (weight of the rerank
+            score against BM25, see :meth:`LandmarkStore.search`) override the store's defaults.
         :return: the nodes, their scores and ids, best first.
         """
         return self._result(self._store.search(**self._search_args(query, **kwargs)))
@@ -211,7 +212,9 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         """:meth:`query` with the search in a worker thread."""
         return self._result(await asyncio.to_thread(self._store.search, **self._search_args(query, **kwargs)))
 
-    def _search_args(self, query: VectorStoreQuery, rerank: Rerank | None = None, **_: Any) -> dict[str, Any]:
+    def _search_args(
+        self, query: VectorStoreQuery, rerank: Rerank | None = None, alpha: float | None = None, **_: Any
+    ) -> dict[str, Any]:
         """The ``LandmarkStore.search`` arguments of a LlamaIndex query."""
         mode = VectorStoreQueryMode(query.mode)
         if mode != VectorStoreQueryMode.DEFAULT:
@@ -227,6 +230,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
             "rerank": rerank or self.rerank,
             "filter": to_store_filter(query.filters, query.node_ids, query.doc_ids),
             "doc_level": False,
+            "alpha": alpha,
         }
 
     def _result(self, hits: list[Hit]) -> VectorStoreQueryResult:

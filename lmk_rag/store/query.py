@@ -1,0 +1,154 @@
+"""Search planning and score fusion (pure): what the store asks a backend, and how it ranks the answer.
+
+A search has a *dense side* (chunk MaxSim, static MaxSim or the node vector's cosine) and a *lexical side*
+(BM25 of the node). Candidates are the union of a dense prefetch by node vector (and by document vector when
+the store holds them) and a BM25 prefetch; both sides score every candidate in one Query API call, and the
+final score is ``alpha * dense + (1 - alpha) * bm25``, where
+
+- the dense score is cosine-like: a multivector MaxSim is divided by the number of query vectors, so it lies
+  in [-1, 1] whatever the query length;
+- the BM25 score is divided by the best BM25 score among the candidates, so it lies in [0, 1] on every
+  corpus.
+
+``alpha=1`` ranks by the dense side alone, ``alpha=0`` by BM25 alone over the whole store. See
+docs/decisions.md ("store: BM25 evidence in the final score") for the measurements behind the default.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from lmk_rag.errors import InvalidInputError
+from lmk_rag.store.types import Branch, QueryPlan, ScoredPointData, SparseVector
+
+DEFAULT_ALPHA = 0.7
+"""Weight of the dense side in the final score; best mean nDCG@10 over the whole dev sets (docs/decisions.md)."""
+
+
+def check_alpha(alpha: Any) -> float:
+    """Return ``alpha`` as a float in [0, 1].
+
+    :raises InvalidInputError: for anything else (bools, strings, NaN, out of range).
+    """
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 1.0:
+        raise InvalidInputError(f"alpha must be a number in [0, 1] (1 = dense only, 0 = BM25 only), got {alpha!r}")
+    return float(alpha)
+
+
+def plan_search(
+    *,
+    dense: Sequence[Branch],
+    scorer: Branch,
+    sparse: SparseVector | None,
+    alpha: float,
+    prefetch_limit: int,
+    filter: Any,
+    payload_keys: list[str],
+    hnsw_ef: int | None = None,
+) -> QueryPlan:
+    """The plan of one search.
+
+    :param dense: the dense prefetch branches (node vector, and document vector when the store has them).
+    :param scorer: the dense side's scoring query (chunk or static MaxSim, or the node vector).
+    :param sparse: the query's BM25 vector, or None when there is no lexical side (no BM25, no query text, or
+        only stop words).
+    :param alpha: weight of the dense side (see :func:`fuse`).
+    :param prefetch_limit: candidates per prefetch branch.
+    :param filter: the backend-native filter.
+    :param payload_keys: payload keys returned with each scored point.
+    :param hnsw_ef: HNSW ``ef`` of the dense searches.
+    :return: the plan; BM25 widens the prefetch whenever the query has BM25 terms, and scores the candidates
+        unless ``alpha`` is 1; ``alpha`` 0 is a plain BM25 search of the whole store.
+    """
+    lexical = Branch("bm25", sparse) if sparse is not None and sparse.indices else None
+    scorers: tuple[Branch, ...] = (scorer,)
+    if lexical is None:
+        prefetch = tuple(dense) if scorer.using != "node" or len(dense) > 1 else ()  # else a plain search
+    elif alpha == 0.0:
+        prefetch, scorers = (), (lexical,)
+    else:
+        prefetch = (*dense, lexical)
+        scorers = (scorer, lexical) if alpha < 1.0 else (scorer,)
+    return QueryPlan(
+        prefetch=prefetch,
+        scorers=scorers,
+        prefetch_limit=prefetch_limit,
+        limit=prefetch_limit * max(1, len(prefetch)),
+        filter=filter,
+        payload_keys=payload_keys,
+        hnsw_ef=hnsw_ef,
+    )
+
+
+def fuse(plan: QueryPlan, results: list[list[ScoredPointData]], alpha: float) -> list[ScoredPointData]:
+    """The final scores of a plan's candidates, best first (ties by point id).
+
+    Scores are rounded to 6 decimals: float32 noise of the engine (two stores written alike can differ in the
+    last bits) never decides an order, the point id does.
+
+    :param plan: the plan the results answer.
+    :param results: one scored list per scorer of the plan.
+    :param alpha: weight of the dense side; a plan without one of the two sides ranks by the other alone.
+    :return: every candidate once, with its final score.
+    """
+    sides = dict(zip((scorer.using for scorer in plan.scorers), results))
+    lexical = sides.pop("bm25", None)
+    dense = next(iter(sides.values()), None)
+    scorer = next((s for s in plan.scorers if s.using != "bm25"), None)
+    points: dict[str, ScoredPointData] = {}
+    dense_scores: dict[str, float] = {}
+    if dense is not None and scorer is not None:
+        vectors = _query_vectors(scorer)
+        for point in dense:
+            points[point.id] = point
+            dense_scores[point.id] = point.score / vectors
+    lexical_scores: dict[str, float] = {}
+    if lexical is not None:
+        top = max((point.score for point in lexical), default=0.0)
+        for point in lexical:
+            points.setdefault(point.id, point)
+            lexical_scores[point.id] = point.score / top if top > 0 else 0.0
+    if dense is None:
+        weight = 0.0
+    elif lexical is None:
+        weight = 1.0
+    else:
+        weight = alpha
+    floor = min(dense_scores.values(), default=0.0)  # a candidate the dense scorer did not return
+    fused = [
+        ScoredPointData(
+            point_id,
+            round(weight * dense_scores.get(point_id, floor) + (1 - weight) * lexical_scores.get(point_id, 0.0), 6),
+            point.payload,
+        )
+        for point_id, point in points.items()
+    ]
+    fused = [point for point in fused if math.isfinite(point.score)]
+    return sorted(fused, key=lambda point: (-point.score, point.id))
+
+
+def _query_vectors(scorer: Branch) -> int:
+    """How many query vectors a MaxSim sums over (1 for a single vector)."""
+    query = scorer.query
+    if isinstance(query, list) and query and isinstance(query[0], list):
+        return len(query)
+    return 1
+
+
+def best_hits(points: Sequence[ScoredPointData], k: int, doc_level: bool) -> list[tuple[str, float]]:
+    """The first ``k`` points of a ranked list, at most one per document when ``doc_level``.
+
+    :return: ``(point_id, score)`` pairs, best first.
+    """
+    best: list[tuple[str, float]] = []
+    seen: set[str] = set()
+    for point in points:
+        key = point.payload["doc_id"] if doc_level else point.id
+        if key not in seen:
+            seen.add(key)
+            best.append((point.id, point.score))
+            if len(best) == k:
+                break
+    return best
