@@ -166,7 +166,7 @@ def load_corpus(name: str, node_tokens: int = 256, **encoder_settings: object) -
         chunk_vectors=np.concatenate(chunks).astype(np.float32),
         chunk_starts=np.asarray(starts),
         query_vectors=np.asarray([q.vector for q in queries], dtype=np.float32),
-        query_chunks=[np.asarray(q.landmarks, dtype=np.float32) for q in queries],
+        query_chunks=[np.asarray(q.chunk_vectors, dtype=np.float32) for q in queries],
     )
 
 

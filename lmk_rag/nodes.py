@@ -58,7 +58,7 @@ def group_chunks(encoded: EncodedText, node_tokens: int = 256) -> list[NodeSlice
         while end < encoded.n_chunks and tokens + counts[end] <= node_tokens:
             tokens += counts[end]
             end += 1
-        chunk_vectors = encoded.landmarks[start:end]
+        chunk_vectors = encoded.chunk_vectors[start:end]
         nodes.append(
             NodeSlice(
                 index=len(nodes),

@@ -36,7 +36,7 @@ def pool_states(states: ChunkStates, pooling: Pooling, chunk_vector: ChunkVector
     chunks = states.landmark_states if chunk_vector == "landmark" else chunk_means(states)
     return EncodedText(
         vector=text_vector(states, pooling),
-        landmarks=l2_normalize(chunks),
+        chunk_vectors=l2_normalize(chunks),
         spans=list(states.spans),
         token_counts=list(states.token_counts),
     )

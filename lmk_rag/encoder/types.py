@@ -18,7 +18,7 @@ class EncodedText:
     """One encoded text at its three granularities.
 
     :param vector: the pooled text vector, shape (dim,), L2-normalised float32.
-    :param landmarks: one vector per landmark chunk, shape (n_chunks, dim), L2-normalised float32.
+    :param chunk_vectors: one vector per landmark chunk, shape (n_chunks, dim), L2-normalised float32.
         Depending on ``chunk_vector`` these are the landmark tokens' states or the chunk means.
     :param spans: the char span ``(start, end)`` of each chunk in the input text. For any
         granularity but ``None`` the spans tile the text: the first starts at 0, each ends where
@@ -27,7 +27,7 @@ class EncodedText:
     """
 
     vector: np.ndarray
-    landmarks: np.ndarray
+    chunk_vectors: np.ndarray
     spans: list[tuple[int, int]]
     token_counts: list[int] = field(default_factory=list)
 

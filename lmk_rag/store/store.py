@@ -576,7 +576,7 @@ class LandmarkStore:
         is scored by the rerank (cosine-like: MaxSim divided by the number of query vectors) and by BM25 (over
         the best candidate's BM25), and ranked by ``alpha * rerank + (1 - alpha) * bm25``.
 
-        :param query: an :class:`~lmk_rag.EncodedText` (``.vector`` (dim,), ``.landmarks`` (q, dim)).
+        :param query: an :class:`~lmk_rag.EncodedText` (``.vector`` (dim,), ``.chunk_vectors`` (q, dim)).
         :param k: hits returned.
         :param rerank: ``"landmarks"``, ``"static"`` or ``"none"`` (the node vector's cosine).
         :param filter: metadata filter.
@@ -599,7 +599,7 @@ class LandmarkStore:
             raise VectorSizeError(f"query vector of shape {vector.shape}, store expects ({self.dim},)")
         scorer = Branch("node", vector.tolist())
         if rerank == "landmarks":
-            chunks = np.asarray(query.landmarks, dtype=np.float32).reshape(-1, self.dim)
+            chunks = np.asarray(query.chunk_vectors, dtype=np.float32).reshape(-1, self.dim)
             scorer = Branch("chunks", chunks.tolist())
         elif rerank == "static":
             scorer = Branch("static", self._static_rerank_query(static_query).tolist())

@@ -64,8 +64,8 @@ def evaluate_heldout(encoder: LandmarkEncoder, heldout: HeldoutSet) -> dict[str,
     queries = np.stack([pool_states(s, "lmk", "landmark").vector for s in encoder.encode_states(heldout.queries)])
     passages = np.stack([pool_states(s, "lmk", "landmark").vector for s in encoder.encode_states(heldout.passages)])
     haystack_states = encoder.encode_states(heldout.haystacks)
-    landmark = [pool_states(s, "lmk", "landmark").landmarks for s in haystack_states]
-    means = [pool_states(s, "lmk", "mean").landmarks for s in haystack_states]
+    landmark = [pool_states(s, "lmk", "landmark").chunk_vectors for s in haystack_states]
+    means = [pool_states(s, "lmk", "mean").chunk_vectors for s in haystack_states]
     lmk_r1, lmk_mrr = _rank_metrics(queries @ passages.T)
     return {
         "lmk_r1": lmk_r1,

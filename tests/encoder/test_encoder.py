@@ -41,7 +41,7 @@ def test_one_independent_chunk_equals_sentence_transformers_on_its_text(sentence
     chunk_texts = [PAGE[start:end] for start, end in encoded.spans]
     theirs = sentence_transformer.encode(chunk_texts, normalize_embeddings=True)
     # the chunk's own text re-tokenises to the same tokens except at cut points inside words
-    cosines = np.sum(encoded.landmarks * theirs, axis=1)
+    cosines = np.sum(encoded.chunk_vectors * theirs, axis=1)
     assert np.median(cosines) > 0.99
 
 
@@ -51,20 +51,20 @@ def test_one_vector_per_chunk_and_spans_tile(granularity, context):
     encoder = LandmarkEncoder(granularity=granularity, context=context)
     encoded = encoder.encode_documents(PAGE)
     _, plan = encoder.plan(PAGE)
-    assert encoded.landmarks.shape == (len(plan.chunks), encoder.dim)
+    assert encoded.chunk_vectors.shape == (len(plan.chunks), encoder.dim)
     assert encoded.n_chunks == len(plan.chunks) == len(encoded.token_counts)
     assert "".join(PAGE[start:end] for start, end in encoded.spans) == PAGE
-    assert np.allclose(np.linalg.norm(encoded.landmarks, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(np.linalg.norm(encoded.chunk_vectors, axis=1), 1.0, atol=1e-5)
     assert np.isclose(np.linalg.norm(encoded.vector), 1.0, atol=1e-5)
-    assert encoded.vector.dtype == np.float32 and encoded.landmarks.dtype == np.float32
+    assert encoded.vector.dtype == np.float32 and encoded.chunk_vectors.dtype == np.float32
 
 
 def test_contexts_differ_but_agree(minilm_encoder):
     in_context = minilm_encoder.encode_documents(PAGE)
     alone = LandmarkEncoder(granularity=32, context="chunk").encode_documents(PAGE)
-    cosines = np.sum(in_context.landmarks * alone.landmarks, axis=1)
+    cosines = np.sum(in_context.chunk_vectors * alone.chunk_vectors, axis=1)
     assert in_context.spans == alone.spans
-    assert not np.allclose(in_context.landmarks, alone.landmarks, atol=1e-3)
+    assert not np.allclose(in_context.chunk_vectors, alone.chunk_vectors, atol=1e-3)
     assert cosines.mean() > 0.6
 
 
@@ -74,7 +74,7 @@ def test_poolings_give_distinct_normalised_vectors(pooling):
     encoded = encoder.encode_documents(PAGE)
     assert np.isclose(np.linalg.norm(encoded.vector), 1.0, atol=1e-5)
     if pooling in ("lmk", "multicls"):
-        expected = encoded.landmarks.mean(axis=0)  # normalised states: same direction up to norms
+        expected = encoded.chunk_vectors.mean(axis=0)  # normalised states: same direction up to norms
         assert float(encoded.vector @ (expected / np.linalg.norm(expected))) > 0.95
 
 
@@ -82,31 +82,31 @@ def test_landmark_and_mean_chunk_vectors_differ(minilm_encoder):
     states = minilm_encoder.encode_states([PAGE])
     landmark = LandmarkEncoder(granularity=32, chunk_vector="landmark").pool(states)[0]
     mean = minilm_encoder.pool(states)[0]
-    assert landmark.landmarks.shape == mean.landmarks.shape
-    assert not np.allclose(landmark.landmarks, mean.landmarks, atol=1e-3)
+    assert landmark.chunk_vectors.shape == mean.chunk_vectors.shape
+    assert not np.allclose(landmark.chunk_vectors, mean.chunk_vectors, atol=1e-3)
 
 
 def test_queries_get_landmarks_and_retrieve_the_right_chunk(minilm_encoder):
     document = minilm_encoder.encode_documents(PAGE + " The tar archiver stores many files in one archive file.")
     query = minilm_encoder.encode_queries("program that bundles files into an archive")
-    assert query.landmarks.shape[0] >= 1
-    best = int(np.argmax(document.landmarks @ query.vector))
+    assert query.chunk_vectors.shape[0] >= 1
+    best = int(np.argmax(document.chunk_vectors @ query.vector))
     assert best == document.n_chunks - 1
 
 
 def test_window_overlap_changes_states_not_shapes():
     plain = LandmarkEncoder(granularity=32).encode_documents(PAGE)
     overlapped = LandmarkEncoder(granularity=32, window_overlap=64).encode_documents(PAGE)
-    assert plain.landmarks.shape == overlapped.landmarks.shape
-    assert not np.allclose(plain.landmarks, overlapped.landmarks, atol=1e-4)
+    assert plain.chunk_vectors.shape == overlapped.chunk_vectors.shape
+    assert not np.allclose(plain.chunk_vectors, overlapped.chunk_vectors, atol=1e-4)
 
 
 def test_encoding_is_deterministic_and_batch_independent(minilm_encoder):
     alone = minilm_encoder.encode_documents(PAGE)
     batched = minilm_encoder.encode_documents([SHORT, PAGE, SHORT * 3])[1]
     again = minilm_encoder.encode_documents(PAGE)
-    assert np.array_equal(alone.landmarks, again.landmarks)
-    assert np.allclose(alone.landmarks, batched.landmarks, atol=1e-5)
+    assert np.array_equal(alone.chunk_vectors, again.chunk_vectors)
+    assert np.allclose(alone.chunk_vectors, batched.chunk_vectors, atol=1e-5)
 
 
 @pytest.mark.slow
@@ -126,7 +126,7 @@ def test_nodes_group_whole_chunks(minilm_encoder):
     assert "".join(PAGE[node.span[0] : node.span[1]] for node in nodes) == PAGE
     assert all(node.token_count <= 100 for node in nodes)
     first = nodes[0]
-    expected = encoded.landmarks[first.chunk_range[0] : first.chunk_range[1]].mean(axis=0)
+    expected = encoded.chunk_vectors[first.chunk_range[0] : first.chunk_range[1]].mean(axis=0)
     assert np.allclose(first.vector, expected / np.linalg.norm(expected), atol=1e-6)
 
 
@@ -218,6 +218,6 @@ def test_tiny_modernbert_runs_the_long_path(tiny_modernbert):
     text = PAGE * 20
     encoded = long_encoder.encode_documents(text)
     _, plan = long_encoder.plan(text)
-    assert encoded.n_chunks == len(plan.chunks) and encoded.landmarks.shape[1] == 64
+    assert encoded.n_chunks == len(plan.chunks) and encoded.chunk_vectors.shape[1] == 64
     assert "".join(text[s:e] for s, e in encoded.spans) == text
-    assert np.all(np.isfinite(encoded.landmarks))
+    assert np.all(np.isfinite(encoded.chunk_vectors))

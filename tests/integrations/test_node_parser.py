@@ -54,7 +54,7 @@ def test_node_vectors_are_the_encoders_chunk_pooled_vectors(
         starts = [start for start, _ in encoded.spans]
         for node in _by_document(parsed, document):
             first, last = starts.index(node.start_char_idx), bisect_left(starts, node.end_char_idx)
-            chunks = encoded.landmarks[first:last]
+            chunks = encoded.chunk_vectors[first:last]
             assert sum(encoded.token_counts[first:last]) <= NODE_TOKENS or last - first == 1
             mean = chunks.mean(axis=0)
             np.testing.assert_allclose(node.embedding, mean / np.linalg.norm(mean), atol=1e-5)

@@ -53,7 +53,7 @@ def test_node_level_search_and_rerank_modes(open_store, doc_records, docs) -> No
         assert len({h.node_id for h in hits}) == 5
     landmark_score = store.search(node.text[:300], k=1, rerank="landmarks", doc_level=False, alpha=1.0)[0].score
     query = store.encoder.encode_queries(node.text[:300])
-    expected = np.mean([float(np.max(node.chunk_vectors @ q)) for q in query.landmarks])  # MaxSim by hand, per q
+    expected = np.mean([float(np.max(node.chunk_vectors @ q)) for q in query.chunk_vectors])  # MaxSim by hand, per q
     assert landmark_score == pytest.approx(expected, rel=1e-3, abs=1e-3)
 
 
@@ -75,7 +75,7 @@ def test_alpha_one_ranks_by_maxsim_and_alpha_zero_by_bm25(open_store, doc_record
     nodes = [r for records in doc_records.values() for r in records]
     text = _first_sentence(docs["page2.txt"])
     query = store.encoder.encode_queries(text)
-    maxsim = {n.node_id: float(np.mean((n.chunk_vectors @ query.landmarks.T).max(axis=0))) for n in nodes}
+    maxsim = {n.node_id: float(np.mean((n.chunk_vectors @ query.chunk_vectors.T).max(axis=0))) for n in nodes}
     hits = store.search(text, k=len(nodes), doc_level=False, alpha=1.0)  # the prefetch holds every node
     assert [h.node_id for h in hits] == sorted(maxsim, key=lambda n: (-maxsim[n], node_point_id(n, 0)))[: len(hits)]
     np.testing.assert_allclose([h.score for h in hits], [maxsim[h.node_id] for h in hits], atol=1e-4)
@@ -95,7 +95,7 @@ def test_scores_are_cosine_like_for_long_queries(open_store, doc_records, docs) 
     store = open_store()
     _fill(store, doc_records)
     text = " ".join(docs.values())[:3000]
-    assert len(store.encoder.encode_queries(text).landmarks) >= 10
+    assert len(store.encoder.encode_queries(text).chunk_vectors) >= 10
     for alpha in (0.0, 0.5, 1.0):
         for rerank in ("landmarks", "none"):
             scores = [h.score for h in store.search(text, k=8, rerank=rerank, alpha=alpha, doc_level=False)]

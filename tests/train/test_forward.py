@@ -40,7 +40,7 @@ def test_training_vectors_equal_the_inference_encoder(tiny_model: Path) -> None:
     np.testing.assert_allclose(means.numpy(), inference_means, atol=1e-5)
     for row, encoded in enumerate(expected):
         assert int(mask[row].sum()) == encoded.n_chunks
-        np.testing.assert_allclose(landmarks[row, : encoded.n_chunks].numpy(), encoded.landmarks, atol=1e-5)
+        np.testing.assert_allclose(landmarks[row, : encoded.n_chunks].numpy(), encoded.chunk_vectors, atol=1e-5)
     assert not mask[1, 1:].any()
 
 

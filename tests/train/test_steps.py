@@ -121,7 +121,7 @@ def test_run_writes_a_folder_the_encoder_loads_as_lmk_trained(
     states = encoder.encode_states([text])[0]
     assert encoded.n_chunks > 2 and encoded.vector.shape == (32,)
     chunks = states.landmark_states if landmarks_win else states.chunk_sums / states.chunk_sizes[:, None]
-    np.testing.assert_allclose(encoded.landmarks, chunks / np.linalg.norm(chunks, axis=1, keepdims=True), atol=1e-5)
+    np.testing.assert_allclose(encoded.chunk_vectors, chunks / np.linalg.norm(chunks, axis=1, keepdims=True), atol=1e-5)
 
 
 def test_marker_names_the_chunk_vectors_that_measured_best() -> None:
