@@ -97,9 +97,9 @@ def build(store: LandmarkStore, docs: list[list[NodeRecord]], n_nodes: int) -> d
 
 #: The timed search modes: name -> (rerank, alpha, whether the query text goes along for BM25).
 MODES = {
-    "fused": ("landmarks", None, True),  # the product: MaxSim and BM25 fused (the store's alpha)
-    "alpha1": ("landmarks", 1.0, True),  # BM25 widens the prefetch, MaxSim alone ranks (the store before fusion)
-    "dense": ("landmarks", 1.0, False),  # no BM25 at all: dense prefetch, MaxSim rerank
+    "fused": ("chunks", None, True),  # the product: MaxSim and BM25 fused (the store's alpha)
+    "alpha1": ("chunks", 1.0, True),  # BM25 widens the prefetch, MaxSim alone ranks (the store before fusion)
+    "dense": ("chunks", 1.0, False),  # no BM25 at all: dense prefetch, MaxSim rerank
     "norerank": ("none", None, True),  # node-vector cosine fused with BM25
 }
 

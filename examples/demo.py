@@ -74,7 +74,7 @@ def main() -> None:
         print(f"Encoder: {store.encoder}\n")
         for question in QUESTIONS:
             print(f"Q: {question}")
-            for rank, hit in enumerate(store.search(question, k=3, rerank="landmarks"), start=1):
+            for rank, hit in enumerate(store.search(question, k=3, rerank="chunks"), start=1):
                 snippet = " ".join(hit.text.split())[:110]
                 print(f"  {rank}. {hit.doc_id:<10} {hit.score:6.3f}  chars {hit.span[0]}-{hit.span[1]}  {snippet}")
             print()

@@ -70,9 +70,6 @@ def ingest(
     store: Path = typer.Option(..., "--store", help=STORE_HELP),
     batch_size: int = typer.Option(8, help="Documents encoded and written per batch."),
     bm25: bool = typer.Option(None, "--bm25/--no-bm25", help="BM25 vectors, fused into the ranking (new stores only)."),
-    document_vector: bool = typer.Option(
-        None, "--document-vector/--no-document-vector", help="Document-vector prefetch branch (new stores only)."
-    ),
 ) -> None:
     """Encode documents and write their landmark nodes to a store (re-ingesting replaces a document)."""
     from lmk_rag.store import LandmarkStore
@@ -87,7 +84,7 @@ def ingest(
             typer.echo(f"skipped {file}: empty", err=True)
     start = time.perf_counter()
     try:
-        with LandmarkStore(store, bm25=bm25, document_vector=document_vector) as target:
+        with LandmarkStore(store, bm25=bm25) as target:
             nodes = target.add_documents(documents, batch_size=batch_size, show_progress_bar=True)
             target.optimize()
     except LmkRagError as error:
@@ -101,7 +98,7 @@ def query(
     text: str = typer.Argument(..., help="The query."),
     store: Path = typer.Option(..., "--store", help=STORE_HELP),
     k: int = typer.Option(10, "-k", help="Hits to return."),
-    rerank: str = typer.Option("landmarks", help="landmarks | static | none"),
+    rerank: str = typer.Option("chunks", help="chunks | static | none (the old name 'landmarks' still works)."),
     alpha: float = typer.Option(
         None, min=0.0, max=1.0, help="Weight of the rerank score against BM25 (1 = rerank only, 0 = BM25 only; "
         "default: the store's)."

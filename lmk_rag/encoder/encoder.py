@@ -8,6 +8,7 @@ import json
 import logging
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from enum import Enum
 from typing import Any, overload
 
 import numpy as np
@@ -31,15 +32,12 @@ from lmk_rag.errors import EmptyTextError, InvalidInputError
 
 DEFAULT_GRANULARITY = 64
 """Default chunk size: best mean nDCG@10 of 32/64/128/256 on the dev sets (docs/decisions.md, "eval: encoder defaults")."""
-DEFAULT_CONTEXT: Context = "document"
+DEFAULT_CONTEXT = Context.DOCUMENT.value
 """Default context: ties ``"chunk"`` in quality and encodes each token once (docs/decisions.md)."""
 
 LMK_CONFIG_FILE = "lmk_rag.json"
 """File next to a model's config.json that marks it LMK-trained, e.g. ``{"lmk_trained": true}``."""
 
-_CONTEXTS = ("document", "chunk")
-_POOLINGS = ("lmk", "mean", "cls", "multicls", "auto")
-_CHUNK_VECTORS = ("landmark", "mean", "auto")
 _PROGRESS_MIN_BATCHES = 20
 
 logger = logging.getLogger(__name__)
@@ -77,9 +75,9 @@ class LandmarkEncoder:
         self,
         model_name: str | Path | None = None,
         granularity: Granularity = DEFAULT_GRANULARITY,
-        context: Context = DEFAULT_CONTEXT,
-        pooling: Pooling | str = "auto",
-        chunk_vector: ChunkVector | str = "auto",
+        context: Context | str = DEFAULT_CONTEXT,
+        pooling: Pooling | str = Pooling.AUTO,
+        chunk_vector: ChunkVector | str = ChunkVector.AUTO,
         max_length: int | None = None,
         window_overlap: int = 0,
         batch_size: int = 32,
@@ -88,9 +86,9 @@ class LandmarkEncoder:
         show_progress_bar: bool | None = None,
         sentence_max_tokens: int = 128,
     ) -> None:
-        _check_choice("context", context, _CONTEXTS)
-        _check_choice("pooling", pooling, _POOLINGS)
-        _check_choice("chunk_vector", chunk_vector, _CHUNK_VECTORS)
+        context = _choice("context", context, Context)
+        pooling = _choice("pooling", pooling, Pooling)
+        chunk_vector = _choice("chunk_vector", chunk_vector, ChunkVector)
         if window_overlap < 0 or batch_size < 1:
             raise InvalidInputError("window_overlap must be >= 0 and batch_size >= 1")
         self.model_name = str(model_name) if model_name is not None else DEFAULT_MODEL
@@ -98,15 +96,15 @@ class LandmarkEncoder:
         self.lmk_config = _read_lmk_config(self.model_path)
         trained = bool(self.lmk_config.get("lmk_trained", False))
         self.granularity = granularity
-        self.context: Context = context
-        if pooling == "auto":
-            pooling = self.lmk_config.get("pooling", "lmk") if trained else "mean"
-            _check_choice(f"{LMK_CONFIG_FILE} pooling", pooling, _POOLINGS[:-1])
-        if chunk_vector == "auto":
-            chunk_vector = self.lmk_config.get("chunk_vector", "landmark") if trained else "mean"
-            _check_choice(f"{LMK_CONFIG_FILE} chunk_vector", chunk_vector, _CHUNK_VECTORS[:-1])
-        self.pooling: Pooling = pooling  # type: ignore[assignment]
-        self.chunk_vector: ChunkVector = chunk_vector  # type: ignore[assignment]
+        self.context = context
+        if pooling == Pooling.AUTO:
+            chosen = self.lmk_config.get("pooling", "lmk") if trained else "mean"
+            pooling = _choice(f"{LMK_CONFIG_FILE} pooling", chosen, Pooling, automatic=False)
+        if chunk_vector == ChunkVector.AUTO:
+            chosen = self.lmk_config.get("chunk_vector", "landmark") if trained else "mean"
+            chunk_vector = _choice(f"{LMK_CONFIG_FILE} chunk_vector", chosen, ChunkVector, automatic=False)
+        self.pooling = pooling
+        self.chunk_vector = chunk_vector
         self.window_overlap = window_overlap
         self.batch_size = batch_size
         self.show_progress_bar = show_progress_bar
@@ -327,10 +325,17 @@ def _validate_texts(texts: Any) -> list[str]:
     return list(texts)
 
 
-def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
-    """Raise a clear error for a setting outside its choices."""
+def _choice(name: str, value: Any, mode: type[Enum], automatic: bool = True) -> str:
+    """A mode setting's plain string value; a clear error for anything outside the mode's choices.
+
+    :param automatic: whether ``"auto"`` is a valid choice.
+    """
+    choices = [member.value for member in mode if automatic or member.value != "auto"]
+    if isinstance(value, mode):
+        value = value.value
     if value not in choices:
         raise InvalidInputError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+    return str(value)
 
 
 def _best_device() -> str:

@@ -13,7 +13,7 @@ def chunk_means(states: ChunkStates) -> np.ndarray:
     return states.chunk_sums / np.maximum(states.chunk_sizes, 1)[:, None]
 
 
-def text_vector(states: ChunkStates, pooling: Pooling) -> np.ndarray:
+def text_vector(states: ChunkStates, pooling: Pooling | str) -> np.ndarray:
     """The pooled text vector, shape (dim,), L2-normalised.
 
     ``lmk`` and ``multicls``: mean of the landmark states; ``mean``: mean of all owned token states
@@ -31,7 +31,7 @@ def text_vector(states: ChunkStates, pooling: Pooling) -> np.ndarray:
     return l2_normalize(vector)
 
 
-def pool_states(states: ChunkStates, pooling: Pooling, chunk_vector: ChunkVector) -> EncodedText:
+def pool_states(states: ChunkStates, pooling: Pooling | str, chunk_vector: ChunkVector | str) -> EncodedText:
     """Build an :class:`EncodedText` from raw states with the given pooling and chunk vector choice."""
     chunks = states.landmark_states if chunk_vector == "landmark" else chunk_means(states)
     return EncodedText(

@@ -3,14 +3,41 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Literal
 
 import numpy as np
 
 Granularity = int | Literal["sentence", "variable"] | None
-Context = Literal["document", "chunk"]
-Pooling = Literal["lmk", "mean", "cls", "multicls"]
-ChunkVector = Literal["landmark", "mean"]
+
+
+class Context(str, Enum):
+    """What a chunk's token states see: ``document`` encodes a text in windows of whole chunks (chunks see their
+    neighbours); ``chunk`` encodes every chunk alone with its own landmark."""
+
+    DOCUMENT = "document"
+    CHUNK = "chunk"
+
+
+class Pooling(str, Enum):
+    """The text vector: ``lmk`` (mean of landmark states), ``mean`` (mean of all token states), ``cls`` (first
+    CLS state), ``multicls`` (mean of a CLS before every chunk), ``auto`` (``lmk`` for an LMK-trained model, else
+    ``mean``)."""
+
+    LMK = "lmk"
+    MEAN = "mean"
+    CLS = "cls"
+    MULTICLS = "multicls"
+    AUTO = "auto"
+
+
+class ChunkVector(str, Enum):
+    """A chunk's vector: ``landmark`` (its landmark token's state), ``mean`` (mean of its token states), ``auto``
+    (for an LMK-trained model the choice its marker file records, else ``mean``)."""
+
+    LANDMARK = "landmark"
+    MEAN = "mean"
+    AUTO = "auto"
 
 
 @dataclass(frozen=True)

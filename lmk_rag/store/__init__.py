@@ -2,6 +2,6 @@
 
 from lmk_rag.store.filters import FieldCondition, Filter
 from lmk_rag.store.store import LandmarkStore
-from lmk_rag.store.types import Hit, NodeRecord
+from lmk_rag.store.types import Hit, NodeRecord, Rerank
 
-__all__ = ["FieldCondition", "Filter", "Hit", "LandmarkStore", "NodeRecord"]
+__all__ = ["FieldCondition", "Filter", "Hit", "LandmarkStore", "NodeRecord", "Rerank"]

@@ -77,6 +77,10 @@ class Backend(ABC):
         """The exact number of points matching a filter."""
 
     @abstractmethod
+    def optimize(self) -> bool:
+        """Build indexes now where the backend only does so when asked; True if anything changed."""
+
+    @abstractmethod
     def flush(self) -> None:
         """Make every write so far durable."""
 

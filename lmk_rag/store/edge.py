@@ -10,13 +10,13 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Any
-from uuid import UUID
 
 import qdrant_edge as qe
 
 from lmk_rag.errors import CorruptStoreError, StoreLockedError, VectorSizeError
 from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.filters import ConditionBuilder
+from lmk_rag.store.layout import vector_layout
 from lmk_rag.store.types import Branch, CollectionSpec, PointData, QueryPlan, ScoredPointData, SparseVector
 
 META_FILE = "lmk_rag.json"
@@ -60,35 +60,28 @@ class EdgeConditions:
 
 
 def edge_config(spec: CollectionSpec) -> qe.EdgeConfig:
-    """The Edge shard configuration for a collection spec (pure; tested on its own).
+    """The Edge shard configuration of a collection spec (pure; tested on its own).
 
-    :param spec: the named vectors to create.
-    :return: the config: ``node`` and ``document`` (HNSW, cosine), ``chunks`` and ``static`` (MaxSim
-        multivectors, no HNSW), ``bm25`` (sparse, IDF).
+    :param spec: what the store holds (see :mod:`lmk_rag.store.layout`).
+    :return: the config: dense vectors with HNSW, multivectors (MaxSim, quantized when asked) without, sparse
+        vectors with the IDF modifier.
     """
-    multi = qe.MultiVectorConfig(qe.MultiVectorComparator.MaxSim)
-    quantization = _quantization(spec.quantization)
     hnsw = qe.HnswIndexConfig(m=spec.hnsw_m, ef_construct=spec.ef_construct, full_scan_threshold=10_000)
-
-    def multivector(size: int) -> Any:
-        return qe.EdgeVectorParams(
-            size=size,
-            distance=qe.Distance.Cosine,
-            multivector_config=multi,
-            hnsw_config=_NO_HNSW,
-            quantization_config=quantization,
-        )
-
-    vectors = {
-        "node": qe.EdgeVectorParams(size=spec.dim, distance=qe.Distance.Cosine, hnsw_config=hnsw),
-        "chunks": multivector(spec.dim),
-    }
-    if spec.document_vector:
-        vectors["document"] = qe.EdgeVectorParams(size=spec.dim, distance=qe.Distance.Cosine, hnsw_config=hnsw)
-    if spec.static_dim is not None:
-        vectors["static"] = multivector(spec.static_dim)
-    sparse = {"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)} if spec.bm25 else None
-    return qe.EdgeConfig(vectors=vectors, sparse_vectors=sparse)
+    vectors, sparse = {}, {}
+    for slot in vector_layout(spec):
+        if slot.kind == "dense":
+            vectors[slot.name] = qe.EdgeVectorParams(size=slot.size, distance=qe.Distance.Cosine, hnsw_config=hnsw)
+        elif slot.kind == "multivector":
+            vectors[slot.name] = qe.EdgeVectorParams(
+                size=slot.size,
+                distance=qe.Distance.Cosine,
+                multivector_config=qe.MultiVectorConfig(qe.MultiVectorComparator.MaxSim),
+                hnsw_config=_NO_HNSW,
+                quantization_config=_quantization(spec.quantization),
+            )
+        else:
+            sparse[slot.name] = qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)
+    return qe.EdgeConfig(vectors=vectors, sparse_vectors=sparse or None)
 
 
 def _quantization(kind: str | None) -> Any:
@@ -142,7 +135,7 @@ class EdgeBackend(Backend):
         return self._shard is not None
 
     def create(self, spec: CollectionSpec) -> None:
-        """Create the shard and the store's payload indexes."""
+        """Create the shard with the spec's named vectors."""
         self._shard = qe.EdgeShard.create(str(self.folder / SHARD_DIR), edge_config(spec))
 
     def vector_names(self) -> set[str]:
@@ -249,7 +242,7 @@ class EdgeBackend(Backend):
         return int(self.shard.count(qe.CountRequest(exact=True, filter=native_filter)))
 
     def optimize(self) -> bool:
-        """Build the HNSW index and merge segments in-process (blocking); True if anything changed."""
+        """Build the HNSW index and merge segments in-process (blocking: Edge has no background optimizer)."""
         return bool(self.shard.optimize())
 
     def flush(self) -> None:
@@ -286,5 +279,4 @@ def _point(record: Any) -> PointData:
         for name, value in record.vector.items():
             is_sparse = hasattr(value, "indices")
             vectors[name] = SparseVector(list(value.indices), list(value.values)) if is_sparse else value
-    point_id = record.id
-    return PointData(str(point_id) if isinstance(point_id, UUID) else str(point_id), vectors, record.payload or {})
+    return PointData(str(record.id), vectors, record.payload or {})

@@ -1,9 +1,9 @@
 """Search planning and score fusion (pure): what the store asks a backend, and how it ranks the answer.
 
-A search has a *dense side* (chunk MaxSim, static MaxSim or the node vector's cosine) and a *lexical side*
-(BM25 of the node). Candidates are the union of a dense prefetch by node vector (and by document vector when
-the store holds them) and a BM25 prefetch; both sides score every candidate in one Query API call, and the
-final score is ``alpha * dense + (1 - alpha) * bm25``, where
+A search has a *dense side* (the rerank: chunk MaxSim, static MaxSim or the node vector's cosine) and a
+*lexical side* (BM25 of the node). Candidates are the union of a dense prefetch by node vector and a BM25
+prefetch; both sides score every candidate in one Query API call, and the final score is
+``alpha * dense + (1 - alpha) * bm25``, where
 
 - the dense score is cosine-like: a multivector MaxSim is divided by the number of query vectors, so it lies
   in [-1, 1] whatever the query length;
@@ -17,11 +17,12 @@ docs/decisions.md ("store: BM25 evidence in the final score") for the measuremen
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from lmk_rag.errors import InvalidInputError
-from lmk_rag.store.types import Branch, QueryPlan, ScoredPointData, SparseVector
+from lmk_rag.store.types import Branch, QueryPlan, Rerank, ScoredPointData, SparseVector
 
 DEFAULT_ALPHA = 0.7
 """Weight of the dense side in the final score; best mean nDCG@10 over the whole dev sets (docs/decisions.md)."""
@@ -37,6 +38,22 @@ def check_alpha(alpha: Any) -> float:
     return float(alpha)
 
 
+def check_rerank(rerank: Any) -> Rerank:
+    """Return a rerank mode as :class:`Rerank`; the old name ``"landmarks"`` still means ``"chunks"`` (with a
+    ``FutureWarning``).
+
+    :raises InvalidInputError: for an unknown mode.
+    """
+    if rerank == "landmarks":
+        warnings.warn("rerank='landmarks' is now called 'chunks'", FutureWarning, stacklevel=3)
+        return Rerank.CHUNKS
+    try:
+        return Rerank(rerank)
+    except ValueError:
+        choices = ", ".join(repr(mode.value) for mode in Rerank)
+        raise InvalidInputError(f"rerank must be one of {choices}, got {rerank!r}") from None
+
+
 def plan_search(
     *,
     dense: Sequence[Branch],
@@ -50,7 +67,7 @@ def plan_search(
 ) -> QueryPlan:
     """The plan of one search.
 
-    :param dense: the dense prefetch branches (node vector, and document vector when the store has them).
+    :param dense: the dense prefetch branches (by node vector).
     :param scorer: the dense side's scoring query (chunk or static MaxSim, or the node vector).
     :param sparse: the query's BM25 vector, or None when there is no lexical side (no BM25, no query text, or
         only stop words).

@@ -23,6 +23,8 @@ NAMESPACE = uuid.UUID("6f1d3c52-7f4e-4a55-9a38-5b1f0c2d9e10")
 META_POINT_ID = str(uuid.uuid5(NAMESPACE, "lmk-rag-store-settings"))
 NODE, DOC, STORE = "node", "doc", "store"
 HIT_KEYS = ["doc_id", "node_id", "version"]
+#: The payload indexes of every store: what the write protocol and searches filter on.
+PAYLOAD_INDEXES = (("kind", "keyword"), ("doc_id", "keyword"), ("node_id", "keyword"), ("version", "integer"))
 
 
 def node_id_for(doc_id: str, index: int) -> str:

@@ -12,10 +12,12 @@ from typing import Any
 
 import numpy as np
 from qdrant_client import QdrantClient, models
+from qdrant_client.local.qdrant_local import QdrantLocal
 
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, VectorSizeError
 from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.filters import ConditionBuilder
+from lmk_rag.store.layout import vector_layout
 from lmk_rag.store.records import META_POINT_ID, STORE
 from lmk_rag.store.types import Branch, CollectionSpec, PointData, QueryPlan, ScoredPointData, SparseVector
 
@@ -89,31 +91,25 @@ def create_collection_request(
     :param write_consistency_factor: replicas that must confirm a write, or None.
     :return: the kwargs.
     """
-    multi = models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM)
-    no_hnsw = models.HnswConfigDiff(m=0)
-    quantization = _quantization(spec.quantization)
     hnsw = models.HnswConfigDiff(m=spec.hnsw_m, ef_construct=spec.ef_construct)
-
-    def multivector(size: int) -> models.VectorParams:
-        return models.VectorParams(
-            size=size,
-            distance=models.Distance.COSINE,
-            multivector_config=multi,
-            hnsw_config=no_hnsw,
-            quantization_config=quantization,
-        )
-
-    vectors = {
-        "node": models.VectorParams(size=spec.dim, distance=models.Distance.COSINE, hnsw_config=hnsw),
-        "chunks": multivector(spec.dim),
-    }
-    if spec.document_vector:
-        vectors["document"] = models.VectorParams(size=spec.dim, distance=models.Distance.COSINE, hnsw_config=hnsw)
-    if spec.static_dim is not None:
-        vectors["static"] = multivector(spec.static_dim)
+    vectors: dict[str, models.VectorParams] = {}
+    sparse: dict[str, models.SparseVectorParams] = {}
+    for slot in vector_layout(spec):
+        if slot.kind == "dense":
+            vectors[slot.name] = models.VectorParams(size=slot.size, distance=models.Distance.COSINE, hnsw_config=hnsw)
+        elif slot.kind == "multivector":
+            vectors[slot.name] = models.VectorParams(
+                size=slot.size,
+                distance=models.Distance.COSINE,
+                multivector_config=models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM),
+                hnsw_config=models.HnswConfigDiff(m=0),
+                quantization_config=_quantization(spec.quantization),
+            )
+        else:
+            sparse[slot.name] = models.SparseVectorParams(modifier=models.Modifier.IDF)
     request: dict[str, Any] = {"collection_name": collection, "vectors_config": vectors}
-    if spec.bm25:
-        request["sparse_vectors_config"] = {"bm25": models.SparseVectorParams(modifier=models.Modifier.IDF)}
+    if sparse:
+        request["sparse_vectors_config"] = sparse
     for key, value in (
         ("shard_number", shard_number),
         ("replication_factor", replication_factor),
@@ -227,8 +223,8 @@ class ServerBackend(Backend):
             **client_kwargs(url, api_key, location, prefer_grpc, timeout)
         )
         self.collection = collection
-        remote = url is not None or (client is not None and not _is_local(client))
-        self.name = "qdrant-server" if remote else "qdrant-local"
+        self.local = isinstance(getattr(self.client, "_client", None), QdrantLocal)
+        self.name = "qdrant-local" if self.local else "qdrant-server"
         self._create_options = {
             "shard_number": shard_number,
             "replication_factor": replication_factor,
@@ -275,9 +271,9 @@ class ServerBackend(Backend):
         self.client.upsert(self.collection, [point], wait=True)
 
     def create_payload_index(self, key: str, kind: IndexKind) -> None:
-        """Index a payload path (a no-op with a warning in local mode)."""
-        if self.name == "qdrant-local":
-            return  # local mode has no payload indexes; filters still work by scanning
+        """Index a payload path (nothing to do in local mode, which filters by scanning)."""
+        if self.local:
+            return
         self.client.create_payload_index(self.collection, key, field_schema=_INDEX_TYPES[kind], wait=True)
 
     def upsert(self, points: list[PointData]) -> None:
@@ -332,6 +328,10 @@ class ServerBackend(Backend):
         """Exact count."""
         return int(self.client.count(self.collection, count_filter=native_filter, exact=True).count)
 
+    def optimize(self) -> bool:
+        """Nothing to do: servers build their indexes in the background (local mode has none)."""
+        return False
+
     def flush(self) -> None:
         """Nothing to do: writes wait for the server (local mode persists each write)."""
 
@@ -339,11 +339,6 @@ class ServerBackend(Backend):
         """Close the client if this backend created it."""
         if self._owns_client:
             self.client.close()
-
-
-def _is_local(client: QdrantClient) -> bool:
-    """Whether a client runs in local mode."""
-    return type(getattr(client, "_client", None)).__name__ == "QdrantLocal"
 
 
 def _native_point(point: PointData) -> models.PointStruct:

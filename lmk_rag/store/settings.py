@@ -1,55 +1,99 @@
-"""What a store records about how its vectors were made, and the checks made when it is reopened."""
+"""What a store records about how its vectors were made: created with the store, checked when it is reopened."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from lmk_rag.errors import CorruptStoreError, SettingsMismatchError
-from lmk_rag.store.types import CollectionSpec
+from lmk_rag.errors import CorruptStoreError, SettingsMismatchError, StoreError
+from lmk_rag.store.base import Backend
+from lmk_rag.store.bm25 import BM25_TOKENIZER
+from lmk_rag.store.layout import recorded_vectors
+from lmk_rag.store.records import PAYLOAD_INDEXES
+from lmk_rag.store.types import CollectionSpec, Quantization
 
 FORMAT = "lmk-rag-store"
 FORMAT_VERSION = 1
 
 
-def build_meta(
-    encoder: Any, static_encoder: Any | None, spec: CollectionSpec, node_tokens: int
+def create_settings(
+    backend: Backend,
+    where: str,
+    create: bool,
+    encoder: Callable[[], Any],
+    static_encoder: Any | None,
+    node_tokens: int,
+    bm25: bool,
+    alpha: float,
+    quantization: Quantization | None,
 ) -> dict[str, Any]:
-    """The settings record of a new store.
+    """Create the collection and its payload indexes, then record the settings (in that order, so a crash
+    leaves no settings record without its collection).
 
-    :param encoder: the landmark encoder (``.settings``, ``.fingerprint``, ``.dim``).
+    :param where: the store, for messages.
+    :param create: whether a missing store may be created.
+    :param encoder: returns the landmark encoder (``.settings``, ``.fingerprint``, ``.dim``), built on demand.
     :param static_encoder: the static token encoder (``.dim``, ``.fingerprint``) or None.
-    :param spec: the collection's vectors.
     :param node_tokens: the node size used when cutting documents.
-    :return: a JSON-able dict.
+    :param bm25: whether nodes carry BM25 vectors.
+    :param alpha: the store's default weight of the rerank score (1.0 without BM25).
+    :param quantization: quantization of the multivectors, or None.
+    :return: the settings record (JSON-able).
+    :raises StoreError: when ``create`` is False.
+    :raises CorruptStoreError: when the collection holds points but no settings record (foreign data).
     """
-    return {
+    if backend.exists() and backend.count(None) > 0:
+        raise CorruptStoreError(f"{where}: holds points but no lmk-rag settings record (foreign data)")
+    if not create:
+        raise StoreError(f"no lmk-rag store at {where}")
+    encoder = encoder()
+    static_dim = None if static_encoder is None else static_encoder.dim
+    spec = CollectionSpec(dim=encoder.dim, static_dim=static_dim, bm25=bm25, quantization=quantization)
+    if not backend.exists():
+        backend.create(spec)
+    for key, kind in PAYLOAD_INDEXES:
+        backend.create_payload_index(key, kind)
+    meta = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "encoder": {"settings": encoder.settings, "fingerprint": encoder.fingerprint, "dim": encoder.dim},
-        "static": None
-        if static_encoder is None
-        else {"fingerprint": static_encoder.fingerprint, "dim": static_encoder.dim},
+        "static": None if static_encoder is None else {"fingerprint": static_encoder.fingerprint, "dim": static_dim},
         "node_tokens": node_tokens,
-        "bm25": spec.bm25,
-        "document_vector": spec.document_vector,
-        "quantization": spec.quantization,
+        "bm25": bm25,
+        "bm25_tokenizer": BM25_TOKENIZER if bm25 else None,
+        "alpha": alpha if bm25 else 1.0,
+        "quantization": quantization,
         "hnsw_m": spec.hnsw_m,
         "ef_construct": spec.ef_construct,
     }
+    backend.flush()
+    backend.write_meta(meta)
+    return meta
 
 
-def spec_from_meta(meta: dict[str, Any]) -> CollectionSpec:
-    """The collection spec a settings record describes."""
-    static = meta.get("static")
-    return CollectionSpec(
-        dim=int(meta["encoder"]["dim"]),
-        static_dim=None if static is None else int(static["dim"]),
-        bm25=bool(meta.get("bm25", False)),
-        document_vector=bool(meta.get("document_vector", False)),
-        quantization=meta.get("quantization"),
-        hnsw_m=int(meta.get("hnsw_m", 16)),
-        ef_construct=int(meta.get("ef_construct", 100)),
-    )
+def check_settings(
+    meta: Any, backend: Backend, where: str, static_encoder: Any | None, node_tokens: int | None, bm25: bool | None
+) -> dict[str, Any]:
+    """Check an existing store's settings record against the collection and the caller's arguments.
+
+    :param meta: the record read from the backend.
+    :param where: the store, for messages.
+    :return: the record.
+    :raises CorruptStoreError: for a foreign, damaged or newer record, or vectors missing from the collection.
+    :raises SettingsMismatchError: when the static encoder, ``node_tokens`` or ``bm25`` differ from the store's.
+    """
+    meta = validate_meta(meta, where)
+    if not backend.exists():
+        raise CorruptStoreError(f"{where}: settings recorded but the vector data is missing")
+    check_static(meta, static_encoder, where)
+    if bm25 is not None and bm25 != bool(meta.get("bm25")):
+        raise SettingsMismatchError(f"{where} was built with bm25={bool(meta.get('bm25'))}, given bm25={bm25}")
+    if node_tokens is not None and meta.get("node_tokens") != node_tokens:
+        raise SettingsMismatchError(f"{where} cuts nodes of {meta.get('node_tokens')} tokens, given {node_tokens}")
+    expected, found = recorded_vectors(meta), backend.vector_names()
+    if not expected <= found:
+        raise CorruptStoreError(f"{where}: vectors {sorted(found)}, expected {sorted(expected)}")
+    return meta
 
 
 def validate_meta(meta: Any, where: str) -> dict[str, Any]:

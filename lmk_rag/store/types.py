@@ -4,12 +4,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Literal
 
 import numpy as np
 
-Rerank = Literal["landmarks", "static", "none"]
 Quantization = Literal["int8", "binary"]
+
+
+class Rerank(str, Enum):
+    """How a search scores its candidates on the dense side: ``chunks`` (MaxSim over the node's chunk vectors),
+    ``static`` (MaxSim over static token vectors) or ``none`` (the node vector's cosine)."""
+
+    CHUNKS = "chunks"
+    STATIC = "static"
+    NONE = "none"
 
 
 @dataclass(frozen=True)
@@ -18,8 +27,9 @@ class Hit:
 
     :param doc_id: the document the node belongs to.
     :param node_id: the node's id (``"<doc_id>#<index>"`` for nodes the store cut itself).
-    :param score: the final score: chunk MaxSim (``rerank="landmarks"``), static MaxSim
-        (``"static"``) or the node vector's cosine (``"none"``); with BM25 on and no rerank, the RRF score.
+    :param score: the final score in [-1, 1]: ``alpha`` times the rerank score (chunk or static MaxSim divided by
+        the number of query vectors, or the node vector's cosine) plus ``1 - alpha`` times the node's BM25 over the
+        best candidate's (see :mod:`lmk_rag.store.query`).
     :param text: the node's text.
     :param span: the node's char span ``(start, end)`` in its document.
     :param metadata: the document's metadata as given at ingest.
@@ -94,16 +104,14 @@ class CollectionSpec:
     :param dim: size of the node and chunk vectors.
     :param static_dim: size of the static token vectors, or None for no static slot.
     :param bm25: whether to create the BM25 sparse vector (IDF modifier).
-    :param document_vector: whether to create the ``document`` vector (each node's document vector, HNSW).
     :param quantization: quantization of the multivectors, or None for full float32.
-    :param hnsw_m: HNSW ``m`` of the node (and document) vector.
-    :param ef_construct: HNSW ``ef_construct`` of the node (and document) vector.
+    :param hnsw_m: HNSW ``m`` of the node vector.
+    :param ef_construct: HNSW ``ef_construct`` of the node vector.
     """
 
     dim: int
     static_dim: int | None = None
     bm25: bool = False
-    document_vector: bool = False
     quantization: Quantization | None = None
     hnsw_m: int = 16
     ef_construct: int = 100
@@ -113,7 +121,7 @@ class CollectionSpec:
 class Branch:
     """One scoring query of a plan: a named vector and the query's value for it.
 
-    :param using: the named vector (``"node"``, ``"document"``, ``"chunks"``, ``"static"`` or ``"bm25"``).
+    :param using: the named vector (``"node"``, ``"chunks"``, ``"static"`` or ``"bm25"``).
     :param query: a dense vector (dim,), a multivector (q, dim) as nested lists, or a :class:`SparseVector`.
     """
 
@@ -128,7 +136,7 @@ class QueryPlan:
     The candidates are the union of the ``prefetch`` branches' results (``prefetch_limit`` each); every scorer
     scores all of them and returns its own list. Without prefetch branches a scorer searches the whole store.
 
-    :param prefetch: the candidate branches (dense by node or document vector, BM25).
+    :param prefetch: the candidate branches (dense by node vector, BM25).
     :param scorers: the scoring queries (e.g. chunk MaxSim and BM25), one result list each.
     :param prefetch_limit: candidates per prefetch branch.
     :param limit: results per scorer.

@@ -23,12 +23,12 @@ def test_ingest_query_info(tmp_path, docs):
     runner = CliRunner()
     store = str(tmp_path / "store")
 
-    result = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--batch-size", "2", "--document-vector"])
+    result = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--batch-size", "2"])
     assert result.exit_code == 0, result.output
     assert "ingested 3 documents" in result.output
 
     query = texts[1].split(". ")[0][:200]
-    result = runner.invoke(app, ["query", query, "--store", store, "-k", "2", "--rerank", "landmarks", "--json"])
+    result = runner.invoke(app, ["query", query, "--store", store, "-k", "2", "--rerank", "chunks", "--json"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert out["query"] == query
@@ -52,7 +52,7 @@ def test_ingest_query_info(tmp_path, docs):
     assert result.exit_code == 0, result.output
     info = json.loads(result.stdout)
     assert info["documents"] == 3 and info["backend"] == "qdrant-edge" and info["encoder"]["dim"] == 384
-    assert info["document_vector"] is True and info["bm25"] is True
+    assert info["bm25"] is True and info["bm25_tokenizer"] == "code" and info["alpha"] == 0.7
 
     result = runner.invoke(app, ["query", "x", "--store", str(tmp_path / "nothing")])
     assert result.exit_code == 1 and "no lmk-rag store" in result.stderr

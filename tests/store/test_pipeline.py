@@ -17,4 +17,4 @@ def test_lmk_rag_pipeline_ranks_documents_by_their_best_node(tmp_path, docs):
     rankings = pipeline.search([text.split(". ")[0][:200] for text in texts], k=3)
     assert [ranking[0][0] for ranking in rankings] == [0, 1, 2, 3]
     assert all(len({doc for doc, _ in ranking}) == len(ranking) <= 3 for ranking in rankings)
-    assert pipeline.settings["bm25"] is True and pipeline.settings["rerank"] == "landmarks"
+    assert pipeline.settings["bm25"] is True and pipeline.settings["rerank"] == "chunks"

@@ -88,9 +88,7 @@ def test_create_collection_request_passes_cluster_settings():
     assert request["sparse_vectors_config"]["bm25"].modifier == models.Modifier.IDF
     plain = create_collection_request("c", CollectionSpec(dim=8))
     assert "shard_number" not in plain and "sparse_vectors_config" not in plain
-    assert "static" not in plain["vectors_config"] and "document" not in plain["vectors_config"]
-    document = create_collection_request("c", CollectionSpec(dim=8, document_vector=True))["vectors_config"]["document"]
-    assert document.size == 8 and document.hnsw_config.m == 16 and document.multivector_config is None
+    assert set(plain["vectors_config"]) == {"node", "chunks"}
 
 
 def test_upload_request_is_batched_and_parallel():
@@ -122,8 +120,6 @@ def test_fused_plan_scores_the_union_of_the_prefetch_twice_in_one_batch():
     assert [(r.using, r.prefetch, r.params.hnsw_ef) for r in plain] == [("node", None, 64)]
     stop_words = query_requests(_plan(sparse=SparseVector([], [])))  # a query of stop words only: dense alone
     assert [r.using for r in stop_words] == ["chunks"] and [p.using for p in stop_words[0].prefetch] == ["node"]
-    documents = query_requests(_plan(dense=[Branch("node", [0.1]), Branch("document", [0.1])]))
-    assert [p.using for p in documents[0].prefetch] == ["node", "document", "bm25"]
 
 
 def test_fusion_normalises_both_sides():
@@ -138,8 +134,7 @@ def test_fusion_normalises_both_sides():
 def test_edge_config_vectors():
     config = edge_config(CollectionSpec(dim=384, static_dim=32, bm25=True))
     assert set(config.vectors) == {"node", "chunks", "static"} and set(config.sparse_vectors) == {"bm25"}
-    with_document = edge_config(CollectionSpec(dim=384, document_vector=True))
-    assert set(with_document.vectors) == {"node", "chunks", "document"}
-    assert with_document.vectors["document"].hnsw_config.m == 16
+    plain = edge_config(CollectionSpec(dim=384))
+    assert set(plain.vectors) == {"node", "chunks"} and not plain.sparse_vectors
     assert config.vectors["chunks"].hnsw_config.m == 0 and config.vectors["node"].hnsw_config.m == 16
     assert config.vectors["chunks"].multivector_config is not None

@@ -46,12 +46,12 @@ def test_node_level_search_and_rerank_modes(open_store, doc_records, docs) -> No
     _fill(store, doc_records)
     doc_id = next(iter(docs))
     node = doc_records[doc_id][1]
-    for rerank in ("landmarks", "none"):
+    for rerank in ("chunks", "none"):
         hits = store.search(node.text[:300], k=5, rerank=rerank, doc_level=False)
         assert hits[0].node_id == node.node_id
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
         assert len({h.node_id for h in hits}) == 5
-    landmark_score = store.search(node.text[:300], k=1, rerank="landmarks", doc_level=False, alpha=1.0)[0].score
+    landmark_score = store.search(node.text[:300], k=1, rerank="chunks", doc_level=False, alpha=1.0)[0].score
     query = store.encoder.encode_queries(node.text[:300])
     expected = np.mean([float(np.max(node.chunk_vectors @ q)) for q in query.chunk_vectors])  # MaxSim by hand, per q
     assert landmark_score == pytest.approx(expected, rel=1e-3, abs=1e-3)
@@ -97,7 +97,7 @@ def test_scores_are_cosine_like_for_long_queries(open_store, doc_records, docs) 
     text = " ".join(docs.values())[:3000]
     assert len(store.encoder.encode_queries(text).chunk_vectors) >= 10
     for alpha in (0.0, 0.5, 1.0):
-        for rerank in ("landmarks", "none"):
+        for rerank in ("chunks", "none"):
             scores = [h.score for h in store.search(text, k=8, rerank=rerank, alpha=alpha, doc_level=False)]
             assert scores and all(-1.0 <= score <= 1.0 for score in scores)
     with pytest.raises(InvalidInputError, match="alpha"):
@@ -203,7 +203,7 @@ def test_static_slot_and_static_rerank(open_store, doc_records, docs, static_enc
     assert hits[0].doc_id == "page3.txt"
     store.close()
     with pytest.raises(SettingsMismatchError, match="static"):
-        open_store()._extra_vectors(doc_records["page0.txt"][0], None)
+        open_store().upsert_nodes("page0.txt", doc_records["page0.txt"])  # no static vectors, no static encoder
 
 
 @pytest.mark.slow
@@ -213,31 +213,9 @@ def test_bm25_hybrid_prefetch(open_store, doc_records, docs) -> None:
     _fill(store, doc_records)
     text = docs["page5.txt"]
     rare = max(set(text.split()), key=len)  # a long, rare token from the page
-    for rerank in ("landmarks", "none"):
+    for rerank in ("chunks", "none"):
         assert store.search(rare, k=8, rerank=rerank)
     assert store.search(_first_sentence(text), k=1)[0].doc_id == "page5.txt"
-
-
-def test_document_vector_prefetch(open_store, doc_records, docs) -> None:
-    store = open_store(document_vector=True)
-    assert store.document_vector and store.info()["document_vector"] is True
-    _fill(store, doc_records)
-    doc_id = "page4.txt"
-    points = list(store._scroll(store._native_filter({"doc_id": doc_id}), with_vectors=True))
-    chunks = np.concatenate([r.chunk_vectors for r in doc_records[doc_id]])
-    expected = chunks.mean(axis=0) / np.linalg.norm(chunks.mean(axis=0))
-    assert len(points) == len(doc_records[doc_id]) > 1  # every node of the document holds the document's vector
-    for point in points:
-        np.testing.assert_allclose(np.asarray(point.vectors["document"]), expected, atol=1e-5)
-    query = _first_sentence(docs[doc_id])
-    assert store.search(query, k=3)[0].doc_id == doc_id
-    assert store.search(query, k=3, rerank="none")[0].doc_id == doc_id
-    store.close()
-    again = open_store(encoder=None)
-    assert again.document_vector and again.search(query, k=1)[0].doc_id == doc_id
-    again.close()
-    with pytest.raises(SettingsMismatchError, match="document_vector"):
-        open_store(document_vector=False)
 
 
 def test_reranked_hits_rank_ties_by_point_id(open_store, doc_records, docs) -> None:

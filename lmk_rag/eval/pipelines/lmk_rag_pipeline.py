@@ -4,9 +4,8 @@ prefetch, chunk MaxSim and BM25 fused by the store's ``alpha``), documents ranke
 
 Searches run at the product's depth: the prefetch a ``k=10`` query uses (100 candidates per branch), whatever
 the ranking depth the harness asks for, so nDCG@10 is the product's. Variants: ``lmk-rag-alpha1`` (MaxSim
-alone, BM25 only widens the prefetch), ``lmk-rag-dense`` (no BM25 at all), ``lmk-rag-docprefetch`` (adds the
-document-vector prefetch branch), ``lmk-rag-static`` (static MaxSim rerank), ``lmk-rag-norerank`` (node
-vector instead of a rerank)."""
+alone, BM25 only widens the prefetch), ``lmk-rag-dense`` (no BM25 at all), ``lmk-rag-static`` (static MaxSim
+rerank), ``lmk-rag-norerank`` (node vector instead of a rerank)."""
 
 from __future__ import annotations
 
@@ -26,7 +25,7 @@ PRODUCT_K = 10
 
 @register_pipeline("lmk-rag")
 class LmkRagPipeline:
-    """Index with :class:`~lmk_rag.store.LandmarkStore`, search with ``rerank="landmarks"``.
+    """Index with :class:`~lmk_rag.store.LandmarkStore`, search with ``rerank="chunks"``.
 
     Document encodings come through the harness's states cache (shared with the other landmark
     pipelines); writing the store and building its index are timed in :meth:`index`. Besides encoder
@@ -34,10 +33,9 @@ class LmkRagPipeline:
     ``prefetch_limit`` (default 100) and ``alpha``.
     """
 
-    rerank = "landmarks"
+    rerank = "chunks"
     alpha: float | None = None  # the store's default
     bm25: bool | None = None  # the store's default (on)
-    document_vector: bool | None = None  # the store's default (off)
     static = False  # also store static token vectors (needed for ``rerank="static"``)
 
     def __init__(self, options: PipelineOptions) -> None:
@@ -57,7 +55,6 @@ class LmkRagPipeline:
             "bm25": self.bm25 if store is None else store.bm25,
             "alpha": self._store_option("alpha", self.alpha) if store is None else store.alpha,
             "bm25_tokenizer": None if store is None else store.settings.get("bm25_tokenizer"),
-            "document_vector": self.document_vector if store is None else store.document_vector,
             "prefetch_limit": self._prefetch_limit,
         }
 
@@ -102,7 +99,6 @@ class LmkRagPipeline:
             encoder=self._encoder,
             bm25=self.bm25,
             alpha=self._store_option("alpha", self.alpha),
-            document_vector=self.document_vector,
             static_encoder=static_encoder,
             prefetch_limit=self._prefetch_limit,
         )
@@ -148,13 +144,6 @@ class LmkRagDensePipeline(LmkRagPipeline):
     """``lmk-rag`` without BM25: dense prefetch only, then the rerank."""
 
     bm25 = False
-
-
-@register_pipeline("lmk-rag-docprefetch")
-class LmkRagDocPrefetchPipeline(LmkRagPipeline):
-    """``lmk-rag`` with document vectors in the store: a third prefetch branch (by document vector) fused by RRF."""
-
-    document_vector = True
 
 
 @register_pipeline("lmk-rag-static")

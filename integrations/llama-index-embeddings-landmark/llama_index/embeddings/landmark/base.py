@@ -9,6 +9,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.callbacks import CallbackManager
 from lmk_rag.encoder import DEFAULT_CONTEXT, DEFAULT_GRANULARITY, DEFAULT_MODEL, LandmarkEncoder
+from lmk_rag.encoder.types import ChunkVector, Context, Pooling
 
 
 class LandmarkEmbedding(BaseEmbedding):
@@ -34,14 +35,16 @@ class LandmarkEmbedding(BaseEmbedding):
         default=DEFAULT_GRANULARITY,
         description="Landmark chunk size in tokens, 'sentence', 'variable', or None (plain encoder).",
     )
-    context: Literal["document", "chunk"] = Field(
-        default=DEFAULT_CONTEXT, description="'document': chunks see their window; 'chunk': each chunk is encoded alone."
+    context: Context = Field(
+        default=Context(DEFAULT_CONTEXT),
+        description="'document': chunks see their window; 'chunk': each chunk is encoded alone.",
     )
-    pooling: Literal["auto", "lmk", "mean", "cls", "multicls"] = Field(
-        default="auto", description="Text pooling; 'auto' is 'lmk' for LMK-trained models, else 'mean'."
+    pooling: Pooling = Field(
+        default=Pooling.AUTO, description="Text pooling; 'auto' is 'lmk' for LMK-trained models, else 'mean'."
     )
-    chunk_vector: Literal["auto", "landmark", "mean"] = Field(
-        default="auto", description="Per-chunk vector; 'auto' is 'landmark' for LMK-trained models, else 'mean'."
+    chunk_vector: ChunkVector = Field(
+        default=ChunkVector.AUTO,
+        description="Per-chunk vector; 'auto' is 'landmark' for LMK-trained models, else 'mean'.",
     )
     max_length: int | None = Field(default=None, gt=0, description="Window length in tokens; None: the model's.")
     window_overlap: int = Field(
@@ -56,9 +59,9 @@ class LandmarkEmbedding(BaseEmbedding):
         self,
         model_name: str | None = None,
         granularity: int | Literal["sentence", "variable"] | None = DEFAULT_GRANULARITY,
-        context: Literal["document", "chunk"] = DEFAULT_CONTEXT,
-        pooling: Literal["auto", "lmk", "mean", "cls", "multicls"] = "auto",
-        chunk_vector: Literal["auto", "landmark", "mean"] = "auto",
+        context: Context | str = DEFAULT_CONTEXT,
+        pooling: Pooling | str = Pooling.AUTO,
+        chunk_vector: ChunkVector | str = ChunkVector.AUTO,
         max_length: int | None = None,
         window_overlap: int = 0,
         sentence_max_tokens: int = 128,

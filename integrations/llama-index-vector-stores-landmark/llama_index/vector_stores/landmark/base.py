@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
@@ -21,19 +21,17 @@ from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_
 from llama_index.embeddings.landmark import LandmarkEmbedding
 from llama_index.node_parser.landmark import CHUNK_VECTORS_KEY, ENCODER_KEY, decode_chunk_vectors, without_side_channel
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError
-from lmk_rag.store import FieldCondition, Filter, Hit, LandmarkStore, NodeRecord
+from lmk_rag.store import FieldCondition, Filter, Hit, LandmarkStore, NodeRecord, Rerank
+from lmk_rag.store.query import check_rerank
 
 from llama_index.vector_stores.landmark.filters import to_store_filter
-
-Rerank = Literal["landmarks", "static", "none"]
-
 
 class LandmarkVectorStore(BasePydanticVectorStore):
     """Landmark nodes in Qdrant (Edge in-process, or a server), searched in two stages.
 
     The store encodes each query once (``is_embedding_query`` is False, so LlamaIndex does not
     embed it first) and runs one Query API call: a dense prefetch on the node vectors, then a
-    MaxSim rerank on the nodes' chunk vectors (``rerank="landmarks"``), on static token vectors
+    MaxSim rerank on the nodes' chunk vectors (``rerank="chunks"``), on static token vectors
     (``"static"``, needs a store opened with ``static_encoder=``) or none. Nodes from
     :class:`LandmarkNodeParser` bring their chunk vectors; other nodes with an embedding are
     written with that embedding as their only chunk vector. Pass ``rerank`` per query with
@@ -47,7 +45,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
 
     stores_text: bool = True
     is_embedding_query: bool = False
-    rerank: Rerank = Field(default="landmarks", description="Default second stage: landmarks, static or none.")
+    rerank: Rerank = Field(default=Rerank.CHUNKS, description="Default second stage: chunks, static or none.")
 
     _store: LandmarkStore = PrivateAttr()
 
@@ -62,7 +60,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         store: LandmarkStore | None = None,
         embed_model: LandmarkEmbedding | None = None,
         static_encoder: Any = None,
-        rerank: Rerank = "landmarks",
+        rerank: Rerank | str = Rerank.CHUNKS,
         **store_options: Any,
     ) -> None:
         """Open a store, or wrap one.
@@ -82,7 +80,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         """
         if store is not None and (path, url, client, location) != (None, None, None, None):
             raise InvalidInputError("give either store= or one of path, url, client, location, not both")
-        super().__init__(rerank=rerank)
+        super().__init__(rerank=check_rerank(rerank))
         self._store = store or LandmarkStore(
             path,
             url=url,
@@ -202,7 +200,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
 
         :param query: LlamaIndex's query: ``query_str``, ``similarity_top_k``, ``filters``,
             ``doc_ids``, ``node_ids``.
-        :param kwargs: ``rerank`` (``"landmarks"``, ``"static"``, ``"none"``) and ``alpha`` (weight of the rerank
+        :param kwargs: ``rerank`` (``"chunks"``, ``"static"``, ``"none"``) and ``alpha`` (weight of the rerank
             score against BM25, see :meth:`LandmarkStore.search`) override the store's defaults.
         :return: the nodes, their scores and ids, best first.
         """
@@ -213,7 +211,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         return self._result(await asyncio.to_thread(self._store.search, **self._search_args(query, **kwargs)))
 
     def _search_args(
-        self, query: VectorStoreQuery, rerank: Rerank | None = None, alpha: float | None = None, **_: Any
+        self, query: VectorStoreQuery, rerank: Rerank | str | None = None, alpha: float | None = None, **_: Any
     ) -> dict[str, Any]:
         """The ``LandmarkStore.search`` arguments of a LlamaIndex query."""
         mode = VectorStoreQueryMode(query.mode)

@@ -1,0 +1,119 @@
+"""Which backend a store opens, with the folder checks and the single-writer lock that come with it.
+
+Exactly one of ``path`` (a Qdrant Edge folder; the default ``./lmk_store``), ``url`` (a Qdrant server),
+``client`` (an existing ``QdrantClient``) or ``location`` (qdrant-client local mode: ``":memory:"`` or a folder)
+picks the backend. Folders are locked for one writing process at a time.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+
+from lmk_rag.errors import CorruptStoreError, InvalidInputError, StoreError, StoreLockedError
+from lmk_rag.store.base import Backend
+
+DEFAULT_PATH = "./lmk_store"
+LOCK_FILE = "lmk_rag.lock"
+
+
+@dataclass
+class OpenedBackend:
+    """A backend and what the store keeps with it.
+
+    :param backend: the backend.
+    :param where: the store's location, for messages (a folder or ``collection 'name'``).
+    :param lock: the folder's write lock (None for servers and in-memory local mode).
+    """
+
+    backend: Backend
+    where: str
+    lock: FileLock | None
+
+    def release(self) -> None:
+        """Close the backend, then release the lock (idempotent)."""
+        self.backend.close()
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+
+def open_backend(
+    path: str | os.PathLike[str] | None,
+    url: str | None,
+    api_key: str | None,
+    client: Any,
+    location: str | None,
+    collection: str,
+    create: bool,
+    server_options: dict[str, Any],
+) -> OpenedBackend:
+    """Open the backend the arguments name (see the module docstring).
+
+    :param server_options: pass-through options of qdrant-client backends (see :mod:`lmk_rag.store.server`).
+    :raises InvalidInputError: for several locations, or server options given to an Edge store.
+    :raises StoreLockedError: when another process holds the folder.
+    :raises CorruptStoreError: for a folder that is not a lmk-rag store.
+    :raises StoreError: when ``create`` is False and there is no store folder.
+    """
+    given = (("path", path), ("url", url), ("client", client), ("location", location))
+    chosen = [name for name, value in given if value is not None]
+    if len(chosen) > 1:
+        raise InvalidInputError(f"give only one of path, url, client, location; got {', '.join(chosen)}")
+    if server_options and (path is not None or not chosen):
+        raise InvalidInputError(f"options {sorted(server_options)} only apply to qdrant-client backends")
+    if path is not None or not chosen:
+        return _open_edge(Path(path if path is not None else DEFAULT_PATH), create)
+    from lmk_rag.store.server import ServerBackend
+
+    lock = acquire_lock(Path(location)) if location not in (None, ":memory:") else None
+    try:
+        backend = ServerBackend(
+            url=url, api_key=api_key, client=client, location=location, collection=collection, **server_options
+        )
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+    return OpenedBackend(backend, f"collection {collection!r}", lock)
+
+
+def _open_edge(folder: Path, create: bool) -> OpenedBackend:
+    """Check the folder, take its lock and open the Edge shard."""
+    from lmk_rag.store.edge import META_FILE, SHARD_DIR, EdgeBackend
+
+    if folder.exists() and not folder.is_dir():
+        raise CorruptStoreError(f"{folder}: is a file, not a lmk-rag store folder")
+    if folder.is_dir():
+        foreign = sorted(p.name for p in folder.iterdir() if p.name not in (META_FILE, SHARD_DIR, LOCK_FILE))
+        foreign = [name for name in foreign if not name.startswith(".lmk_rag.")]
+        if foreign:
+            raise CorruptStoreError(f"{folder}: not a lmk-rag store (holds {', '.join(foreign[:5])})")
+    elif not create:
+        raise StoreError(f"no lmk-rag store at {folder}")
+    lock = acquire_lock(folder)
+    try:
+        return OpenedBackend(EdgeBackend(folder), str(folder), lock)
+    except BaseException:
+        lock.release()
+        raise
+
+
+def acquire_lock(folder: Path) -> FileLock:
+    """Take a folder's write lock without waiting (creating the folder).
+
+    :raises StoreLockedError: when another process holds it.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(folder / LOCK_FILE), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout as error:
+        raise StoreLockedError(
+            f"{folder} is open in another process (lock {folder / LOCK_FILE}); close it first"
+        ) from error
+    return lock

@@ -1,0 +1,58 @@
+"""The store's named vectors: one description that every backend turns into its own collection config.
+
+====================  ===========  =========================================================  ==================
+name                  kind         what                                                       index
+====================  ===========  =========================================================  ==================
+``node``              dense        the node vector (normalised mean of its chunk vectors)     HNSW, cosine
+``chunks``            multivector  the node's chunk vectors (one per landmark chunk)          none: rerank only
+``static``            multivector  static token vectors (stores made with a static encoder)   none: rerank only
+``bm25``              sparse       the node's BM25 term weights (stores with BM25)            IDF modifier
+====================  ===========  =========================================================  ==================
+
+Multivectors compare by MaxSim over cosines and may be quantized; HNSW is built for the node vector only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from lmk_rag.store.types import CollectionSpec
+
+VectorKind = Literal["dense", "multivector", "sparse"]
+
+
+@dataclass(frozen=True)
+class VectorSlot:
+    """One named vector of a collection.
+
+    :param name: the vector's name in Qdrant.
+    :param kind: ``"dense"`` (HNSW), ``"multivector"`` (MaxSim, no HNSW) or ``"sparse"`` (IDF modifier).
+    :param size: the dimension (None for sparse vectors).
+    """
+
+    name: str
+    kind: VectorKind
+    size: int | None = None
+
+
+def vector_layout(spec: CollectionSpec) -> list[VectorSlot]:
+    """The named vectors a collection spec asks for, in a fixed order.
+
+    :param spec: what the store holds.
+    :return: ``node`` and ``chunks``, then ``static`` and ``bm25`` when the spec has them.
+    """
+    slots = [VectorSlot("node", "dense", spec.dim), VectorSlot("chunks", "multivector", spec.dim)]
+    if spec.static_dim is not None:
+        slots.append(VectorSlot("static", "multivector", spec.static_dim))
+    if spec.bm25:
+        slots.append(VectorSlot("bm25", "sparse"))
+    return slots
+
+
+def recorded_vectors(meta: dict[str, Any]) -> set[str]:
+    """The names of the vectors a store's settings record says its collection holds."""
+    names = {"node", "chunks"}
+    names |= {"static"} if meta.get("static") else set()
+    names |= {"bm25"} if meta.get("bm25") else set()
+    return names

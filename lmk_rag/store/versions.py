@@ -1,0 +1,155 @@
+"""The write, repair and visibility protocol of documents, as functions over a backend.
+
+Every document has one *marker* point holding its current ``version`` (see :mod:`lmk_rag.store.records`). A
+write puts the new nodes beside the old ones (in the other id slot), flips the marker in one point write, makes
+it durable, then deletes the old nodes; ``pending`` on a marker says a write or delete was under way, and
+:func:`repair` finishes or undoes it. A node is visible only when its version equals its marker's, so a reader
+never sees two versions of a document, nor half of one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from lmk_rag.store import records as rec
+from lmk_rag.store.base import Backend
+from lmk_rag.store.filters import FilterLike, translate
+from lmk_rag.store.types import NodeRecord, PointData
+
+#: ``(doc_id, records, metadata)`` of one document to write.
+DocumentWrite = tuple[str, list[NodeRecord], dict[str, Any]]
+#: Makes the node points of one document's records at a version and id slot.
+NodePoints = Callable[[list[NodeRecord], int, int], list[PointData]]
+
+
+def write_documents(
+    backend: Backend, writes: Sequence[DocumentWrite], node_points: NodePoints, check: Callable[[NodeRecord], None]
+) -> int:
+    """Write documents as new versions: mark pending, add nodes, flip markers, flush, drop the old nodes.
+
+    A document given twice is written once (the last one wins within a call).
+
+    :param backend: the backend.
+    :param writes: the documents.
+    :param node_points: builds a document's node points (all vectors the store holds).
+    :param check: raises for a record the store cannot hold; every record is checked before anything is written.
+    :return: the number of nodes written.
+    """
+    for _, records, _ in writes:
+        for record in records:
+            check(record)
+    unique = {doc_id: (doc_id, records, metadata) for doc_id, records, metadata in writes}
+    markers = backend.retrieve([rec.marker_point_id(d) for d in unique], False)
+    old = {p.payload["doc_id"]: p.payload for p in markers}
+    version = max([time.time_ns(), *[(m.get("version") or 0) + 1 for m in old.values()]])
+    pending, nodes, committed, done = [], [], [], []
+    for doc_id, records, metadata in unique.values():
+        before = old.get(doc_id)
+        slot = 0 if before is None or before.get("slot") is None else 1 - int(before["slot"])
+        if before is None:
+            pending.append(rec.marker_payload(doc_id, None, None, 0, metadata, pending=version))
+        else:
+            pending.append({**before, "pending": version})
+        nodes.extend(node_points(records, version, slot))
+        committed.append(rec.marker_payload(doc_id, version, slot, len(records), metadata, pending=version))
+        done.append(rec.marker_payload(doc_id, version, slot, len(records), metadata))
+    backend.upsert([rec.marker_point(p) for p in pending])
+    backend.upsert(nodes)
+    backend.upsert([rec.marker_point(p) for p in committed])
+    backend.flush()  # acknowledged: the new versions are durable and visible
+    _drop_other_versions(backend, list(unique), version)
+    backend.upsert([rec.marker_point(p) for p in done])
+    return len(nodes)
+
+
+def delete_document(backend: Backend, doc_id: str) -> bool:
+    """Delete a document and its nodes (the marker says "deleting" first, so a crash is repaired).
+
+    :return: True if the document existed.
+    """
+    found = backend.retrieve([rec.marker_point_id(doc_id)], False)
+    if not found:
+        return False
+    backend.upsert([rec.marker_point({**found[0].payload, "version": None, "pending": 0})])
+    _delete_points(backend, doc_id)
+    backend.flush()
+    return True
+
+
+def clear(backend: Backend) -> None:
+    """Delete every document (the settings stay)."""
+    b = backend.builder
+    backend.delete(b.combine([b.match_any("kind", [rec.NODE, rec.DOC])], [], []))
+    backend.flush()
+
+
+def repair(backend: Backend) -> int:
+    """Finish or undo the writes a crash interrupted (markers with ``pending``).
+
+    :return: the number of documents repaired.
+    """
+    b = backend.builder
+    markers = list(scroll(backend, b.combine([b.match("kind", rec.DOC)], [], [b.is_empty("pending")]), False))
+    for marker in markers:
+        payload = marker.payload
+        if payload.get("version") is None:
+            _delete_points(backend, payload["doc_id"])
+        else:
+            _drop_other_versions(backend, [payload["doc_id"]], int(payload["version"]))
+            backend.upsert([rec.marker_point({k: v for k, v in payload.items() if k != "pending"})])
+    if markers:
+        backend.flush()
+    return len(markers)
+
+
+def visible(backend: Backend, points: Sequence[Any]) -> list[Any]:
+    """The points whose version is their document's current one (one look-up of the markers).
+
+    :param points: node points with ``doc_id`` and ``version`` in their payload.
+    """
+    doc_ids = sorted({p.payload["doc_id"] for p in points})
+    markers = backend.retrieve([rec.marker_point_id(d) for d in doc_ids], False)
+    current = {m.payload["doc_id"]: m.payload.get("version") for m in markers}
+    return [p for p in points if current.get(p.payload["doc_id"]) == p.payload.get("version")]
+
+
+def nodes_filter(backend: Backend, filter: FilterLike, node_ids: Sequence[str] | None = None) -> Any:
+    """The native filter of nodes matching a caller's filter (and, when given, some node ids)."""
+    b = backend.builder
+    extra = [b.match("kind", rec.NODE)]
+    if node_ids is not None:
+        extra.append(b.match_any("node_id", list(node_ids)))
+    return translate(filter, b, extra)
+
+
+def documents_filter(backend: Backend) -> Any:
+    """The native filter of the markers of stored (visible) documents."""
+    b = backend.builder
+    return b.combine([b.match("kind", rec.DOC)], [], [b.is_empty("version")])
+
+
+def scroll(backend: Backend, native_filter: Any, with_vectors: bool, page: int = 256) -> Iterator[PointData]:
+    """Every point matching a native filter, page by page."""
+    offset: str | None = None
+    while True:
+        points, offset = backend.scroll(native_filter, with_vectors, page, offset)
+        yield from points
+        if offset is None:
+            return
+
+
+def _drop_other_versions(backend: Backend, doc_ids: list[str], version: int) -> None:
+    """Delete nodes of these documents whose version is not ``version``."""
+    b = backend.builder
+    backend.delete(
+        b.combine([b.match("kind", rec.NODE), b.match_any("doc_id", doc_ids)], [], [b.match("version", version)])
+    )
+
+
+def _delete_points(backend: Backend, doc_id: str) -> None:
+    """Delete a document's nodes, then its marker."""
+    b = backend.builder
+    backend.delete(b.combine([b.match("kind", rec.NODE), b.match("doc_id", doc_id)], [], []))
+    backend.delete(b.combine([b.match("kind", rec.DOC), b.match("doc_id", doc_id)], [], []))
