@@ -19,7 +19,7 @@ from torch import nn
 
 from lmk_rag.errors import DatasetError, InvalidInputError
 from lmk_rag.static.encoder import StaticTokenEncoder
-from lmk_rag.static.mixer import ConvMixer
+from lmk_rag.static.mixer_torch import ConvMixer
 from lmk_rag.static.model import cache_dir
 from lmk_rag.static.teacher import teacher_targets
 

@@ -9,7 +9,7 @@ import pytest
 
 from lmk_rag.errors import EmptyTextError, InvalidInputError, ModelNotFoundError
 from lmk_rag.static import StaticTokenEncoder, maxsim, tokens_in_chunks
-from lmk_rag.static.mixer import ConvMixer
+from lmk_rag.static.mixer_torch import ConvMixer
 
 
 def test_tokens_in_chunks_by_char_offsets() -> None:

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from lmk_rag.static import StaticTokenEncoder
-from lmk_rag.static.mixer import ConvMixer
-from lmk_rag.static.mixing import MixerWeights
+from lmk_rag.static.mixer import MixerWeights
+from lmk_rag.static.mixer_torch import ConvMixer
 
 
 def _tokens(batch: int, length: int, dim: int, seed: int = 0) -> torch.Tensor:

@@ -4,7 +4,7 @@
 Settings come from ``PipelineOptions.encoder`` (``lmk-rag eval --encoder`` overrides):
 ``static_model`` (a model2vec folder or hub id; default: the model distilled from MiniLM) and, for
 ``static-mixer``, ``mixer`` (a folder saved by ``lmk-rag train-mixer``; default: the cached default mixer).
-A :class:`~lmk_rag.static.StaticVectors` or :class:`~lmk_rag.static.mixer.ConvMixer` object is accepted too.
+A :class:`~lmk_rag.static.StaticVectors` or :class:`~lmk_rag.static.mixer_torch.ConvMixer` object is accepted too.
 """
 
 from __future__ import annotations
