@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from lmk_rag.cli import app
+from lmk_rag.cli.root import app
 
 
 @app.command()

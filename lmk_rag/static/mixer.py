@@ -18,9 +18,15 @@ import numpy as np
 from safetensors.numpy import load_file
 
 from lmk_rag.errors import ModelNotFoundError, VectorSizeError
+from lmk_rag.static.model import cache_dir
 
 CONFIG_FILE = "mixer_config.json"
 WEIGHTS_FILE = "mixer.safetensors"
+
+
+def default_mixer_dir() -> Path:
+    """The folder ``lmk-rag train-mixer`` writes to by default and ``static-mixer`` loads from."""
+    return cache_dir() / "mixer-default"
 
 
 @dataclass(frozen=True)

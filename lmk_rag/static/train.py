@@ -1,6 +1,7 @@
 """Train a ConvMixer on (query, passage) pairs: cosine distillation to transformer token states and/or
-an in-batch contrastive MaxSim loss. Checkpoints are chosen by nDCG@10 of ``static-mixer`` on a dev set
-(callers pass a ``select`` function), not by loss.
+an in-batch contrastive MaxSim loss. Checkpoints are chosen by a score the caller passes in (``select``;
+``lmk-rag train-mixer`` passes nDCG@10 of ``static-mixer`` on a dev set), not by loss. This module never
+imports the eval harness.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from torch import nn
 from lmk_rag.errors import DatasetError, InvalidInputError
 from lmk_rag.static.encoder import StaticTokenEncoder
 from lmk_rag.static.mixer_torch import ConvMixer
-from lmk_rag.static.model import cache_dir
 from lmk_rag.static.teacher import teacher_targets
 
 Objective = Literal["distill", "contrastive", "both"]
@@ -70,11 +70,6 @@ class TrainResult:
     history: list[dict[str, float]]
     best_step: int
     seconds: float
-
-
-def default_mixer_dir() -> Path:
-    """The folder ``lmk-rag train-mixer`` writes to by default and ``static-mixer`` loads from."""
-    return cache_dir() / "mixer-default"
 
 
 def load_pairs(path: str | Path) -> list[tuple[str, str]]:
@@ -280,27 +275,3 @@ def save_training_record(folder: Path, config: TrainConfig, result: TrainResult,
               "parameters": result.mixer.parameter_count}
     (folder / "training.json").write_text(json.dumps(record, indent=2))
 
-
-def ndcg_selector(folder: str | Path, static: StaticTokenEncoder, max_queries: int | None = 200,
-                  max_docs: int | None = 800, seed: int = 0) -> Callable[[ConvMixer], float]:
-    """A checkpoint scorer: nDCG@10 of the ``static-mixer`` pipeline on a (seeded, subsampled) BEIR set.
-
-    :param folder: a BEIR folder (e.g. manpages-short).
-    :param static: the static encoder whose vectors the mixer runs on.
-    :param max_queries: queries kept (None: all).
-    :param max_docs: documents kept; relevant ones always are (None: all).
-    :param seed: the subsampling seed.
-    :return: a function mapping a mixer to its nDCG@10.
-    """
-    from lmk_rag.eval.beir import load_beir
-    from lmk_rag.eval.pipelines import PipelineOptions
-    from lmk_rag.eval.run import evaluate
-    from lmk_rag.eval.sample import subsample
-
-    dataset = subsample(load_beir(folder), max_queries=max_queries, max_docs=max_docs, seed=seed)
-
-    def score(mixer: ConvMixer) -> float:
-        options = PipelineOptions(encoder={"static_model": static.vectors, "mixer": mixer})
-        return float(evaluate(dataset, "static-mixer", options)["ndcg@10"])
-
-    return score

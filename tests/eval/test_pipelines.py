@@ -51,6 +51,15 @@ def test_registry_lists_builtins_and_rejects_unknown_and_duplicates() -> None:
         register_pipeline("bm25")(RecordingPipeline)
 
 
+def test_options_take_json_values_only() -> None:
+    options = PipelineOptions(encoder={"static_model": "folder", "granularity": 32, "mixer": None})
+    assert options.encoder["granularity"] == 32
+    with pytest.raises(InvalidInputError, match="JSON values"):
+        PipelineOptions(encoder={"mixer": object()})
+    with pytest.raises(InvalidInputError, match="JSON values"):
+        PipelineOptions(encoder={"mixer": Path("folder")})
+
+
 def test_pipeline_sees_only_texts(data_dir: Path) -> None:
     dataset = subsample(load_beir(data_dir / "manpages-needle" / "L512"), max_queries=10, max_docs=15)
     RECORDED.clear()
