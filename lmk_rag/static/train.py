@@ -31,24 +31,24 @@ class TrainConfig:
     """Mixer training settings.
 
     :param objective: ``"distill"`` (cosine to teacher token states), ``"contrastive"`` (in-batch MaxSim
-        cross-entropy) or ``"both"`` (their sum, distillation weighted by ``distill_weight``).
-    :param steps: optimisation steps.
+        cross-entropy) or ``"both"`` (their sum, distillation weighted by ``distill_loss_weight``).
+    :param max_steps: optimiser steps.
     :param batch_size: pairs per step (the other passages of the batch are the negatives).
-    :param lr: AdamW learning rate.
+    :param learning_rate: AdamW learning rate.
     :param temperature: softmax temperature of the contrastive loss (scores are mean cosines).
-    :param distill_weight: weight of the distillation loss in ``"both"``.
+    :param distill_loss_weight: weight of the distillation loss in ``"both"``.
     :param max_tokens: static tokens kept per passage.
     :param kernel_size: the mixer's conv width.
-    :param eval_every: steps between checkpoint evaluations.
+    :param eval_every: steps between checkpoint evaluations (0: only before and after training).
     :param seed: random seed (batches, init).
     """
 
     objective: Objective = "both"
-    steps: int = 300
+    max_steps: int = 300
     batch_size: int = 32
-    lr: float = 2e-3
+    learning_rate: float = 2e-3
     temperature: float = 0.05
-    distill_weight: float = 1.0
+    distill_loss_weight: float = 1.0
     max_tokens: int = 128
     kernel_size: int = 7
     eval_every: int = 100
@@ -92,18 +92,18 @@ def load_pairs(path: str | Path) -> list[tuple[str, str]]:
     return pairs
 
 
-def split_pairs(pairs: Sequence[tuple[str, str]], val_fraction: float = 0.1, seed: int = 0
+def split_pairs(pairs: Sequence[tuple[str, str]], heldout_fraction: float = 0.1, seed: int = 0
                 ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """A seeded train/validation split.
 
     :param pairs: all pairs.
-    :param val_fraction: the share held out for validation.
+    :param heldout_fraction: the share held out for validation.
     :param seed: the shuffle seed.
     :return: (train, validation).
     """
     order = list(range(len(pairs)))
     random.Random(seed).shuffle(order)
-    n_val = max(1, int(len(pairs) * val_fraction))
+    n_val = max(1, int(len(pairs) * heldout_fraction))
     return [pairs[i] for i in order[n_val:]], [pairs[i] for i in order[:n_val]]
 
 
@@ -164,7 +164,7 @@ def _loss(mixer: ConvMixer, head: nn.Linear, data: _Batches, rows: Sequence[int]
         loss = loss + nn.functional.cross_entropy(scores, torch.arange(len(rows)))
     if config.objective in ("distill", "both"):
         assert q_target is not None and p_target is not None
-        weight = config.distill_weight if config.objective == "both" else 1.0
+        weight = config.distill_loss_weight if config.objective == "both" else 1.0
         distill = (_distill_loss(q_out, q_target, head) + _distill_loss(p_out, p_target, head)) / 2
         loss = loss + weight * distill
     return loss
@@ -218,11 +218,11 @@ def train_mixer(
     mixer = ConvMixer(static.dim, kernel_size=config.kernel_size)
     teacher_dim = train_data.targets[0].shape[1] if train_data.targets is not None else static.dim
     head = nn.Linear(static.dim, teacher_dim)
-    optimiser = torch.optim.AdamW([*mixer.parameters(), *head.parameters()], lr=config.lr)
+    optimiser = torch.optim.AdamW([*mixer.parameters(), *head.parameters()], lr=config.learning_rate)
     history: list[dict[str, float]] = []
     best = _evaluate(0, mixer, head, val_data, config, select, history, None, log)
     order: list[int] = []
-    for step in range(1, config.steps + 1):
+    for step in range(1, config.max_steps + 1):
         if len(order) < config.batch_size:
             order = list(range(train_data.n))
             rng.shuffle(order)
@@ -232,9 +232,9 @@ def train_mixer(
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
-        if step % config.eval_every == 0 or step == config.steps:
+        if (config.eval_every and step % config.eval_every == 0) or step == config.max_steps:
             best = _evaluate(step, mixer, head, val_data, config, select, history, best, log)
-    best_step = config.steps
+    best_step = config.max_steps
     if best is not None:
         best_step = best[1]
         mixer.load_state_dict(best[2])
