@@ -25,7 +25,7 @@ from lmk_rag.train.losses import info_nce, landmark_alignment, landmark_maxsim_n
 from lmk_rag.train.mining import mine_hard_negatives
 
 LMK_MARKER = {"lmk_trained": True, "granularity": "variable", "pooling": "lmk", "chunk_vector": "landmark"}
-"""Written to ``lmk_rag.json`` in the output folder: ``LandmarkEncoder`` then picks LMK pooling and the
+"""Written to ``lmk_model.json`` in the output folder: ``LandmarkEncoder`` then picks LMK pooling and the
 marker's chunk vectors (see :func:`lmk_marker`)."""
 
 CHECKPOINT_DIR = "checkpoint"
@@ -379,7 +379,7 @@ class Trainer:
 
 
 def lmk_marker(heldout: dict[str, float]) -> dict[str, Any]:
-    """The ``lmk_rag.json`` of a fine-tuned model: LMK-trained, with the chunk vectors that measured best.
+    """The ``lmk_model.json`` of a fine-tuned model: LMK-trained, with the chunk vectors that measured best.
 
     Landmark states are the chunk vectors unless the held-out needle task found chunk means better
     (a short run can leave landmarks behind the means of the same model); the numbers are recorded.

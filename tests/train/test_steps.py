@@ -103,7 +103,7 @@ def test_run_writes_a_folder_the_encoder_loads_as_lmk_trained(
     )
     assert summary["steps"] == 3
     assert set(summary["heldout_after"]) == {"lmk_r1", "lmk_mrr", "needle_landmark_r1", "needle_mean_r1"}
-    marker = json.loads((output / "lmk_rag.json").read_text())
+    marker = json.loads((output / "lmk_model.json").read_text())
     after = summary["heldout_after"]
     landmarks_win = after["needle_landmark_r1"] >= after["needle_mean_r1"]
     assert marker == lmk_marker(after) and marker["lmk_trained"] is True
