@@ -38,7 +38,9 @@ def distill_static_command(
 
 @app.command("train-mixer")
 def train_mixer_command(
-    train: Path = typer.Option(None, "--train", help="Training pairs (JSON lines with query and positive). Required."),
+    train: Path = typer.Option(
+        None, "--train", help="Pairs JSONL ({query, positive}) or a BEIR folder (its train split). Required."
+    ),
     select_on: Path = typer.Option(..., help="BEIR folder whose nDCG@10 (static-mixer) picks the checkpoint."),
     output: Path = typer.Option(None, help="Mixer folder (default: the cache folder static-mixer loads)."),
     static_model: str = typer.Option(None, help="model2vec folder or hub id (default: distilled MiniLM)."),

@@ -46,11 +46,6 @@ class MixerWeights:
         """The token vector dimension."""
         return int(self.config["dim"])
 
-    @property
-    def parameter_count(self) -> int:
-        """The number of parameters."""
-        return int(sum(w.size for w in self.weights.values()))
-
     def gates(self, tokens: np.ndarray) -> np.ndarray:
         """The gate values of input tokens (they depend on each token alone, so callers may tabulate them).
 

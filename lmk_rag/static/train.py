@@ -18,10 +18,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from lmk_rag.errors import DatasetError, InvalidInputError
+from lmk_rag.errors import InvalidInputError
 from lmk_rag.static.encoder import StaticTokenEncoder
 from lmk_rag.static.mixer_torch import ConvMixer
 from lmk_rag.static.teacher import teacher_targets
+from lmk_rag.train.data import load_training_data
 
 Objective = Literal["distill", "contrastive", "both"]
 
@@ -72,24 +73,14 @@ class TrainResult:
     seconds: float
 
 
-def load_pairs(path: str | Path) -> list[tuple[str, str]]:
-    """Read ``{"query", "positive"}`` JSON lines.
+def load_pairs(source: str | Path) -> list[tuple[str, str]]:
+    """Read (query, positive) pairs as ``lmk-rag finetune`` reads them (negatives are not used here).
 
-    :param path: a pairs.jsonl file.
+    :param source: a pairs JSONL file (``{"query", "positive"}`` per line) or a BEIR folder (its train split).
     :return: (query, positive) pairs in file order.
-    :raises DatasetError: if a line is not JSON or lacks a field.
+    :raises DatasetError: if the source is missing or a line is malformed (naming file and line).
     """
-    pairs = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                pairs.append((str(row["query"]), str(row["positive"])))
-            except (json.JSONDecodeError, KeyError, TypeError) as error:
-                raise DatasetError(f"{path}:{number}: expected a JSON object with query and positive ({error})")
-    return pairs
+    return [(pair.query, pair.positive) for pair in load_training_data(source)]
 
 
 def split_pairs(pairs: Sequence[tuple[str, str]], heldout_fraction: float = 0.1, seed: int = 0
