@@ -14,10 +14,10 @@ from lmk_rag.static import StaticTokenEncoder, maxsim
 
 
 @pytest.fixture(scope="module")
-def pages(data_dir: Path) -> list[str]:
+def pages(fixture_data: Path) -> list[str]:
     """Six real manual-page DESCRIPTION texts (manpages-short corpus)."""
     out = []
-    with gzip.open(data_dir / "manpages-short" / "corpus.jsonl.gz", "rt") as handle:
+    with gzip.open(fixture_data / "manpages-short" / "corpus.jsonl.gz", "rt") as handle:
         for line in handle:
             out.append(json.loads(line)["text"])
             if len(out) == 6:
