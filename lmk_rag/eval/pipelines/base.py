@@ -43,6 +43,7 @@ class PipelineOptions:
     show_progress: bool = False
 
     def __post_init__(self) -> None:
+        """Refuse settings that are not JSON values (the report records them as given)."""
         try:
             json.dumps(self.encoder)
         except (TypeError, ValueError) as error:
