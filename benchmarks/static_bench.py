@@ -33,7 +33,7 @@ from lmk_rag.eval.run import evaluate  # noqa: E402
 from lmk_rag.eval.sample import subsample  # noqa: E402
 from lmk_rag.paths import user_cache_dir  # noqa: E402
 from lmk_rag.static import StaticTokenEncoder, load_static_vectors  # noqa: E402
-from lmk_rag.static.train import default_mixer_dir  # noqa: E402
+from lmk_rag.static.mixer import default_mixer_dir  # noqa: E402
 
 DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else Path("../shared/data")
 EVAL_CACHE = user_cache_dir("eval")
@@ -103,11 +103,10 @@ def speed(mixer: Path, n_lines: int, minilm_lines: int, repeats: int = 7) -> dic
 def quality(mixer: Path, sets, pipelines) -> list[dict]:
     """nDCG@10 rows, one per (set, pipeline)."""
     rows = []
-    vectors = load_static_vectors()
     for folder, max_queries, max_docs in sets:
         dataset = subsample(load_beir(DATA / folder), max_queries, max_docs, seed=0)
         for pipeline in pipelines:
-            encoder = {"static_model": vectors, "mixer": mixer} if pipeline in STATIC else {}
+            encoder = {"mixer": str(mixer)} if pipeline in STATIC else {}  # the default static model
             start = time.perf_counter()
             report = evaluate(dataset, pipeline, PipelineOptions(cache_dir=EVAL_CACHE, encoder=encoder))
             rows.append({"set": folder, "queries": report["queries"], "docs": report["docs"], "pipeline": pipeline,

@@ -2,6 +2,8 @@
 
 Offline: the pages are rendered from this machine's own manual (``man -P cat``; the licence texts in
 /usr/share/common-licenses stand in where man is missing), and the model is the packaged all-MiniLM-L6-v2.
+The pages go straight into the store: the demo writes nothing but the store folder (``demo_store/``, which
+git ignores).
 
     python examples/demo.py [--store demo_store] [--pages 40]
 """
@@ -34,26 +36,24 @@ QUESTIONS = [
 ]
 
 
-def render_pages(folder: Path, limit: int) -> list[Path]:
-    """Render up to ``limit`` manual pages of this machine to text files; fall back to licence texts."""
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
+def render_pages(limit: int) -> list[tuple[str, str, dict[str, str]]]:
+    """Up to ``limit`` manual pages of this machine as ``(doc_id, text, metadata)``; licence texts stand in
+    when fewer than five pages render."""
+    documents = []
     if shutil.which("man"):
         for page in PAGES:
             result = subprocess.run(
                 ["man", "-P", "cat", page], capture_output=True, text=True, env={**os.environ, "MANWIDTH": "100"}
             )
             if result.returncode == 0 and len(result.stdout) > 500:
-                path = folder / f"{page}.txt"
-                path.write_text(result.stdout)
-                written.append(path)
-            if len(written) == limit:
+                documents.append((page, result.stdout, {"source": f"man {page}"}))
+            if len(documents) == limit:
                 break
-    if len(written) < 5:
+    if len(documents) < 5:
         for licence in sorted(Path("/usr/share/common-licenses").glob("*"))[:limit]:
             if licence.is_file():
-                written.append(Path(shutil.copy(licence, folder / f"{licence.name}.txt")))
-    return written
+                documents.append((licence.name, licence.read_text(errors="replace"), {"source": str(licence)}))
+    return documents
 
 
 def main() -> None:
@@ -64,12 +64,12 @@ def main() -> None:
     args = parser.parse_args()
 
     store_dir = Path(args.store)
-    pages = render_pages(store_dir.parent / f"{store_dir.name}_pages", args.pages)
-    print(f"Rendered {len(pages)} documents, {sum(p.stat().st_size for p in pages) / 1e6:.1f} MB of text.")
+    documents = render_pages(args.pages)
+    print(f"Rendered {len(documents)} documents, {sum(len(text) for _, text, _ in documents) / 1e6:.1f} MB of text.")
 
     with LandmarkStore(path=store_dir) as store:
         start = time.perf_counter()
-        nodes = store.add_documents((page.stem, page.read_text(), {"source": str(page)}) for page in pages)
+        nodes = store.add_documents(documents)
         print(f"Ingested {nodes} nodes in {time.perf_counter() - start:.0f} s into {store_dir} (Qdrant Edge, on disk).")
         print(f"Encoder: {store.encoder}\n")
         for question in QUESTIONS:

@@ -1,4 +1,4 @@
-"""Shared fixtures: the real all-MiniLM-L6-v2 weights, resolved offline."""
+"""Shared fixtures: the real all-MiniLM-L6-v2 weights, resolved offline, and the small copy of the dev sets."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+FIXTURE_DATA = Path(__file__).resolve().parent / "fixtures" / "data"
 
 
 @pytest.fixture(scope="session")
@@ -30,8 +30,8 @@ def minilm_encoder():
 
 
 @pytest.fixture(scope="session")
-def data_dir() -> Path:
-    """The shared dev data sets (read-only); tests that need them skip when they are absent."""
-    if not DATA_DIR.is_dir():
-        pytest.skip(f"shared data sets not found at {DATA_DIR}")
-    return DATA_DIR
+def fixture_data() -> Path:
+    """A small copy of the shared dev sets, shipped in ``tests/fixtures/data`` (same layout, ids and metadata;
+    rebuilt by ``tests/fixtures/build_data.py``): needle L512/L2048/L8192, manpages-short, manpages-longdoc
+    and 100 manpages-train pairs. Read-only: copy a set before changing it."""
+    return FIXTURE_DATA

@@ -1,20 +1,9 @@
-"""The ``lmk-rag`` command line. Each command group lives in its own module and registers itself here."""
+"""The ``lmk-rag`` command line. Each command group lives in its own module and adds its commands to the
+root app (:mod:`lmk_rag.cli.root`); importing this package registers them all."""
 
 from __future__ import annotations
 
-import typer
-
-app = typer.Typer(
-    name="lmk-rag",
-    help="Landmark-pooling embeddings and two-stage Qdrant search for long documents.",
-    no_args_is_help=True,
-    add_completion=False,
-)
-
-
-@app.callback()
-def main() -> None:
-    """Landmark-pooling embeddings and two-stage Qdrant search for long documents."""
+from lmk_rag.cli.root import app
 
 
 def _register_commands() -> None:
@@ -27,3 +16,5 @@ def _register_commands() -> None:
 
 
 _register_commands()
+
+__all__ = ["app"]

@@ -6,7 +6,7 @@ import json
 
 import typer
 
-from lmk_rag.cli import app
+from lmk_rag.cli.root import app
 
 
 @app.command()

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from lmk_rag.cli import app
+from lmk_rag.cli.root import app
 from lmk_rag.eval.pipelines import pipeline_names
 from lmk_rag.paths import user_cache_dir
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from lmk_rag.cli import app
+from lmk_rag.cli.root import app
 
 
 @app.command()
@@ -22,9 +22,6 @@ def finetune(
     warmup_ratio: float = typer.Option(0.1, help="Share of steps spent warming up."),
     temperature: float = typer.Option(0.02, help="InfoNCE temperature."),
     landmark_loss_weight: float = typer.Option(1.0, help="Weight of the haystack landmark-MaxSim loss (0: off)."),
-    alignment_loss_weight: float = typer.Option(
-        0.0, help="Weight of the loss pulling landmark states towards their chunk's mean state (0: off)."
-    ),
     hard_negatives: int = typer.Option(0, help="Mined hard negatives per pair and step (0: in-batch only)."),
     eval_every: int = typer.Option(50, help="Evaluate on the held-out pairs every N steps (0: start and end only)."),
     checkpoint_every: int = typer.Option(50, help="Write a resumable checkpoint every N steps (0: never)."),
@@ -51,7 +48,6 @@ def finetune(
             warmup_ratio=warmup_ratio,
             temperature=temperature,
             landmark_loss_weight=landmark_loss_weight,
-            alignment_loss_weight=alignment_loss_weight,
             hard_negatives=hard_negatives,
             eval_every=eval_every,
             checkpoint_every=checkpoint_every,

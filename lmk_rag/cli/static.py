@@ -1,13 +1,25 @@
-"""``lmk-rag distill-static`` and ``lmk-rag train-mixer``: build the static model and train its ConvMixer."""
+"""``lmk-rag distill-static`` and ``lmk-rag train-mixer``: build the static model and train its ConvMixer.
+
+This layer joins the mixer trainer and the eval harness: it hands the trainer an nDCG@10 scorer
+(:func:`ndcg_selector`), so that :mod:`lmk_rag.static.train` never imports :mod:`lmk_rag.eval`.
+"""
 
 from __future__ import annotations
 
 import json
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from lmk_rag.cli import app
+from lmk_rag.cli.renamed import old_spelling, renamed
+from lmk_rag.cli.root import app
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lmk_rag.static import StaticTokenEncoder
+    from lmk_rag.static.mixer_torch import ConvMixer
 
 
 @app.command("distill-static")
@@ -26,39 +38,78 @@ def distill_static_command(
 
 @app.command("train-mixer")
 def train_mixer_command(
-    pairs: Path = typer.Option(..., help="Training pairs (JSON lines with query and positive)."),
+    train: Path = typer.Option(
+        None, "--train", help="Pairs JSONL ({query, positive}) or a BEIR folder (its train split). Required."
+    ),
     select_on: Path = typer.Option(..., help="BEIR folder whose nDCG@10 (static-mixer) picks the checkpoint."),
     output: Path = typer.Option(None, help="Mixer folder (default: the cache folder static-mixer loads)."),
     static_model: str = typer.Option(None, help="model2vec folder or hub id (default: distilled MiniLM)."),
     objective: str = typer.Option("both", help="distill, contrastive or both."),
-    steps: int = typer.Option(300, help="Optimisation steps."),
+    max_steps: int = typer.Option(300, help="Optimiser steps."),
     batch_size: int = typer.Option(32, help="Pairs per step (in-batch negatives)."),
-    lr: float = typer.Option(2e-3, help="AdamW learning rate."),
-    eval_every: int = typer.Option(100, help="Steps between checkpoint evaluations."),
+    learning_rate: float = typer.Option(2e-3, help="AdamW learning rate."),
+    eval_every: int = typer.Option(100, help="Steps between checkpoint evaluations (0: start and end only)."),
     select_queries: int = typer.Option(200, help="Queries of --select-on used for selection (0: all)."),
     select_docs: int = typer.Option(800, help="Documents of --select-on used for selection (0: all)."),
-    val_fraction: float = typer.Option(0.1, help="Share of the pairs held out for the validation loss."),
+    heldout_fraction: float = typer.Option(0.1, help="Share of the pairs held out for the validation loss."),
     seed: int = typer.Option(0, help="Random seed."),
+    pairs: Path = old_spelling("--pairs", "--train"),
+    steps: int = old_spelling("--steps", "--max-steps"),
+    lr: float = old_spelling("--lr", "--learning-rate"),
+    val_fraction: float = old_spelling("--val-fraction", "--heldout-fraction"),
 ) -> None:
     """Train a ConvMixer on the pairs; keep the checkpoint with the best nDCG@10 on --select-on."""
     from lmk_rag.static import StaticTokenEncoder
-    from lmk_rag.static.train import (
-        TrainConfig,
-        default_mixer_dir,
-        load_pairs,
-        ndcg_selector,
-        save_training_record,
-        split_pairs,
-        train_mixer,
-    )
+    from lmk_rag.static.mixer import default_mixer_dir
+    from lmk_rag.static.train import TrainConfig, load_pairs, save_training_record, split_pairs, train_mixer
 
-    config = TrainConfig(objective=objective, steps=steps, batch_size=batch_size, lr=lr,  # type: ignore[arg-type]
-                         eval_every=eval_every, seed=seed)
+    train = renamed(train, pairs, "--pairs", "--train")
+    if train is None:
+        raise typer.BadParameter("a pairs file is required", param_hint="'--train'")
+    config = TrainConfig(
+        objective=objective,  # type: ignore[arg-type]
+        max_steps=renamed(max_steps, steps, "--steps", "--max-steps"),
+        batch_size=batch_size,
+        learning_rate=renamed(learning_rate, lr, "--lr", "--learning-rate"),
+        eval_every=eval_every,
+        seed=seed,
+    )
+    heldout_fraction = renamed(heldout_fraction, val_fraction, "--val-fraction", "--heldout-fraction")
     static = StaticTokenEncoder(static_model)
-    train, val = split_pairs(load_pairs(pairs), val_fraction, seed)
-    select = ndcg_selector(select_on, static, select_queries or None, select_docs or None, seed)
-    result = train_mixer(train, val, static, config, select=select, log=typer.echo)
+    train_pairs, heldout_pairs = split_pairs(load_pairs(train), heldout_fraction, seed)
+    with tempfile.TemporaryDirectory(prefix="lmk-rag-mixer-") as checkpoint:
+        select = ndcg_selector(select_on, static, Path(checkpoint), select_queries or None, select_docs or None, seed)
+        result = train_mixer(train_pairs, heldout_pairs, static, config, select=select, log=typer.echo)
     folder = result.mixer.save(output or default_mixer_dir())
     save_training_record(folder, config, result, static)
     typer.echo(json.dumps({"folder": str(folder), "best_step": result.best_step,
                            "parameters": result.mixer.parameter_count, "seconds": round(result.seconds, 1)}))
+
+def ndcg_selector(folder: Path, static: StaticTokenEncoder, checkpoint: Path, max_queries: int | None = 200,
+                  max_docs: int | None = 800, seed: int = 0) -> Callable[[ConvMixer], float]:
+    """A checkpoint scorer: nDCG@10 of the ``static-mixer`` pipeline on a (seeded, subsampled) BEIR set.
+
+    The pipeline takes folders, not live objects: each checkpoint is saved to ``checkpoint`` and evaluated
+    from there, over the static model ``static`` was loaded from.
+
+    :param folder: a BEIR folder (e.g. manpages-short).
+    :param static: the static encoder whose vectors the mixer runs on.
+    :param checkpoint: a scratch folder each scored mixer is saved to (overwritten every call).
+    :param max_queries: queries kept (None: all).
+    :param max_docs: documents kept; relevant ones always are (None: all).
+    :param seed: the subsampling seed.
+    :return: a function mapping a mixer to its nDCG@10.
+    """
+    from lmk_rag.eval.beir import load_beir
+    from lmk_rag.eval.pipelines import PipelineOptions
+    from lmk_rag.eval.run import evaluate
+    from lmk_rag.eval.sample import subsample
+
+    dataset = subsample(load_beir(folder), max_queries=max_queries, max_docs=max_docs, seed=seed)
+    options = PipelineOptions(encoder={"static_model": static.vectors.source, "mixer": str(checkpoint)})
+
+    def score(mixer: ConvMixer) -> float:
+        mixer.save(checkpoint)
+        return float(evaluate(dataset, "static-mixer", options)["ndcg@10"])
+
+    return score

@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from lmk_rag.cli import app
+from lmk_rag.cli.root import app
 from lmk_rag.errors import LmkRagError
 
 SUFFIXES = (".txt", ".md")

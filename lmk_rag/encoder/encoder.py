@@ -35,7 +35,7 @@ DEFAULT_GRANULARITY = 64
 DEFAULT_CONTEXT = Context.DOCUMENT.value
 """Default context: ties ``"chunk"`` in quality and encodes each token once (docs/decisions.md)."""
 
-LMK_CONFIG_FILE = "lmk_rag.json"
+LMK_CONFIG_FILE = "lmk_model.json"
 """File next to a model's config.json that marks it LMK-trained, e.g. ``{"lmk_trained": true}``."""
 
 _PROGRESS_MIN_BATCHES = 20
@@ -358,9 +358,17 @@ def _torch_dtype(dtype: str, device: torch.device) -> torch.dtype:
 
 
 def _read_lmk_config(model_path: Path) -> dict[str, Any]:
-    """The LMK training marker next to the model's config.json, or an empty dict."""
+    """The LMK training marker next to the model's config.json, or an empty dict.
+
+    A model fine-tuned before the marker was renamed has ``lmk_rag.json`` instead; it is read with a warning.
+    """
     path = model_path / LMK_CONFIG_FILE
-    return json.loads(path.read_text()) if path.is_file() else {}
+    if not path.is_file():
+        path = model_path / "lmk_rag.json"
+        if not path.is_file():
+            return {}
+        logger.warning("%s: the LMK model marker is now named %s; please rename the file", path, LMK_CONFIG_FILE)
+    return json.loads(path.read_text())
 
 
 def _default_max_length(model_path: Path, tokenizer: Any, config: Any) -> int:

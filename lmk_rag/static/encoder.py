@@ -1,7 +1,7 @@
 """StaticTokenEncoder: per-token static vectors with char offsets, for MaxSim and pooled search.
 
 Implements the store's static-encoder protocol (``dim``, ``fingerprint``, ``encode_document_tokens``,
-``encode_query_tokens``). numpy only: a trained mixer runs as :class:`~lmk_rag.static.mixing.MixerWeights`.
+``encode_query_tokens``). numpy only: a trained mixer runs as :class:`~lmk_rag.static.mixer.MixerWeights`.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ import numpy as np
 import scipy.sparse
 
 from lmk_rag.errors import EmptyTextError, InvalidInputError, VectorSizeError
-from lmk_rag.static.mixing import MixerWeights
+from lmk_rag.static.mixer import MixerWeights
 from lmk_rag.static.model import StaticVectors, load_static_vectors
 from lmk_rag.vectors import l2_normalize
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lmk_rag.static.mixer import ConvMixer
+    from lmk_rag.static.mixer_torch import ConvMixer
 
 
 @dataclass(frozen=True)

@@ -1,109 +1,116 @@
-"""ConvMixer: a small torch module that adds local context to static token vectors.
+"""ConvMixer inference in numpy: the weights of a trained :class:`~lmk_rag.static.mixer_torch.ConvMixer`,
+applied without torch (the encoder and the store stay numpy-only).
 
-``out = l2norm(x + gate * mixed)`` where ``x`` are the L2-normalised static token vectors (T, dim),
-``mixed = linear(depthwise_conv_k(x))`` mixes each token with its ``kernel_size`` neighbours, and
-``gate = sigmoid(W_g x + b_g)`` is computed from the input tokens alone. The gate bias starts negative so
-that an untrained mixer stays close to the raw static vectors.
-Training needs torch (this module and :mod:`lmk_rag.static.train`); inference runs in numpy
-(:class:`~lmk_rag.static.mixing.MixerWeights`, from :meth:`ConvMixer.to_numpy` or a saved folder).
+``out = l2norm(x + sigmoid(x @ G.T + g) * (depthwise_conv(x) @ L.T + l))``, the same function as
+:meth:`ConvMixer.forward` on one unpadded text.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
-import torch
-from safetensors.torch import load_file, save_file
-from torch import nn
+from safetensors.numpy import load_file
 
-from lmk_rag.errors import ModelNotFoundError
-from lmk_rag.static.mixing import CONFIG_FILE, WEIGHTS_FILE, MixerWeights
+from lmk_rag.errors import ModelNotFoundError, VectorSizeError
+from lmk_rag.static.model import cache_dir
+
+CONFIG_FILE = "mixer_config.json"
+WEIGHTS_FILE = "mixer.safetensors"
 
 
-class ConvMixer(nn.Module):
-    """Depthwise conv over tokens + linear over dims, added back to the input through a sigmoid gate.
+def default_mixer_dir() -> Path:
+    """The folder ``lmk-rag train-mixer`` writes to by default and ``static-mixer`` loads from."""
+    return cache_dir() / "mixer-default"
 
-    :param dim: the static vector dimension.
-    :param kernel_size: the conv's width in tokens (odd).
-    :param gate_bias: initial gate bias; sigmoid(-2) ~= 0.12 keeps the untrained mixer near identity.
-    :raises ValueError: if ``kernel_size`` is even.
+
+@dataclass(frozen=True)
+class MixerWeights:
+    """A trained mixer's weights, float32, named as in the torch module's ``state_dict``.
+
+    :param config: the mixer config (``dim``, ``kernel_size``, ``gate_bias``).
+    :param weights: ``conv.weight`` (dim, 1, k), ``conv.bias`` (dim,), ``linear.weight`` (dim, dim),
+        ``linear.bias`` (dim,), ``gate.weight`` (dim, dim), ``gate.bias`` (dim,).
     """
 
-    def __init__(self, dim: int, kernel_size: int = 7, gate_bias: float = -2.0) -> None:
-        super().__init__()
-        if kernel_size % 2 == 0:
-            raise ValueError(f"kernel_size must be odd to keep tokens centred, got {kernel_size}")
-        self.config = {"dim": dim, "kernel_size": kernel_size, "gate_bias": gate_bias}
-        self.conv = nn.Conv1d(dim, dim, kernel_size, padding=kernel_size // 2, groups=dim)
-        self.linear = nn.Linear(dim, dim)
-        self.gate = nn.Linear(dim, dim)
-        nn.init.constant_(self.gate.bias, gate_bias)
+    config: dict[str, float | int]
+    weights: dict[str, np.ndarray]
 
     @property
     def dim(self) -> int:
         """The token vector dimension."""
         return int(self.config["dim"])
 
-    @property
-    def parameter_count(self) -> int:
-        """The number of trainable parameters."""
-        return sum(p.numel() for p in self.parameters())
+    def gates(self, tokens: np.ndarray) -> np.ndarray:
+        """The gate values of input tokens (they depend on each token alone, so callers may tabulate them).
 
-    def gates(self, x: torch.Tensor) -> torch.Tensor:
-        """The gate values for input tokens.
-
-        :param x: normalised static token vectors, shape (batch, tokens, dim).
-        :return: values in (0, 1), shape (batch, tokens, dim).
+        :param tokens: L2-normalised static token vectors, shape (n, dim).
+        :return: values in (0, 1), shape (n, dim).
         """
-        return torch.sigmoid(self.gate(x))
+        logits = tokens @ self.weights["gate.weight"].T + self.weights["gate.bias"]
+        return (1.0 / (1.0 + np.exp(-logits))).astype(np.float32)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """Mix each token with its neighbours.
+    def mix(self, tokens: np.ndarray, gates: np.ndarray | None = None) -> np.ndarray:
+        """Mix one text's token vectors with their neighbours.
 
-        :param x: normalised static token vectors, shape (batch, tokens, dim).
-        :param mask: 1 for real tokens and 0 for padding, shape (batch, tokens); padding is zeroed first
-            so that it does not leak into real tokens through the conv.
-        :return: L2-normalised mixed token vectors, shape (batch, tokens, dim).
+        :param tokens: L2-normalised static token vectors, shape (n, dim).
+        :param gates: the tokens' precomputed :meth:`gates` (e.g. looked up in a per-vocabulary table),
+            shape (n, dim); None computes them.
+        :return: L2-normalised float32 mixed vectors, shape (n, dim).
+        :raises VectorSizeError: if ``tokens`` has another dimension than the mixer.
         """
-        if mask is not None:
-            x = x * mask.unsqueeze(-1).to(x.dtype)
-        mixed = self.linear(self.conv(x.transpose(1, 2)).transpose(1, 2))
-        return nn.functional.normalize(x + self.gates(x) * mixed, dim=-1)
+        if tokens.ndim != 2 or tokens.shape[1] != self.dim:
+            raise VectorSizeError(f"the mixer takes (n, {self.dim}) token vectors, got {tokens.shape}")
+        w = self.weights
+        taps = self._taps  # (k, dim): one contiguous row per kernel offset
+        k = len(taps)
+        x = tokens.astype(np.float32, copy=False)
+        padded = np.pad(x, ((k // 2, k // 2), (0, 0)))
+        conv = padded[: len(x)] * taps[0]
+        for offset in range(1, k):
+            conv += padded[offset : offset + len(x)] * taps[offset]
+        conv += w["conv.bias"]
+        mixed = conv @ self._linear_t
+        mixed += w["linear.bias"]
+        mixed *= self.gates(x) if gates is None else gates
+        mixed += x
+        mixed /= np.maximum(np.sqrt(np.einsum("ij,ij->i", mixed, mixed)), 1e-12)[:, None]
+        return mixed
 
-    def to_numpy(self) -> MixerWeights:
-        """Copy the weights for numpy inference (what :class:`~lmk_rag.static.StaticTokenEncoder` runs).
+    @cached_property
+    def _taps(self) -> np.ndarray:
+        return np.ascontiguousarray(self.weights["conv.weight"][:, 0, :].T)
 
-        :return: the weights as float32 numpy arrays.
-        """
-        weights = {k: v.detach().cpu().numpy().astype(np.float32) for k, v in self.state_dict().items()}
-        return MixerWeights(dict(self.config), weights)
+    @cached_property
+    def _linear_t(self) -> np.ndarray:
+        return np.ascontiguousarray(self.weights["linear.weight"].T)
 
-    def save(self, folder: str | os.PathLike[str]) -> Path:
-        """Save as ``mixer_config.json`` + ``mixer.safetensors``.
-
-        :param folder: the target folder (created if missing).
-        :return: the folder.
-        """
-        path = Path(folder)
-        path.mkdir(parents=True, exist_ok=True)
-        (path / CONFIG_FILE).write_text(json.dumps(self.config, indent=2))
-        save_file({k: v.contiguous() for k, v in self.state_dict().items()}, str(path / WEIGHTS_FILE))
-        return path
+    def fingerprint(self) -> str:
+        """A short hash of the config and weights (equal to the torch module's for the same weights)."""
+        digest = hashlib.sha256(json.dumps(self.config, sort_keys=True).encode())
+        for name in sorted(self.weights):
+            digest.update(name.encode())
+            digest.update(np.ascontiguousarray(self.weights[name], dtype=np.float32).tobytes())
+        return digest.hexdigest()[:16]
 
     @classmethod
-    def load(cls, folder: str | os.PathLike[str]) -> ConvMixer:
-        """Load a mixer written by :meth:`save`.
+    def load(cls, folder: str | os.PathLike[str]) -> MixerWeights:
+        """Load a mixer folder written by :meth:`ConvMixer.save`.
 
         :param folder: the folder holding ``mixer_config.json`` and ``mixer.safetensors``.
-        :return: the mixer, in eval mode.
+        :return: the weights.
         :raises ModelNotFoundError: if either file is missing.
         """
         path = Path(folder)
         if not (path / CONFIG_FILE).is_file() or not (path / WEIGHTS_FILE).is_file():
-            raise ModelNotFoundError(f"{path} is not a ConvMixer folder: it needs {CONFIG_FILE} and {WEIGHTS_FILE}")
-        mixer = cls(**json.loads((path / CONFIG_FILE).read_text()))
-        mixer.load_state_dict(load_file(str(path / WEIGHTS_FILE)))
-        return mixer.eval()
+            raise ModelNotFoundError(
+                f"{path} is not a ConvMixer folder: it needs {CONFIG_FILE} and {WEIGHTS_FILE} "
+                "(`lmk-rag train-mixer` writes one)"
+            )
+        weights = {k: v.astype(np.float32) for k, v in load_file(str(path / WEIGHTS_FILE)).items()}
+        return cls(json.loads((path / CONFIG_FILE).read_text()), weights)

@@ -67,14 +67,6 @@ class StaticVectors:
         """Every token id's L2-normalised static vector, shape (vocab, dim), float32 (token-level scoring)."""
         return l2_normalize(self.weighted_table)
 
-    def lookup(self, ids: np.ndarray) -> np.ndarray:
-        """Return the (weighted) static vectors of token ids.
-
-        :param ids: token ids, shape (n,).
-        :return: float32 vectors, shape (n, dim), not normalised (the norm carries model2vec's SIF weight).
-        """
-        return self.weighted_table[ids]
-
 
 def cache_dir() -> Path:
     """The folder holding lmk_rag's distilled static models (``$LMK_RAG_CACHE`` overrides the user cache dir)."""

@@ -1,6 +1,7 @@
 """Train a ConvMixer on (query, passage) pairs: cosine distillation to transformer token states and/or
-an in-batch contrastive MaxSim loss. Checkpoints are chosen by nDCG@10 of ``static-mixer`` on a dev set
-(callers pass a ``select`` function), not by loss.
+an in-batch contrastive MaxSim loss. Checkpoints are chosen by a score the caller passes in (``select``;
+``lmk-rag train-mixer`` passes nDCG@10 of ``static-mixer`` on a dev set), not by loss. This module never
+imports the eval harness.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from lmk_rag.errors import DatasetError, InvalidInputError
+from lmk_rag.errors import InvalidInputError
 from lmk_rag.static.encoder import StaticTokenEncoder
-from lmk_rag.static.mixer import ConvMixer
-from lmk_rag.static.model import cache_dir
+from lmk_rag.static.mixer_torch import ConvMixer
 from lmk_rag.static.teacher import teacher_targets
+from lmk_rag.train.data import load_training_data
 
 Objective = Literal["distill", "contrastive", "both"]
 
@@ -31,24 +32,24 @@ class TrainConfig:
     """Mixer training settings.
 
     :param objective: ``"distill"`` (cosine to teacher token states), ``"contrastive"`` (in-batch MaxSim
-        cross-entropy) or ``"both"`` (their sum, distillation weighted by ``distill_weight``).
-    :param steps: optimisation steps.
+        cross-entropy) or ``"both"`` (their sum, distillation weighted by ``distill_loss_weight``).
+    :param max_steps: optimiser steps.
     :param batch_size: pairs per step (the other passages of the batch are the negatives).
-    :param lr: AdamW learning rate.
+    :param learning_rate: AdamW learning rate.
     :param temperature: softmax temperature of the contrastive loss (scores are mean cosines).
-    :param distill_weight: weight of the distillation loss in ``"both"``.
+    :param distill_loss_weight: weight of the distillation loss in ``"both"``.
     :param max_tokens: static tokens kept per passage.
     :param kernel_size: the mixer's conv width.
-    :param eval_every: steps between checkpoint evaluations.
+    :param eval_every: steps between checkpoint evaluations (0: only before and after training).
     :param seed: random seed (batches, init).
     """
 
     objective: Objective = "both"
-    steps: int = 300
+    max_steps: int = 300
     batch_size: int = 32
-    lr: float = 2e-3
+    learning_rate: float = 2e-3
     temperature: float = 0.05
-    distill_weight: float = 1.0
+    distill_loss_weight: float = 1.0
     max_tokens: int = 128
     kernel_size: int = 7
     eval_every: int = 100
@@ -72,43 +73,28 @@ class TrainResult:
     seconds: float
 
 
-def default_mixer_dir() -> Path:
-    """The folder ``lmk-rag train-mixer`` writes to by default and ``static-mixer`` loads from."""
-    return cache_dir() / "mixer-default"
+def load_pairs(source: str | Path) -> list[tuple[str, str]]:
+    """Read (query, positive) pairs as ``lmk-rag finetune`` reads them (negatives are not used here).
 
-
-def load_pairs(path: str | Path) -> list[tuple[str, str]]:
-    """Read ``{"query", "positive"}`` JSON lines.
-
-    :param path: a pairs.jsonl file.
+    :param source: a pairs JSONL file (``{"query", "positive"}`` per line) or a BEIR folder (its train split).
     :return: (query, positive) pairs in file order.
-    :raises DatasetError: if a line is not JSON or lacks a field.
+    :raises DatasetError: if the source is missing or a line is malformed (naming file and line).
     """
-    pairs = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                pairs.append((str(row["query"]), str(row["positive"])))
-            except (json.JSONDecodeError, KeyError, TypeError) as error:
-                raise DatasetError(f"{path}:{number}: expected a JSON object with query and positive ({error})")
-    return pairs
+    return [(pair.query, pair.positive) for pair in load_training_data(source)]
 
 
-def split_pairs(pairs: Sequence[tuple[str, str]], val_fraction: float = 0.1, seed: int = 0
+def split_pairs(pairs: Sequence[tuple[str, str]], heldout_fraction: float = 0.1, seed: int = 0
                 ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """A seeded train/validation split.
 
     :param pairs: all pairs.
-    :param val_fraction: the share held out for validation.
+    :param heldout_fraction: the share held out for validation.
     :param seed: the shuffle seed.
     :return: (train, validation).
     """
     order = list(range(len(pairs)))
     random.Random(seed).shuffle(order)
-    n_val = max(1, int(len(pairs) * val_fraction))
+    n_val = max(1, int(len(pairs) * heldout_fraction))
     return [pairs[i] for i in order[n_val:]], [pairs[i] for i in order[:n_val]]
 
 
@@ -169,7 +155,7 @@ def _loss(mixer: ConvMixer, head: nn.Linear, data: _Batches, rows: Sequence[int]
         loss = loss + nn.functional.cross_entropy(scores, torch.arange(len(rows)))
     if config.objective in ("distill", "both"):
         assert q_target is not None and p_target is not None
-        weight = config.distill_weight if config.objective == "both" else 1.0
+        weight = config.distill_loss_weight if config.objective == "both" else 1.0
         distill = (_distill_loss(q_out, q_target, head) + _distill_loss(p_out, p_target, head)) / 2
         loss = loss + weight * distill
     return loss
@@ -223,11 +209,11 @@ def train_mixer(
     mixer = ConvMixer(static.dim, kernel_size=config.kernel_size)
     teacher_dim = train_data.targets[0].shape[1] if train_data.targets is not None else static.dim
     head = nn.Linear(static.dim, teacher_dim)
-    optimiser = torch.optim.AdamW([*mixer.parameters(), *head.parameters()], lr=config.lr)
+    optimiser = torch.optim.AdamW([*mixer.parameters(), *head.parameters()], lr=config.learning_rate)
     history: list[dict[str, float]] = []
     best = _evaluate(0, mixer, head, val_data, config, select, history, None, log)
     order: list[int] = []
-    for step in range(1, config.steps + 1):
+    for step in range(1, config.max_steps + 1):
         if len(order) < config.batch_size:
             order = list(range(train_data.n))
             rng.shuffle(order)
@@ -237,9 +223,9 @@ def train_mixer(
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
-        if step % config.eval_every == 0 or step == config.steps:
+        if (config.eval_every and step % config.eval_every == 0) or step == config.max_steps:
             best = _evaluate(step, mixer, head, val_data, config, select, history, best, log)
-    best_step = config.steps
+    best_step = config.max_steps
     if best is not None:
         best_step = best[1]
         mixer.load_state_dict(best[2])
@@ -280,27 +266,3 @@ def save_training_record(folder: Path, config: TrainConfig, result: TrainResult,
               "parameters": result.mixer.parameter_count}
     (folder / "training.json").write_text(json.dumps(record, indent=2))
 
-
-def ndcg_selector(folder: str | Path, static: StaticTokenEncoder, max_queries: int | None = 200,
-                  max_docs: int | None = 800, seed: int = 0) -> Callable[[ConvMixer], float]:
-    """A checkpoint scorer: nDCG@10 of the ``static-mixer`` pipeline on a (seeded, subsampled) BEIR set.
-
-    :param folder: a BEIR folder (e.g. manpages-short).
-    :param static: the static encoder whose vectors the mixer runs on.
-    :param max_queries: queries kept (None: all).
-    :param max_docs: documents kept; relevant ones always are (None: all).
-    :param seed: the subsampling seed.
-    :return: a function mapping a mixer to its nDCG@10.
-    """
-    from lmk_rag.eval.beir import load_beir
-    from lmk_rag.eval.pipelines import PipelineOptions
-    from lmk_rag.eval.run import evaluate
-    from lmk_rag.eval.sample import subsample
-
-    dataset = subsample(load_beir(folder), max_queries=max_queries, max_docs=max_docs, seed=seed)
-
-    def score(mixer: ConvMixer) -> float:
-        options = PipelineOptions(encoder={"static_model": static.vectors, "mixer": mixer})
-        return float(evaluate(dataset, "static-mixer", options)["ndcg@10"])
-
-    return score

@@ -29,9 +29,6 @@ class TokenBatch:
     :param landmark_window: the window of each landmark, shape (n_landmarks,).
     :param landmark_position: the landmark's position in its window, shape (n_landmarks,).
     :param landmark_text: the text each landmark belongs to, shape (n_landmarks,).
-    :param chunk_start: first window position of the landmark's chunk (as the encoder's chunk means count
-        it: the CLS for a window's first chunk, the landmark itself included), shape (n_landmarks,).
-    :param chunk_end: one past the chunk's last position, shape (n_landmarks,).
     :param n_texts: how many texts the batch holds.
     """
 
@@ -40,8 +37,6 @@ class TokenBatch:
     landmark_window: torch.Tensor
     landmark_position: torch.Tensor
     landmark_text: torch.Tensor
-    chunk_start: torch.Tensor
-    chunk_end: torch.Tensor
     n_texts: int
 
     def to(self, device: torch.device | str) -> TokenBatch:
@@ -52,8 +47,6 @@ class TokenBatch:
             landmark_window=self.landmark_window.to(device),
             landmark_position=self.landmark_position.to(device),
             landmark_text=self.landmark_text.to(device),
-            chunk_start=self.chunk_start.to(device),
-            chunk_end=self.chunk_end.to(device),
             n_texts=self.n_texts,
         )
 
@@ -80,17 +73,15 @@ def build_token_batch(
     windows_of_landmark: list[int] = []
     positions: list[int] = []
     owners: list[int] = []
-    ranges: list[tuple[int, int]] = []
     for index, (text, (ids, offsets), k) in enumerate(zip(texts, tokenized, granularities)):
         plan = plan_landmarks(text, offsets, int(k), max_chunk_tokens)
         windows = build_windows(index, ids, plan.chunks, special, "after", max_length)
         # windows come in text order and each lists its chunks in order: landmarks stay in chunk order
         for window in windows:
-            for position, owned in zip(window.landmark_positions, window.sum_ranges):
+            for position in window.landmark_positions:
                 windows_of_landmark.append(len(sequences))
                 positions.append(position)
                 owners.append(index)
-                ranges.append(owned)
             sequences.append(window.input_ids)
     longest = max(len(sequence) for sequence in sequences)
     input_ids = torch.full((len(sequences), longest), special.pad_id, dtype=torch.long)
@@ -104,7 +95,5 @@ def build_token_batch(
         landmark_window=torch.tensor(windows_of_landmark, dtype=torch.long),
         landmark_position=torch.tensor(positions, dtype=torch.long),
         landmark_text=torch.tensor(owners, dtype=torch.long),
-        chunk_start=torch.tensor([start for start, _ in ranges], dtype=torch.long),
-        chunk_end=torch.tensor([end for _, end in ranges], dtype=torch.long),
         n_texts=len(texts),
     )

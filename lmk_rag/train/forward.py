@@ -28,20 +28,6 @@ def landmark_states(hidden: torch.Tensor, batch: TokenBatch) -> torch.Tensor:
     return hidden[batch.landmark_window, batch.landmark_position].float()
 
 
-def chunk_mean_states(hidden: torch.Tensor, batch: TokenBatch) -> torch.Tensor:
-    """The mean state of each landmark's chunk, over the positions the inference encoder averages.
-
-    :param hidden: the batch's states from :func:`hidden_states`.
-    :param batch: the batch they came from.
-    :return: one mean per landmark, shape (n_landmarks, dim), float32.
-    """
-    states = hidden.float()
-    totals = F.pad(torch.cumsum(states, dim=1), (0, 0, 1, 0))  # totals[:, p] = sum of positions < p
-    window = batch.landmark_window
-    sums = totals[window, batch.chunk_end] - totals[window, batch.chunk_start]
-    return sums / (batch.chunk_end - batch.chunk_start).clamp_min(1)[:, None].to(sums.dtype)
-
-
 def lmk_vectors(states: torch.Tensor, batch: TokenBatch) -> torch.Tensor:
     """LMK pooling: the mean of each text's landmark states, L2-normalised.
 

@@ -47,16 +47,3 @@ def landmark_maxsim_nce(
     scores = maxsim_scores(queries, landmarks, mask) / temperature
     return F.cross_entropy(scores, torch.arange(len(queries), device=queries.device))
 
-
-def landmark_alignment(landmarks: torch.Tensor, chunk_means: torch.Tensor) -> torch.Tensor:
-    """Pull each landmark state towards its chunk's mean state (a fixed target: no gradient flows into it).
-
-    Zero-shot, chunk means are better chunk vectors than landmark states; this pulls landmarks towards them.
-    In 30- and 40-step ablations it did not make landmarks better chunk vectors (docs/decisions.md), so
-    the trainer leaves it off by default.
-
-    :param landmarks: landmark states, shape (n, dim).
-    :param chunk_means: the mean state of each landmark's chunk, shape (n, dim).
-    :return: the mean of ``1 - cosine``, a scalar.
-    """
-    return (1 - F.cosine_similarity(landmarks, chunk_means.detach(), dim=-1)).mean()

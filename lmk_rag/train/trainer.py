@@ -19,13 +19,13 @@ from lmk_rag.encoder import LMK_CONFIG_FILE, LandmarkEncoder
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.train.data import GRANULARITIES, Batch, BatchSampler, HaystackBuilder, load_training_data, split_heldout
 from lmk_rag.train.evaluation import HeldoutSet, evaluate_heldout
-from lmk_rag.train.features import build_token_batch
-from lmk_rag.train.forward import chunk_mean_states, hidden_states, landmark_matrix, landmark_states, lmk_vectors
-from lmk_rag.train.losses import info_nce, landmark_alignment, landmark_maxsim_nce
+from lmk_rag.train.features import TokenBatch, build_token_batch
+from lmk_rag.train.forward import hidden_states, landmark_matrix, landmark_states, lmk_vectors
+from lmk_rag.train.losses import info_nce, landmark_maxsim_nce
 from lmk_rag.train.mining import mine_hard_negatives
 
 LMK_MARKER = {"lmk_trained": True, "granularity": "variable", "pooling": "lmk", "chunk_vector": "landmark"}
-"""Written to ``lmk_rag.json`` in the output folder: ``LandmarkEncoder`` then picks LMK pooling and the
+"""Written to ``lmk_model.json`` in the output folder: ``LandmarkEncoder`` then picks LMK pooling and the
 marker's chunk vectors (see :func:`lmk_marker`)."""
 
 CHECKPOINT_DIR = "checkpoint"
@@ -49,8 +49,6 @@ class FinetuneConfig:
     :param weight_decay: AdamW weight decay.
     :param temperature: InfoNCE temperature for both losses.
     :param landmark_loss_weight: weight of the haystack MaxSim loss (0 turns it off).
-    :param alignment_loss_weight: weight of the loss pulling landmark states of passages and haystacks
-        towards their chunk's mean state (0 turns it off).
     :param haystack_tokens: content tokens of a haystack; default: one window less its landmarks.
     :param hard_negatives: mined negatives per pair per step (0: in-batch negatives only).
     :param mine_skip: mined candidates start below this many top hits (they are often unlabelled positives).
@@ -80,7 +78,6 @@ class FinetuneConfig:
     weight_decay: float = 0.01
     temperature: float = 0.02
     landmark_loss_weight: float = 1.0
-    alignment_loss_weight: float = 0.0
     haystack_tokens: int | None = None
     hard_negatives: int = 0
     mine_skip: int = 3
@@ -115,8 +112,7 @@ class Trainer:
     """Fine-tunes a transformer so that its landmark tokens become good text and chunk vectors.
 
     Loss per step: InfoNCE (in-batch and optional mined negatives) on LMK-pooled queries and
-    passages, plus ``landmark_loss_weight`` x InfoNCE over haystacks scored by landmark MaxSim, plus
-    ``alignment_loss_weight`` x the distance of each landmark state to its chunk's (detached) mean state.
+    passages, plus ``landmark_loss_weight`` x InfoNCE over haystacks scored by landmark MaxSim.
 
     :param config: the run's settings.
     :raises ModelNotFoundError: when the base model cannot be found.
@@ -180,38 +176,30 @@ class Trainer:
 
     # ---- one step -------------------------------------------------------------------------------
 
-    def _encode(self, texts: list[str], granularities: list[int]) -> tuple[torch.Tensor, Any]:
+    def _encode(self, texts: list[str], granularities: list[int]) -> tuple[torch.Tensor, TokenBatch]:
+        """The landmark states of texts (with grad), shape (n_landmarks, dim), and their token batch."""
         batch = build_token_batch(self.tokenizer, texts, granularities, self.max_length).to(self.device)
         with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
             hidden = hidden_states(self.model, batch)
-        return hidden, batch
+        return landmark_states(hidden, batch), batch
 
     def losses(self, batch: Batch) -> dict[str, torch.Tensor]:
         """The losses of one batch (with grad).
 
         :param batch: the texts and granularities of the step.
-        :return: ``{"loss", "nce"}``, plus ``"landmark"`` with haystacks and ``"alignment"`` when weighted.
+        :return: ``{"loss", "nce"}``, plus ``"landmark"`` with haystacks.
         """
         config = self.config
-        query_hidden, query_batch = self._encode(batch.queries, batch.query_granularity)
-        queries = lmk_vectors(landmark_states(query_hidden, query_batch), query_batch)
-        passage_hidden, passage_batch = self._encode(batch.passages, batch.passage_granularity)
-        passage_states = landmark_states(passage_hidden, passage_batch)
+        query_states, query_batch = self._encode(batch.queries, batch.query_granularity)
+        queries = lmk_vectors(query_states, query_batch)
+        passage_states, passage_batch = self._encode(batch.passages, batch.passage_granularity)
         result = {"nce": info_nce(queries, lmk_vectors(passage_states, passage_batch), config.temperature)}
         total = result["nce"]
-        encoded = [(passage_hidden, passage_batch, passage_states)]
         if batch.haystacks:
-            haystack_hidden, haystack_batch = self._encode(batch.haystacks, batch.haystack_granularity)
-            haystack_states = landmark_states(haystack_hidden, haystack_batch)
+            haystack_states, haystack_batch = self._encode(batch.haystacks, batch.haystack_granularity)
             landmarks, mask = landmark_matrix(haystack_states, haystack_batch)
             result["landmark"] = landmark_maxsim_nce(queries, landmarks, mask, config.temperature)
             total = total + config.landmark_loss_weight * result["landmark"]
-            encoded.append((haystack_hidden, haystack_batch, haystack_states))
-        if config.alignment_loss_weight > 0:
-            states = torch.cat([states for _, _, states in encoded])
-            means = torch.cat([chunk_mean_states(hidden, token_batch) for hidden, token_batch, _ in encoded])
-            result["alignment"] = landmark_alignment(states, means)
-            total = total + config.alignment_loss_weight * result["alignment"]
         result["loss"] = total
         return result
 
@@ -379,7 +367,7 @@ class Trainer:
 
 
 def lmk_marker(heldout: dict[str, float]) -> dict[str, Any]:
-    """The ``lmk_rag.json`` of a fine-tuned model: LMK-trained, with the chunk vectors that measured best.
+    """The ``lmk_model.json`` of a fine-tuned model: LMK-trained, with the chunk vectors that measured best.
 
     Landmark states are the chunk vectors unless the held-out needle task found chunk means better
     (a short run can leave landmarks behind the means of the same model); the numbers are recorded.

@@ -20,12 +20,12 @@ def _eval(*args: str) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def test_json_has_every_key_and_needle_breakdowns(data_dir: Path, tmp_path: Path) -> None:
-    report = _eval(str(data_dir / "manpages-needle" / "L2048"), "--pipeline", "bm25", "--max-queries", "5",
-                   "--max-docs", "20", "--cache-dir", str(tmp_path))
+def test_json_has_every_key_and_needle_breakdowns(fixture_data: Path, tmp_path: Path) -> None:
+    report = _eval(str(fixture_data / "manpages-needle" / "L2048"), "--pipeline", "bm25", "--max-queries", "5",
+                   "--max-docs", "10", "--cache-dir", str(tmp_path))
     assert KEYS <= set(report)
     assert report["dataset"] == "manpages-needle/L2048" and report["pipeline"] == "bm25"
-    assert report["queries"] == 5 and report["docs"] == 20 and isinstance(report["queries"], int)
+    assert report["queries"] == 5 and report["docs"] == 10 and isinstance(report["queries"], int)
     assert isinstance(report["cached"], bool)
     assert list(report["by_length"]) == ["2048.0"]
     assert set(report["by_position"]) <= {"0.0", "0.25", "0.5", "0.75", "1.0"}
@@ -34,15 +34,15 @@ def test_json_has_every_key_and_needle_breakdowns(data_dir: Path, tmp_path: Path
     assert report["by_length"]["2048.0"] == {key: report[key] for key in METRIC_KEYS}
 
 
-def test_no_breakdowns_without_metadata(data_dir: Path, tmp_path: Path) -> None:
-    report = _eval(str(data_dir / "manpages-short"), "-p", "bm25", "--max-queries", "5", "--max-docs", "20",
+def test_no_breakdowns_without_metadata(fixture_data: Path, tmp_path: Path) -> None:
+    report = _eval(str(fixture_data / "manpages-short"), "-p", "bm25", "--max-queries", "5", "--max-docs", "20",
                    "--cache-dir", str(tmp_path))
     assert KEYS <= set(report) and "by_position" not in report and "by_length" not in report
 
 
 @pytest.mark.slow
-def test_encoder_run_is_cached_with_its_cold_time(data_dir: Path, tmp_path: Path) -> None:
-    args = [str(data_dir / "manpages-needle" / "L512"), "-p", "maxsim-landmark", "--max-queries", "3",
+def test_encoder_run_is_cached_with_its_cold_time(fixture_data: Path, tmp_path: Path) -> None:
+    args = [str(fixture_data / "manpages-needle" / "L512"), "-p", "maxsim-landmark", "--max-queries", "3",
             "--max-docs", "4", "--granularity", "64", "--cache-dir", str(tmp_path)]
     cold, warm = _eval(*args), _eval(*args)
     assert (cold["cached"], warm["cached"]) == (False, True)

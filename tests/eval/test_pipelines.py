@@ -51,8 +51,17 @@ def test_registry_lists_builtins_and_rejects_unknown_and_duplicates() -> None:
         register_pipeline("bm25")(RecordingPipeline)
 
 
-def test_pipeline_sees_only_texts(data_dir: Path) -> None:
-    dataset = subsample(load_beir(data_dir / "manpages-needle" / "L512"), max_queries=10, max_docs=15)
+def test_options_take_json_values_only() -> None:
+    options = PipelineOptions(encoder={"static_model": "folder", "granularity": 32, "mixer": None})
+    assert options.encoder["granularity"] == 32
+    with pytest.raises(InvalidInputError, match="JSON values"):
+        PipelineOptions(encoder={"mixer": object()})
+    with pytest.raises(InvalidInputError, match="JSON values"):
+        PipelineOptions(encoder={"mixer": Path("folder")})
+
+
+def test_pipeline_sees_only_texts(fixture_data: Path) -> None:
+    dataset = subsample(load_beir(fixture_data / "manpages-needle" / "L512"), max_queries=10, max_docs=11)
     RECORDED.clear()
     report = evaluate(dataset, "test-recorder", PipelineOptions())
     recorded = dict(RECORDED)
@@ -64,7 +73,7 @@ def test_pipeline_sees_only_texts(data_dir: Path) -> None:
     assert isinstance(options, PipelineOptions) and options.encoder == {}
     forbidden = set(dataset.doc_ids) | set(dataset.query_ids)
     assert not any(identifier in text for identifier in forbidden for text in recorded["queries"] + recorded["docs"])
-    assert report["queries"] == 10 and report["docs"] == 15
+    assert report["queries"] == 10 and report["docs"] == 11
     assert set(report["by_position"]) <= {"0.0", "0.25", "0.5", "0.75", "1.0"}
 
 
@@ -79,8 +88,8 @@ def test_bm25_finds_exact_words(tiny_beir: Path) -> None:
 @pytest.mark.parametrize(
     "name", ["cls", "mean", "lmk", "maxsim-landmark", "maxsim-chunkmean", "maxsim-chunk", "llamaindex-default"]
 )
-def test_model_pipelines_rank_needles(data_dir: Path, eval_cache: Path, name: str) -> None:
-    dataset = subsample(load_beir(data_dir / "manpages-needle" / "L512"), max_queries=5, max_docs=8)
+def test_model_pipelines_rank_needles(fixture_data: Path, eval_cache: Path, name: str) -> None:
+    dataset = subsample(load_beir(fixture_data / "manpages-needle" / "L512"), max_queries=5, max_docs=8)
     report = evaluate(dataset, name, PipelineOptions(cache_dir=eval_cache))
     pipeline = get_pipeline(name, PipelineOptions(cache_dir=eval_cache))
     pipeline.index(dataset.doc_texts)

@@ -11,8 +11,8 @@ from lmk_rag.eval.beir import load_beir
 from lmk_rag.eval.sample import subsample
 
 
-def test_subsample_is_seeded_and_keeps_relevant_docs(data_dir: Path) -> None:
-    full = load_beir(data_dir / "manpages-short")
+def test_subsample_is_seeded_and_keeps_relevant_docs(fixture_data: Path) -> None:
+    full = load_beir(fixture_data / "manpages-short")
     first = subsample(full, max_queries=7, max_docs=30, seed=3)
     again = subsample(full, max_queries=7, max_docs=30, seed=3)
     other = subsample(full, max_queries=7, max_docs=30, seed=4)
@@ -25,8 +25,8 @@ def test_subsample_is_seeded_and_keeps_relevant_docs(data_dir: Path) -> None:
     assert set(first.qrels) == set(first.query_ids)
 
 
-def test_relevant_docs_beyond_the_limit_are_kept(data_dir: Path) -> None:
-    sampled = subsample(load_beir(data_dir / "manpages-short"), max_queries=5, max_docs=2)
+def test_relevant_docs_beyond_the_limit_are_kept(fixture_data: Path) -> None:
+    sampled = subsample(load_beir(fixture_data / "manpages-short"), max_queries=5, max_docs=2)
     assert len(sampled.doc_ids) == 5
 
 

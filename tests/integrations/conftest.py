@@ -52,10 +52,10 @@ def forward_counter(minilm_encoder, monkeypatch: pytest.MonkeyPatch) -> Iterator
 
 
 @pytest.fixture(scope="session")
-def manpage_documents(data_dir: Path) -> list[Document]:
+def manpage_documents(fixture_data: Path) -> list[Document]:
     """Six real manual pages (manpages-longdoc corpus) as Documents; metadata ``rank`` 0-5 and ``parity``."""
     documents: list[Document] = []
-    with gzip.open(data_dir / "manpages-longdoc" / "corpus.jsonl.gz", "rt", encoding="utf-8") as lines:
+    with gzip.open(fixture_data / "manpages-longdoc" / "corpus.jsonl.gz", "rt", encoding="utf-8") as lines:
         for line in lines:
             row = json.loads(line)
             if 2_000 <= len(row["text"]) <= 5_000:

@@ -1,4 +1,5 @@
-"""Needle in a haystack through LlamaIndex: real manpages-train queries, ~20k-token documents, real Edge shard."""
+"""Needle in a haystack through LlamaIndex: real manpages-train pairs (the test fixture), ~20k-token documents,
+real Edge shard."""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ HAYSTACK_TOKENS = 20_000
 def _haystack_documents(pairs: list[dict], tokenizer) -> tuple[list[Document], list[str], list[tuple[int, int]]]:
     """``N_DOCUMENTS`` documents; document j is other pairs' passages, then pair j's positive at the very end.
 
-    The train set's positives add up to ~260k tokens, fewer than 20 haystacks of 20k need, so the
-    haystacks are overlapping windows (each at its own offset) of the passages of the pairs that
-    are not needles; no needle appears in any haystack.
+    The passages of the pairs that are not needles (80 fixture pairs, ~15k tokens) are fewer than 20
+    haystacks of 20k tokens need, so each haystack cycles through them from its own offset; no needle
+    appears in any haystack.
 
     :return: the documents, their queries, and the char span of each needle.
     """
@@ -43,9 +44,9 @@ def _haystack_documents(pairs: list[dict], tokenizer) -> tuple[list[Document], l
 
 @pytest.mark.slow
 def test_needle_at_the_end_of_20k_tokens_is_in_the_top_3(
-    data_dir: Path, tmp_path: Path, embed_model: LandmarkEmbedding, minilm_encoder, forward_counter
+    fixture_data: Path, tmp_path: Path, embed_model: LandmarkEmbedding, minilm_encoder, forward_counter
 ) -> None:
-    with open(data_dir / "manpages-train" / "pairs.jsonl", encoding="utf-8") as lines:
+    with open(fixture_data / "manpages-train" / "pairs.jsonl", encoding="utf-8") as lines:
         pairs = [json.loads(line) for line in lines]
     documents, queries, needle_spans = _haystack_documents(pairs, minilm_encoder.tokenizer)
     vector_store = LandmarkVectorStore(path=tmp_path / "store", embed_model=embed_model)

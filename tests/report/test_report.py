@@ -38,10 +38,10 @@ def _table_rows(markdown: str) -> dict[str, list[str]]:
 
 
 @pytest.mark.slow
-def test_report_writes_tables_intervals_and_plots_from_a_real_run(report, data_dir: Path, tmp_path: Path) -> None:
+def test_report_writes_tables_intervals_and_plots_from_a_real_run(report, fixture_data: Path, tmp_path: Path) -> None:
     out = tmp_path / "results"
     written = report.main(["--only", L2048, "--size", f"{L2048}=6,6", "--pipelines", "bm25,lmk-rag-alpha1,lmk-rag",
-                           "--data", str(data_dir), "--cache-dir", str(tmp_path / "cache"), "--out", str(out)])
+                           "--data", str(fixture_data), "--cache-dir", str(tmp_path / "cache"), "--out", str(out)])
     assert {path.name for path in written} == {"quality.md", "quality.json", *report.PLOT_METRICS.values()}
     markdown = (out / "quality.md").read_text()
     assert f"| pipeline | {L2048} | mean |" in markdown
@@ -62,10 +62,10 @@ def test_report_writes_tables_intervals_and_plots_from_a_real_run(report, data_d
 
 
 @pytest.mark.slow
-def test_report_has_one_panel_per_needle_length_and_one_column_per_set(report, data_dir: Path,
+def test_report_has_one_panel_per_needle_length_and_one_column_per_set(report, fixture_data: Path,
                                                                         tmp_path: Path) -> None:
     cells = [report.Cell(folder, 4, 4, "bm25") for folder in (L2048, L8192, "manpages-short")]
-    reports = [report.evaluate_cell(cell, data_dir, tmp_path / "cache") for cell in cells]
+    reports = [report.evaluate_cell(cell, fixture_data, tmp_path / "cache") for cell in cells]
     report.write_report(reports, tmp_path, "python benchmarks/report.py")
     header = next(line for line in (tmp_path / "quality.md").read_text().splitlines() if line.startswith("| pipeline"))
     assert header == f"| pipeline | {L2048} | {L8192} | manpages-short | mean |"

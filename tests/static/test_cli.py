@@ -19,6 +19,12 @@ PAGES = {
 }
 
 
+def _pairs(folder: Path) -> Path:
+    path = folder / "pairs.jsonl"
+    path.write_text("".join(json.dumps({"query": q, "positive": t}) + "\n" for q, t in PAGES.values()) * 3)
+    return path
+
+
 def _beir(folder: Path) -> Path:
     (folder / "qrels").mkdir(parents=True)
     (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": k, "title": "", "text": t}) + "\n"
@@ -41,15 +47,15 @@ def test_distill_static_reports_the_cached_default(static_vectors) -> None:
 
 @pytest.mark.slow
 def test_train_mixer_writes_a_loadable_mixer(static_vectors, tmp_path) -> None:
-    pairs = tmp_path / "pairs.jsonl"
-    pairs.write_text("".join(json.dumps({"query": q, "positive": t}) + "\n" for q, t in PAGES.values()) * 3)
     out = tmp_path / "mixer"
     result = CliRunner().invoke(app, [
-        "train-mixer", "--pairs", str(pairs), "--select-on", str(_beir(tmp_path / "beir")), "--output", str(out),
-        "--objective", "contrastive", "--steps", "2", "--batch-size", "4", "--eval-every", "1",
-        "--select-queries", "0", "--select-docs", "0", "--val-fraction", "0.25",
+        "train-mixer", "--train", str(_pairs(tmp_path)), "--select-on", str(_beir(tmp_path / "beir")),
+        "--output", str(out), "--objective", "contrastive", "--max-steps", "2", "--batch-size", "4",
+        "--learning-rate", "0.002", "--eval-every", "1", "--select-queries", "0", "--select-docs", "0",
+        "--heldout-fraction", "0.25",
     ])
     assert result.exit_code == 0, result.output
+    assert "deprecated" not in result.stderr
     record = json.loads((out / "training.json").read_text())
     assert [row["step"] for row in record["history"]] == [0, 1, 2]
     assert all(0 <= row["score"] <= 1 for row in record["history"])
@@ -57,3 +63,26 @@ def test_train_mixer_writes_a_loadable_mixer(static_vectors, tmp_path) -> None:
     assert record["static_fingerprint"] == StaticTokenEncoder(static_vectors).fingerprint
     encoder = StaticTokenEncoder(static_vectors, mixer=out)
     assert encoder.encode_query_tokens("send a signal").shape == (3, 256)
+
+
+@pytest.mark.slow
+def test_train_mixer_old_spellings_work_with_a_warning_each(static_vectors, tmp_path) -> None:
+    out = tmp_path / "mixer"
+    result = CliRunner().invoke(app, [
+        "train-mixer", "--pairs", str(_pairs(tmp_path)), "--select-on", str(_beir(tmp_path / "beir")),
+        "--output", str(out), "--objective", "contrastive", "--steps", "1", "--lr", "0.001", "--batch-size", "4",
+        "--select-queries", "0", "--select-docs", "0", "--val-fraction", "0.5",
+    ])
+    assert result.exit_code == 0, result.output
+    warnings = result.stderr.splitlines()
+    assert warnings == [f"warning: {old} is deprecated, use {new}" for old, new in
+                        [("--pairs", "--train"), ("--steps", "--max-steps"), ("--lr", "--learning-rate"),
+                         ("--val-fraction", "--heldout-fraction")]]
+    config = json.loads((out / "training.json").read_text())["config"]
+    assert (config["max_steps"], config["learning_rate"]) == (1, 0.001)
+    assert "--lr" not in CliRunner().invoke(app, ["train-mixer", "--help"]).output
+
+
+def test_train_mixer_needs_training_pairs(tmp_path) -> None:
+    result = CliRunner().invoke(app, ["train-mixer", "--select-on", str(tmp_path)])
+    assert result.exit_code == 2 and "--train" in result.output

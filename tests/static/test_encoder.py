@@ -9,7 +9,7 @@ import pytest
 
 from lmk_rag.errors import EmptyTextError, InvalidInputError, ModelNotFoundError
 from lmk_rag.static import StaticTokenEncoder, maxsim, tokens_in_chunks
-from lmk_rag.static.mixer import ConvMixer
+from lmk_rag.static.mixer_torch import ConvMixer
 
 
 def test_tokens_in_chunks_by_char_offsets() -> None:
@@ -111,7 +111,7 @@ def test_mixer_tokens_equal_the_torch_module(tiny_model_dir: Path) -> None:
     encoder = StaticTokenEncoder(tiny_model_dir, mixer=mixer)
     text = "the cat sat on the mat"
     ids, _ = encoder.tokenize(text)
-    raw = encoder.vectors.lookup(ids)
+    raw = encoder.vectors.weighted_table[ids]
     x = torch.from_numpy(raw / np.linalg.norm(raw, axis=1, keepdims=True)).unsqueeze(0)
     with torch.no_grad():
         expected = mixer.eval()(x)[0].numpy()

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from lmk_rag.static import StaticTokenEncoder
-from lmk_rag.static.mixer import ConvMixer
-from lmk_rag.static.mixing import MixerWeights
+from lmk_rag.static.mixer import MixerWeights
+from lmk_rag.static.mixer_torch import ConvMixer
 
 
 def _tokens(batch: int, length: int, dim: int, seed: int = 0) -> torch.Tensor:
@@ -66,17 +66,18 @@ def test_save_load_round_trip_gives_identical_outputs(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_few_training_steps_lower_the_held_out_loss(static_encoder, data_dir, tmp_path, monkeypatch) -> None:
+def test_a_few_training_steps_lower_the_held_out_loss(static_encoder, fixture_data, tmp_path, monkeypatch) -> None:
     from lmk_rag.static.train import TrainConfig, load_pairs, split_pairs, train_mixer
 
     monkeypatch.setenv("LMK_RAG_CACHE", str(tmp_path))  # teacher features of this run go to tmp
-    pairs = load_pairs(data_dir / "manpages-train" / "pairs.jsonl")[:96]
-    train, val = split_pairs(pairs, val_fraction=1 / 3, seed=0)
-    config = TrainConfig(objective="both", steps=12, batch_size=16, lr=5e-3, max_tokens=48, eval_every=6)
+    pairs = load_pairs(fixture_data / "manpages-train" / "pairs.jsonl")[:96]
+    train, val = split_pairs(pairs, heldout_fraction=1 / 3, seed=0)
+    config = TrainConfig(objective="both", max_steps=12, batch_size=16, learning_rate=5e-3, max_tokens=48,
+                         eval_every=6)
     result = train_mixer(train, val, static_encoder, config)
     losses = [row["val_loss"] for row in result.history]
     assert [row["step"] for row in result.history] == [0, 6, 12]
     assert losses[-1] < losses[0]  # held-out pairs: lower than the untrained mixer's loss
-    assert result.best_step == config.steps and result.mixer.parameter_count == 133_632
+    assert result.best_step == config.max_steps and result.mixer.parameter_count == 133_632
     mixed = StaticTokenEncoder(static_encoder.vectors, mixer=result.mixer)
     assert mixed.encode_query_tokens("list directory contents").shape == (3, 256)

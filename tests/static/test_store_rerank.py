@@ -14,10 +14,10 @@ from lmk_rag.static import StaticTokenEncoder, maxsim
 
 
 @pytest.fixture(scope="module")
-def pages(data_dir: Path) -> list[str]:
+def pages(fixture_data: Path) -> list[str]:
     """Six real manual-page DESCRIPTION texts (manpages-short corpus)."""
     out = []
-    with gzip.open(data_dir / "manpages-short" / "corpus.jsonl.gz", "rt") as handle:
+    with gzip.open(fixture_data / "manpages-short" / "corpus.jsonl.gz", "rt") as handle:
         for line in handle:
             out.append(json.loads(line)["text"])
             if len(out) == 6:
@@ -42,7 +42,7 @@ def test_static_rerank_through_the_store(tmp_path, static_encoder, minilm_encode
         expected = maxsim(query_tokens, static_encoder.encode_document_tokens(top.text)) / len(query_tokens)
         assert hits[0].score == pytest.approx(expected, rel=1e-3)
     # a store built with one static model refuses another (the mixer changes the fingerprint)
-    from lmk_rag.static.mixer import ConvMixer
+    from lmk_rag.static.mixer_torch import ConvMixer
 
     mixed = StaticTokenEncoder(static_encoder.vectors, mixer=ConvMixer(static_encoder.dim))
     with pytest.raises(SettingsMismatchError, match="static"):

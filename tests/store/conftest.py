@@ -24,10 +24,10 @@ BACKENDS = ["edge", "local", "server"]
 
 
 @pytest.fixture(scope="session")
-def docs(data_dir: Path) -> dict[str, str]:
+def docs(fixture_data: Path) -> dict[str, str]:
     """Eight real manual-page DESCRIPTION texts (manpages-short), keyed by a readable doc id."""
     out: dict[str, str] = {}
-    with gzip.open(data_dir / "manpages-short" / "corpus.jsonl.gz", "rt") as handle:
+    with gzip.open(fixture_data / "manpages-short" / "corpus.jsonl.gz", "rt") as handle:
         for line in handle:
             text = json.loads(line)["text"]
             if len(text) > 1200:

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
-
-DATA = Path(os.environ.get("LMK_RAG_DATA", Path(__file__).resolve().parents[2].parent / "shared" / "data"))
-TRAIN_PAIRS = DATA / "manpages-train" / "pairs.jsonl"
 
 
 @pytest.fixture(scope="session")
@@ -37,19 +33,13 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _source_pairs(n: int) -> list[dict]:
-    if TRAIN_PAIRS.is_file():
-        with open(TRAIN_PAIRS, encoding="utf-8") as handle:
-            rows = [json.loads(next(handle)) for _ in range(n)]
-        return [{"query": row["query"], "positive": row["positive"]} for row in rows]
-    pytest.skip(f"{TRAIN_PAIRS} is not available")
-
-
 @pytest.fixture(scope="session")
-def pairs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The first 40 real training pairs as a pairs JSONL file."""
+def pairs_file(tmp_path_factory: pytest.TempPathFactory, fixture_data: Path) -> Path:
+    """The first 40 real training pairs (manpages-train) as a pairs JSONL file."""
+    with open(fixture_data / "manpages-train" / "pairs.jsonl", encoding="utf-8") as handle:
+        rows = [json.loads(next(handle)) for _ in range(40)]
     path = tmp_path_factory.mktemp("pairs") / "pairs.jsonl"
-    path.write_text("".join(json.dumps(row) + "\n" for row in _source_pairs(40)))
+    path.write_text("".join(json.dumps({"query": row["query"], "positive": row["positive"]}) + "\n" for row in rows))
     return path
 
 

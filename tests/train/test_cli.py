@@ -20,7 +20,8 @@ def test_finetune_command_writes_an_lmk_trained_model(pairs_file: Path, tiny_mod
     ])
     assert result.exit_code == 0, result.output
     assert '"steps": 2' in result.output
-    assert json.loads((output / "lmk_rag.json").read_text())["lmk_trained"] is True
+    assert json.loads((output / "lmk_model.json").read_text())["lmk_trained"] is True
+    assert not (output / "lmk_rag.json").exists()  # the store's settings file name
     assert (output / "model.safetensors").is_file() and (output / "tokenizer.json").is_file()
 
 

@@ -7,6 +7,7 @@ ids, no qrels, no query metadata. Documents are identified by their position in 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,12 +26,14 @@ class PipelineOptions:
 
     :param model: a model name or local model folder; ``None`` means the encoder's default model.
     :param cache_dir: a folder the pipeline may use to cache document encodings across runs.
-    :param encoder: keyword overrides for :class:`lmk_rag.LandmarkEncoder` (e.g. ``granularity``,
-        ``context``, ``chunk_vector``, ``window_overlap``); keys left out keep the encoder's defaults.
-        A pipeline that needs a particular value (``maxsim-chunk`` needs ``context="chunk"``)
-        overrides it.
+    :param encoder: pipeline settings as JSON values (names, numbers, folder paths as ``str``), what
+        ``lmk-rag eval --encoder KEY=VALUE`` sets: keyword overrides for :class:`lmk_rag.LandmarkEncoder`
+        (e.g. ``granularity``, ``context``, ``chunk_vector``, ``window_overlap``) and pipeline-specific
+        settings (e.g. ``static_model``, ``mixer``); keys left out keep the defaults. A pipeline that needs
+        a particular value (``maxsim-chunk`` needs ``context="chunk"``) overrides it.
     :param batch_size: the encoding batch size.
     :param show_progress: whether long steps may show a progress bar.
+    :raises InvalidInputError: if ``encoder`` holds a value JSON cannot write (e.g. a live model object).
     """
 
     model: str | None = None
@@ -38,6 +41,15 @@ class PipelineOptions:
     encoder: dict[str, Any] = field(default_factory=dict)
     batch_size: int = 32
     show_progress: bool = False
+
+    def __post_init__(self) -> None:
+        """Refuse settings that are not JSON values (the report records them as given)."""
+        try:
+            json.dumps(self.encoder)
+        except (TypeError, ValueError) as error:
+            raise InvalidInputError(
+                f"PipelineOptions.encoder takes JSON values (names, numbers, folder paths as str): {error}"
+            ) from error
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 ``SentenceSplitter()`` with its defaults, ``HuggingFaceEmbedding`` on the same local model folder
 as the landmark encoder, and ``QdrantVectorStore`` over ``qdrant-client`` in local (in-memory)
-mode; documents are ranked by their best node. Node embeddings go through the eval disk cache
+mode (the client comes from :mod:`lmk_rag.store.server`, the one module that imports ``qdrant_client``);
+documents are ranked by their best node. Node embeddings go through the eval disk cache
 (same vectors, computed once per model and corpus).
 """
 
@@ -43,10 +44,10 @@ class LlamaIndexDefaultPipeline:
         from llama_index.core.schema import MetadataMode
         from llama_index.embeddings.huggingface import HuggingFaceEmbedding
         from llama_index.vector_stores.qdrant import QdrantVectorStore
-        from qdrant_client import QdrantClient
 
         from lmk_rag.encoder import resolve_model_path
         from lmk_rag.encoder.resolve import model_digest
+        from lmk_rag.store.server import ServerBackend
 
         model_path = resolve_model_path(self.options.model)
         embed_model = HuggingFaceEmbedding(model_name=str(model_path), embed_batch_size=self.options.batch_size)
@@ -59,7 +60,8 @@ class LlamaIndexDefaultPipeline:
             "embeddings": np.asarray(embed_model.get_text_embedding_batch(texts), dtype=np.float32)})
         for node, embedding in zip(nodes, result.arrays["embeddings"]):
             node.embedding = embedding.tolist()
-        store = QdrantVectorStore(client=QdrantClient(location=":memory:"), collection_name=_COLLECTION)
+        client = ServerBackend(location=":memory:", collection=_COLLECTION).client
+        store = QdrantVectorStore(client=client, collection_name=_COLLECTION)
         self._index = VectorStoreIndex(
             nodes, storage_context=StorageContext.from_defaults(vector_store=store), embed_model=embed_model
         )

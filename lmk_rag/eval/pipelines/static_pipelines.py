@@ -4,7 +4,7 @@
 Settings come from ``PipelineOptions.encoder`` (``lmk-rag eval --encoder`` overrides):
 ``static_model`` (a model2vec folder or hub id; default: the model distilled from MiniLM) and, for
 ``static-mixer``, ``mixer`` (a folder saved by ``lmk-rag train-mixer``; default: the cached default mixer).
-A :class:`~lmk_rag.static.StaticVectors` or :class:`~lmk_rag.static.mixer.ConvMixer` object is accepted too.
+numpy only: these pipelines import no torch.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class _StaticPipeline:
         :return: the encoding time (never cached: static encoding is cheap).
         """
         from lmk_rag.static import StaticTokenEncoder
-        from lmk_rag.static.train import default_mixer_dir
+        from lmk_rag.static.mixer import default_mixer_dir
 
         mixer = None
         if self._use_mixer:

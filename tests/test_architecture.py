@@ -1,0 +1,172 @@
+"""Architecture rules, read from the source with ``ast``: no import cycle inside ``lmk_rag`` (imports inside
+functions and under ``TYPE_CHECKING`` count), trainers never import the eval harness, and the Qdrant bindings
+stay in their backend modules."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def module_files(root: Path, package: str) -> dict[str, Path]:
+    """Every module of a package: dotted name -> file; a package is its ``__init__.py``.
+
+    :param root: the folder holding the package folder.
+    :param package: the top-level package name.
+    """
+    modules = {}
+    for path in sorted((root / package).rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join(parts)] = path
+    return modules
+
+
+def imported_names(name: str, path: Path) -> set[str]:
+    """The absolute dotted names a module imports anywhere in its file: ``import X`` gives ``X`` and
+    ``from X import Y`` gives ``X.Y`` (a module or a name defined in ``X``).
+
+    :param name: the module's dotted name (relative imports are resolved against it).
+    :param path: its file.
+    """
+    names = set()
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            parts = (node.module or "").split(".") if node.module else []
+            if node.level:
+                anchor = name.split(".")
+                parts = anchor[: len(anchor) - node.level + (1 if is_package else 0)] + parts
+            names.update(".".join([*parts, alias.name]) for alias in node.names)
+    return names
+
+
+def import_graph(modules: Mapping[str, Path]) -> dict[str, set[str]]:
+    """Which package modules each module imports: a dotted name resolves to the deepest module it names, so
+    ``from X import Y`` points at module ``X.Y`` when there is one and at ``X`` (a package's ``__init__``)
+    when ``Y`` is a name defined there.
+
+    :param modules: the package's modules (from :func:`module_files`).
+    """
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for imported in imported_names(name, path):
+            parts = imported.split(".")
+            while parts and ".".join(parts) not in modules:
+                parts.pop()
+            if parts and ".".join(parts) != name:
+                targets.add(".".join(parts))
+        graph[name] = targets
+    return graph
+
+
+def find_cycle(graph: Mapping[str, set[str]]) -> list[str] | None:
+    """A cycle of a directed graph by depth-first search, as a path that ends where it starts; None if acyclic.
+
+    :param graph: node -> the nodes it points to.
+    """
+    done: set[str] = set()
+    path: list[str] = []
+    on_path: set[str] = set()
+
+    def visit(node: str) -> list[str] | None:
+        path.append(node)
+        on_path.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target in on_path:
+                return path[path.index(target):] + [target]
+            if target not in done:
+                cycle = visit(target)
+                if cycle is not None:
+                    return cycle
+        path.pop()
+        on_path.discard(node)
+        done.add(node)
+        return None
+
+    for start in sorted(graph):
+        if start not in done:
+            cycle = visit(start)
+            if cycle is not None:
+                return cycle
+    return None
+
+
+def importers(modules: Mapping[str, Path], top_level: str) -> set[str]:
+    """The files (relative to the repository) that import ``top_level`` or one of its submodules.
+
+    :param modules: the package's modules.
+    :param top_level: a top-level module name, e.g. ``qdrant_client``.
+    """
+    return {
+        path.relative_to(ROOT).as_posix()
+        for name, path in modules.items()
+        if any(imported.split(".")[0] == top_level for imported in imported_names(name, path))
+    }
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for relative, text in files.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text)
+
+
+def test_the_checker_finds_a_cycle_through_a_function_level_import(tmp_path: Path) -> None:
+    _write(tmp_path, {
+        "pkg/__init__.py": "from pkg.a import run\n",
+        "pkg/a.py": "def run():\n    from pkg.sub import b\n",
+        "pkg/sub/__init__.py": "",
+        "pkg/sub/b.py": "from ..a import run\n",
+        "pkg/c.py": "import pkg.sub.b\n",
+    })
+    graph = import_graph(module_files(tmp_path, "pkg"))
+    assert graph == {"pkg": {"pkg.a"}, "pkg.a": {"pkg.sub.b"}, "pkg.sub": set(), "pkg.sub.b": {"pkg.a"},
+                     "pkg.c": {"pkg.sub.b"}}
+    assert find_cycle(graph) == ["pkg.a", "pkg.sub.b", "pkg.a"]
+
+
+def test_the_checker_resolves_a_package_to_its_init(tmp_path: Path) -> None:
+    _write(tmp_path, {
+        "pkg/__init__.py": "def register():\n    from pkg import commands\n\napp = object()\n",
+        "pkg/commands.py": "from pkg import app\n",
+    })
+    graph = import_graph(module_files(tmp_path, "pkg"))
+    assert find_cycle(graph) == ["pkg", "pkg.commands", "pkg"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_lmk_rag_has_no_import_cycle() -> None:
+    cycle = find_cycle(import_graph(module_files(ROOT, "lmk_rag")))
+    assert cycle is None, "import cycle in lmk_rag: " + " -> ".join(cycle or [])
+
+
+def test_trainers_never_import_the_eval_harness_and_eval_imports_no_torch_part_of_static() -> None:
+    graph = import_graph(module_files(ROOT, "lmk_rag"))
+    trainers = [name for name in graph if name.startswith(("lmk_rag.static", "lmk_rag.train"))]
+    into_eval = sorted((name, target) for name in trainers for target in graph[name]
+                       if target.startswith("lmk_rag.eval"))
+    assert not into_eval, f"trainers (static, train) import the eval harness: {into_eval}"
+    torch_parts = {"lmk_rag.static.mixer_torch", "lmk_rag.static.train"}
+    into_torch = sorted((name, target) for name in graph if name.startswith("lmk_rag.eval")
+                        for target in graph[name] if target in torch_parts)
+    assert not into_torch, f"the eval harness imports torch modules of lmk_rag.static: {into_torch}"
+
+
+def test_qdrant_bindings_stay_in_their_backend_modules() -> None:
+    modules = module_files(ROOT, "lmk_rag")
+    edge, client = importers(modules, "qdrant_edge"), importers(modules, "qdrant_client")
+    assert not edge & client, f"modules importing both qdrant_edge and qdrant_client: {sorted(edge & client)}"
+    # The store refactor of issue #14 keeps the Edge bindings in these two files and qdrant-client in one.
+    assert edge <= {"lmk_rag/store/edge.py", "lmk_rag/store/bm25.py"}, (
+        f"only lmk_rag/store/edge.py and lmk_rag/store/bm25.py may import qdrant_edge; found in {sorted(edge)}"
+    )
+    assert client <= {"lmk_rag/store/server.py"}, (
+        f"only lmk_rag/store/server.py may import qdrant_client; found in {sorted(client)}"
+    )
