@@ -56,7 +56,7 @@ class LandmarkEncoder:
         states), ``"cls"`` (first CLS state), ``"multicls"`` (a CLS before every chunk, mean of their states)
         or ``"auto"`` (``"lmk"`` for an LMK-trained model, else ``"mean"``).
     :param chunk_vector: the chunk vectors: ``"landmark"`` (the landmark's state), ``"mean"`` (mean of the
-        chunk's token states) or ``"auto"`` (for an LMK-trained model the ``chunk_vector`` its ``lmk_rag.json``
+        chunk's token states) or ``"auto"`` (for an LMK-trained model the ``chunk_vector`` its ``lmk_model.json``
         names, ``"landmark"`` by default; else ``"mean"``).
     :param max_length: the window in tokens, special tokens included; default: the sentence-transformers
         ``max_seq_length`` of the model (256 for MiniLM), else the tokenizer's or model's maximum.
