@@ -341,12 +341,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--decide", action="store_true", help="only the store's choices (depths, document branch)")
     parser.add_argument("--depths", default="50,100,200")
+    parser.add_argument("--granularity", type=int, default=None, help="encoder chunk size (default: the encoder's)")
     args = parser.parse_args()
     alphas = [float(a) for a in args.alphas.split(",")]
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     for name in args.sets:
         start = time.perf_counter()
-        corpus = load_corpus(name)
+        settings = {} if args.granularity is None else {"granularity": args.granularity}
+        corpus = load_corpus(name, **settings)
         print(f"{name}: {len(corpus.data.doc_texts)} docs, {len(corpus.node_doc)} nodes, "
               f"{len(corpus.data.query_ids)} queries ({time.perf_counter() - start:.0f} s)", flush=True)
         if args.decide:

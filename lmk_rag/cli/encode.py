@@ -13,13 +13,15 @@ from lmk_rag.cli.root import app
 def encode(
     text: str = typer.Argument(..., help="The text to encode."),
     model: str = typer.Option(None, help="Model folder or Hugging Face id (default: all-MiniLM-L6-v2)."),
-    granularity: str = typer.Option("32", help="Chunk size in tokens, 'sentence' or 'variable'."),
+    granularity: str = typer.Option(
+        None, help="Chunk size in tokens, 'sentence' or 'variable' (default: the library's, 64)."
+    ),
 ) -> None:
     """Encode one text and print its chunks as JSON: span, token count, text."""
     from lmk_rag.encoder import LandmarkEncoder
 
-    parsed = int(granularity) if granularity.isdigit() else granularity
-    encoded = LandmarkEncoder(model_name=model, granularity=parsed).encode_documents(text)
+    settings = {} if granularity is None else {"granularity": int(granularity) if granularity.isdigit() else granularity}
+    encoded = LandmarkEncoder(model_name=model, **settings).encode_documents(text)
     chunks = [
         {"span": list(span), "tokens": count, "text": text[span[0] : span[1]]}
         for span, count in zip(encoded.spans, encoded.token_counts)

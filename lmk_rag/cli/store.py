@@ -1,8 +1,13 @@
-"""``lmk-rag ingest``, ``lmk-rag query`` and ``lmk-rag info``: a landmark store from the command line."""
+"""``lmk-rag ingest``, ``lmk-rag query`` and ``lmk-rag info``: a landmark store from the command line.
+
+Every command opens one store: ``--store DIR`` (embedded Qdrant Edge), ``--url URL`` (a Qdrant server; the API
+key comes from ``QDRANT_API_KEY`` and is never printed) or ``--location DIR`` (qdrant-client local mode).
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -10,35 +15,32 @@ from typing import Any
 
 import typer
 
+from lmk_rag.cli.files import DEFAULT_GLOBS, SourceFile, collect_files, read_text
 from lmk_rag.cli.root import app
-from lmk_rag.errors import LmkRagError
+from lmk_rag.errors import InvalidInputError, LmkRagError
 
-SUFFIXES = (".txt", ".md")
-STORE_HELP = "The store folder (Qdrant Edge)."
+EVERYDAY = "Everyday commands"
+STORE_HELP = "The store folder (embedded Qdrant Edge)."
+URL_HELP = "A Qdrant server or cluster instead of a folder (API key from $QDRANT_API_KEY)."
+LOCATION_HELP = "qdrant-client local mode instead: a folder, or :memory: (small data and tests)."
+COLLECTION_HELP = "The collection on --url / --location."
 
 
-def collect_files(paths: list[Path]) -> list[tuple[str, Path]]:
-    """The ``.txt``/``.md`` files under the given paths, with their doc ids.
+def open_store(store: Path | None, url: str | None, location: str | None, collection: str, **options: Any) -> Any:
+    """The store that exactly one of ``--store``, ``--url``, ``--location`` names.
 
-    A file inside a folder given gets its path relative to that folder as doc id; a file given
-    directly gets its name.
-
-    :param paths: files or folders.
-    :return: ``(doc_id, file)`` pairs in a stable order.
-    :raises typer.BadParameter: for a missing path or a file of another type.
+    :raises InvalidInputError: when none or several are given.
     """
-    found: list[tuple[str, Path]] = []
-    for path in paths:
-        if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES)
-            found.extend((p.relative_to(path).as_posix(), p) for p in files)
-        elif path.is_file():
-            if path.suffix.lower() not in SUFFIXES:
-                raise typer.BadParameter(f"{path}: only {', '.join(SUFFIXES)} files can be ingested")
-            found.append((path.name, path))
-        else:
-            raise typer.BadParameter(f"{path}: no such file or folder")
-    return found
+    from lmk_rag.store import LandmarkStore
+
+    given = [name for name, value in (("--store", store), ("--url", url), ("--location", location)) if value]
+    if len(given) != 1:
+        raise InvalidInputError(f"give exactly one of --store, --url, --location (got {', '.join(given) or 'none'})")
+    if store is not None:
+        return LandmarkStore(store, **options)
+    if url is not None:
+        return LandmarkStore(url=url, api_key=os.environ.get("QDRANT_API_KEY"), collection=collection, **options)
+    return LandmarkStore(location=location, collection=collection, **options)
 
 
 def parse_filters(values: list[str]) -> dict[str, Any] | None:
@@ -64,40 +66,107 @@ def _fail(error: Exception) -> None:
     raise typer.Exit(1)
 
 
-@app.command()
+def _read(
+    files: list[SourceFile], encoding: str | None
+) -> tuple[list[tuple[str, str, dict[str, Any]]], list[str]]:
+    """The documents of the files that decode to text, and one line per skipped file with the reason."""
+    documents, skipped = [], []
+    for source in files:
+        decoded = read_text(source.path, encoding)
+        if decoded.text is None:
+            skipped.append(f"{source.path}: {decoded.skipped}")
+        elif not decoded.text.strip():
+            skipped.append(f"{source.path}: empty")
+        else:
+            documents.append((source.doc_id, decoded.text, {"path": str(source.path.resolve())}))
+            if decoded.encoding != "utf-8":
+                typer.echo(f"note: {source.path} decoded as {decoded.encoding}", err=True)
+    return documents, skipped
+
+
+def _gone(target: Any, roots: list[Path]) -> list[str]:
+    """Stored documents whose recorded source file lies under one of ``roots`` and no longer exists."""
+    folders = [root.resolve() for root in roots]
+    gone = []
+    for doc_id, metadata in target.documents().items():
+        path = metadata.get("path")
+        if isinstance(path, str) and any(Path(path).is_relative_to(f) for f in folders) and not Path(path).exists():
+            gone.append(doc_id)
+    return sorted(gone)
+
+
+@app.command(rich_help_panel=EVERYDAY)
 def ingest(
-    paths: list[Path] = typer.Argument(..., help="Files or folders of .txt/.md files."),
-    store: Path = typer.Option(..., "--store", help=STORE_HELP),
-    batch_size: int = typer.Option(8, help="Documents encoded and written per batch."),
+    paths: list[Path] = typer.Argument(..., help="Files or folders (folders: files matching --glob, recursively)."),
+    store: Path = typer.Option(None, "--store", help=STORE_HELP),
+    url: str = typer.Option(None, "--url", help=URL_HELP),
+    location: str = typer.Option(None, "--location", help=LOCATION_HELP),
+    collection: str = typer.Option("lmk_rag", "--collection", help=COLLECTION_HELP),
+    glob: list[str] = typer.Option(None, "--glob", help="File name pattern in folders (repeatable; default *.txt, *.md)."),
+    folder_prefix: bool = typer.Option(False, "--folder-prefix", help="Doc ids start with the folder's name."),
+    encoding: str = typer.Option(None, "--encoding", help="Encoding of files that are not UTF-8 (default: skip them)."),
+    sync: bool = typer.Option(False, "--sync", help="Also delete documents whose file under these folders is gone."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print what would happen; change nothing."),
+    batch_size: int = typer.Option(8, "--batch-size", min=1, help="Documents encoded and written per batch."),
     bm25: bool = typer.Option(None, "--bm25/--no-bm25", help="BM25 vectors, fused into the ranking (new stores only)."),
 ) -> None:
-    """Encode documents and write their landmark nodes to a store (re-ingesting replaces a document)."""
-    from lmk_rag.store import LandmarkStore
-
-    files = collect_files(paths)
-    documents = []
-    for doc_id, file in files:
-        text = file.read_text(encoding="utf-8", errors="replace")
-        if text.strip():
-            documents.append((doc_id, text, {"path": str(file.resolve())}))
-        else:
-            typer.echo(f"skipped {file}: empty", err=True)
+    """Sync files into a store: new and changed files are encoded and written, unchanged ones skipped."""
     start = time.perf_counter()
     try:
-        with LandmarkStore(store, bm25=bm25) as target:
-            nodes = target.add_documents(documents, batch_size=batch_size, show_progress_bar=True)
-            target.optimize()
+        files = collect_files(paths, tuple(glob or DEFAULT_GLOBS), folder_prefix)
+        documents, skipped = _read(files, encoding)
+        if dry_run:
+            changes, gone = _plan(documents, paths if sync else [], store, url, location, collection)
+            nodes = 0
+        else:
+            with open_store(store, url, location, collection, bm25=bm25) as target:
+                changes = target.changes(documents)
+                gone = _gone(target, [p for p in paths if p.is_dir()]) if sync else []
+                todo = [doc for doc in documents if changes[doc[0]] != "unchanged"]
+                nodes = target.add_documents(todo, batch_size=batch_size, show_progress_bar=True, skip_unchanged=False)
+                for doc_id in gone:
+                    target.delete_document(doc_id)
+                if todo or gone:
+                    target.optimize()
     except LmkRagError as error:
         _fail(error)
-    seconds = time.perf_counter() - start
-    typer.echo(f"ingested {len(documents)} documents ({nodes} nodes) into {store} in {seconds:.1f} s")
+    for line in skipped:
+        typer.echo(f"skipped {line}", err=True)
+    counts = {kind: sum(1 for c in changes.values() if c == kind) for kind in ("new", "changed", "unchanged")}
+    if dry_run:
+        typer.echo("".join(f"{change}: {doc_id}\n" for doc_id, change in changes.items() if change != "unchanged")
+                   + "".join(f"delete: {doc_id}\n" for doc_id in gone), nl=False)
+    written = "nothing written (dry run)" if dry_run else f"{nodes} nodes written"
+    typer.echo(
+        f"{counts['new']} new, {counts['changed']} changed, {counts['unchanged']} unchanged, {len(gone)} deleted, "
+        f"{len(skipped)} skipped; {written} in {time.perf_counter() - start:.1f} s"
+    )
 
 
-@app.command()
+def _plan(
+    documents: list[tuple[str, str, dict[str, Any]]], sync_roots: list[Path], store: Path | None, url: str | None,
+    location: str | None, collection: str,
+) -> tuple[dict[str, str], list[str]]:
+    """What an ingest would do, without creating or changing the store (every document is new when there is none)."""
+    from lmk_rag.errors import StoreError
+
+    try:
+        with open_store(store, url, location, collection, create=False) as target:
+            return target.changes(documents), _gone(target, [p for p in sync_roots if p.is_dir()])
+    except StoreError as error:
+        if "no lmk-rag store" not in str(error):
+            raise
+        return {doc_id: "new" for doc_id, _, _ in documents}, []
+
+
+@app.command(rich_help_panel=EVERYDAY)
 def query(
     text: str = typer.Argument(..., help="The query."),
-    store: Path = typer.Option(..., "--store", help=STORE_HELP),
-    k: int = typer.Option(10, "-k", help="Hits to return."),
+    store: Path = typer.Option(None, "--store", help=STORE_HELP),
+    url: str = typer.Option(None, "--url", help=URL_HELP),
+    location: str = typer.Option(None, "--location", help=LOCATION_HELP),
+    collection: str = typer.Option("lmk_rag", "--collection", help=COLLECTION_HELP),
+    k: int = typer.Option(10, "-k", min=1, help="Hits to return."),
     rerank: str = typer.Option("chunks", help="chunks | static | none (the old name 'landmarks' still works)."),
     alpha: float = typer.Option(
         None, min=0.0, max=1.0, help="Weight of the rerank score against BM25 (1 = rerank only, 0 = BM25 only; "
@@ -108,10 +177,8 @@ def query(
     as_json: bool = typer.Option(False, "--json", help='Print {"query": ..., "hits": [...]} as JSON.'),
 ) -> None:
     """Search a store: dense and BM25 prefetch, MaxSim rerank fused with BM25; the best node per document."""
-    from lmk_rag.store import LandmarkStore
-
     try:
-        with LandmarkStore(store, create=False) as source:
+        with open_store(store, url, location, collection, create=False) as source:
             hits = source.search(
                 text, k=k, rerank=rerank, filter=parse_filters(filter or []), doc_level=not nodes, alpha=alpha
             )
@@ -125,13 +192,16 @@ def query(
         typer.echo(f"{rank:>2}. {hit.score:.4f}  {hit.doc_id} [{hit.span[0]}:{hit.span[1]}]  {snippet}")
 
 
-@app.command()
-def info(store: Path = typer.Option(..., "--store", help=STORE_HELP)) -> None:
+@app.command(rich_help_panel=EVERYDAY)
+def info(
+    store: Path = typer.Option(None, "--store", help=STORE_HELP),
+    url: str = typer.Option(None, "--url", help=URL_HELP),
+    location: str = typer.Option(None, "--location", help=LOCATION_HELP),
+    collection: str = typer.Option("lmk_rag", "--collection", help=COLLECTION_HELP),
+) -> None:
     """Print a store's counts and recorded settings as JSON."""
-    from lmk_rag.store import LandmarkStore
-
     try:
-        with LandmarkStore(store, create=False) as source:
+        with open_store(store, url, location, collection, create=False) as source:
             typer.echo(json.dumps(source.info(), indent=2))
     except LmkRagError as error:
         _fail(error)

@@ -1,16 +1,34 @@
-"""What the store accepts to write: documents checked and cut into node records, pre-encoded nodes checked."""
+"""What the store accepts to write: documents checked, hashed and cut into node records; pre-encoded nodes checked."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.store import records as rec
 from lmk_rag.store.types import NodeRecord
+from lmk_rag.store.versions import DocumentWrite
 
 #: ``(doc_id, text, metadata)`` of a document to encode.
 Document = tuple[str, str, "dict[str, Any] | None"]
+
+
+def check_documents(documents: Iterable[Document]) -> list[Document]:
+    """The documents as a list, each checked; a doc id given twice is an error (never "the last one wins").
+
+    :raises InvalidInputError: naming the document and the problem.
+    """
+    docs = list(documents)
+    seen: set[str] = set()
+    for doc_id, text, metadata in docs:
+        check_document(doc_id, text, metadata)
+        if doc_id in seen:
+            raise InvalidInputError(f"doc_id {doc_id!r} is given twice in one call; give each document once")
+        seen.add(doc_id)
+    return docs
 
 
 def check_document(doc_id: Any, text: Any, metadata: Any) -> None:
@@ -23,18 +41,36 @@ def check_document(doc_id: Any, text: Any, metadata: Any) -> None:
         raise InvalidInputError(f"document {doc_id!r}: metadata must be a dict, got {type(metadata).__name__}")
 
 
-def encode_documents(
-    encoder: Any, documents: Sequence[Document], node_tokens: int
-) -> list[tuple[str, list[NodeRecord], dict[str, Any]]]:
-    """Encode documents in one encoder call and cut each into node records.
+def content_hash(text: str, metadata: dict[str, Any] | None, fingerprint: str) -> str:
+    """The hash that tells an unchanged document: its text, its metadata and the encoder's fingerprint.
 
-    :return: ``(doc_id, records, metadata)`` per document, ready for :func:`lmk_rag.store.versions.write_documents`.
+    :raises InvalidInputError: for metadata that JSON cannot write.
+    """
+    try:
+        payload = json.dumps([fingerprint, text, metadata or {}], sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError) as error:
+        raise InvalidInputError(f"metadata must be JSON (str keys; str, number, bool, None, list, dict): {error}") from None
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def encode_documents(
+    encoder: Any, documents: Sequence[Document], node_tokens: int, fingerprint: str
+) -> tuple[list[DocumentWrite], int]:
+    """Encode documents in one encoder call and cut each into node records (with its content hash).
+
+    :return: the writes and the number of tokens encoded.
     """
     encoded = encoder.encode_documents([text for _, text, _ in documents])
-    return [
-        (doc_id, rec.records_from_encoding(doc_id, text, enc, node_tokens, metadata), dict(metadata or {}))
+    writes = [
+        DocumentWrite(
+            doc_id,
+            rec.records_from_encoding(doc_id, text, enc, node_tokens, metadata),
+            dict(metadata or {}),
+            content_hash(text, metadata, fingerprint),
+        )
         for (doc_id, text, metadata), enc in zip(documents, encoded)
     ]
+    return writes, sum(sum(enc.token_counts) for enc in encoded)
 
 
 def check_records(doc_id: str, records: Sequence[NodeRecord]) -> None:
@@ -49,30 +85,29 @@ def check_records(doc_id: str, records: Sequence[NodeRecord]) -> None:
 
 
 #: Writes a batch of documents durably and returns the number of nodes written.
-WriteBatch = Callable[[list[tuple[str, list[NodeRecord], dict[str, Any]]]], int]
+WriteBatch = Callable[[list[DocumentWrite]], int]
 
 
 def add_in_batches(
-    encoder: Any, write: WriteBatch, documents: Iterable[Document], node_tokens: int, batch_size: int,
-    show_progress_bar: bool | None,
+    encoder: Any, write: WriteBatch, documents: Sequence[Document], node_tokens: int, fingerprint: str,
+    batch_size: int, show_progress_bar: bool | None,
 ) -> int:
-    """Check every document, then encode, cut and write them ``batch_size`` at a time (each batch durable
-    before the next is encoded).
+    """Encode, cut and write checked documents ``batch_size`` at a time (each batch durable before the next).
 
     :return: the number of nodes written.
     """
     from tqdm.auto import tqdm
 
-    docs = list(documents)
-    for doc_id, text, metadata in docs:
-        check_document(doc_id, text, metadata)
-    total = 0
+    total = tokens = 0
     disable = not show_progress_bar if show_progress_bar is not None else None
-    with tqdm(total=len(docs), desc="ingest", unit="doc", disable=disable) as bar:
-        for start in range(0, len(docs), batch_size):
-            batch = docs[start : start + batch_size]
-            total += write(encode_documents(encoder, batch, node_tokens))
+    with tqdm(total=len(documents), desc="ingest", unit="doc", disable=disable) as bar:
+        for start in range(0, len(documents), batch_size):
+            batch = documents[start : start + batch_size]
+            writes, encoded = encode_documents(encoder, batch, node_tokens, fingerprint)
+            total += write(writes)
+            tokens += encoded
             bar.update(len(batch))
+            bar.set_postfix_str(f"{tokens / max(bar.format_dict['elapsed'], 1e-9):,.0f} tokens/s")
     return total
 
 
@@ -80,12 +115,16 @@ def upsert_in_batches(write: WriteBatch, documents: Iterable[tuple[str, Sequence
     """Check and write pre-encoded documents ``batch_size`` at a time; metadata comes from each first record.
 
     :return: the number of nodes written.
+    :raises InvalidInputError: for bad records, or a doc id given twice.
     """
-    total, batch = 0, []
+    total, batch, seen = 0, [], set()
     for doc_id, records in documents:
         records = list(records)
         check_records(doc_id, records)
-        batch.append((doc_id, records, dict(records[0].metadata)))
+        if doc_id in seen:
+            raise InvalidInputError(f"doc_id {doc_id!r} is given twice in one call; give each document once")
+        seen.add(doc_id)
+        batch.append(DocumentWrite(doc_id, records, dict(records[0].metadata)))
         if len(batch) == batch_size:
             total, batch = total + write(batch), []
     return total + (write(batch) if batch else 0)

@@ -77,8 +77,13 @@ def marker_payload(
     n_nodes: int,
     metadata: dict[str, Any],
     pending: int | None = None,
+    content_hash: str | None = None,
 ) -> dict[str, Any]:
-    """A document marker's payload; ``version`` None means no visible version."""
+    """A document marker's payload; ``version`` None means no visible version.
+
+    :param content_hash: the hash of what the visible version was made from (see
+        :func:`lmk_rag.store.ingest.content_hash`); None for nodes written pre-encoded.
+    """
     payload: dict[str, Any] = {
         "kind": DOC,
         "doc_id": doc_id,
@@ -89,6 +94,8 @@ def marker_payload(
     }
     if pending is not None:
         payload["pending"] = pending
+    if content_hash is not None:
+        payload["hash"] = content_hash
     return payload
 
 

@@ -21,7 +21,14 @@ from lmk_rag.store import versions
 from lmk_rag.store.backends import OpenedBackend, open_backend
 from lmk_rag.store.base import Backend
 from lmk_rag.store.filters import FilterLike
-from lmk_rag.store.ingest import Document, add_in_batches, check_records, upsert_in_batches
+from lmk_rag.store.ingest import (
+    Document,
+    add_in_batches,
+    check_documents,
+    check_records,
+    content_hash,
+    upsert_in_batches,
+)
 from lmk_rag.store.points import StoreVectors
 from lmk_rag.store.query import DEFAULT_ALPHA, best_hits, check_alpha, check_rerank, fuse, plan_search
 from lmk_rag.store.settings import check_encoder, check_settings, create_settings
@@ -168,7 +175,8 @@ class LandmarkStore:
     # ------------------------------------------------------------------ writing
 
     def add_document(self, doc_id: str, text: str, metadata: dict[str, Any] | None = None) -> int:
-        """Encode one document, cut it into nodes and write them (replacing an older version).
+        """Encode one document, cut it into nodes and write them (replacing an older version; an unchanged
+        document is not written again).
 
         :return: the number of nodes written.
         :raises EmptyTextError: when the text is empty.
@@ -182,16 +190,36 @@ class LandmarkStore:
         batch_size: int | None = None,
         show_progress_bar: bool | None = None,
         on_ack: Callable[[list[str]], None] | None = None,
+        skip_unchanged: bool = True,
     ) -> int:
         """Encode, cut and write ``(doc_id, text, metadata)`` documents in batches, each durable before the next.
 
         :param batch_size: documents per batch (default: the store's ``batch_size``).
         :param show_progress_bar: show a tqdm bar (None: only on a terminal).
         :param on_ack: called with the doc ids of each batch once it is durable.
+        :param skip_unchanged: leave out documents whose text and metadata the store already holds (by the content
+            hash on their marker), without encoding them; False rewrites them.
         :return: the number of nodes written.
+        :raises InvalidInputError: for a bad document or a doc id given twice.
         """
-        return add_in_batches(self.encoder, lambda writes: self._write(writes, on_ack), documents, self.node_tokens,
-                              batch_size or self.batch_size, show_progress_bar)
+        docs = check_documents(documents)
+        if skip_unchanged:
+            changes = self.changes(docs)
+            docs = [doc for doc in docs if changes[doc[0]] != "unchanged"]
+        return add_in_batches(self.encoder, lambda writes: self._write(writes, on_ack), docs, self.node_tokens,
+                              self._meta["encoder"]["fingerprint"], batch_size or self.batch_size, show_progress_bar)
+
+    def changes(self, documents: Iterable[Document]) -> dict[str, str]:
+        """What writing these documents would do to each: ``"new"``, ``"changed"`` or ``"unchanged"`` (same text,
+        metadata and encoder as the stored version; documents written without a content hash count as changed)."""
+        docs = check_documents(documents)
+        recorded = versions.recorded_hashes(self._backend, [doc_id for doc_id, _, _ in docs])
+        fingerprint = self._meta["encoder"]["fingerprint"]
+        return {
+            doc_id: "new" if doc_id not in recorded
+            else "unchanged" if recorded[doc_id] == content_hash(text, metadata, fingerprint) else "changed"
+            for doc_id, text, metadata in docs
+        }
 
     def upsert_nodes(self, doc_id: str, records: Sequence[NodeRecord], metadata: dict[str, Any] | None = None) -> int:
         """Write pre-encoded nodes as the new version of a document, replacing its old nodes safely.
@@ -204,7 +232,8 @@ class LandmarkStore:
         """
         records = list(records)
         check_records(doc_id, records)
-        return self._write([(doc_id, records, dict(metadata if metadata is not None else records[0].metadata))])
+        meta = dict(metadata if metadata is not None else records[0].metadata)
+        return self._write([versions.DocumentWrite(doc_id, records, meta)])
 
     def upsert_documents(
         self,
@@ -224,7 +253,7 @@ class LandmarkStore:
         """Write the documents as new versions (every record checked first), then acknowledge them."""
         written = versions.write_documents(self._backend, writes, self._vectors.points, self._vectors.check)
         if on_ack is not None:
-            on_ack([doc_id for doc_id, _, _ in writes])
+            on_ack([write.doc_id for write in writes])
         return written
 
     def delete_document(self, doc_id: str) -> bool:
@@ -318,8 +347,12 @@ class LandmarkStore:
 
     def doc_ids(self) -> list[str]:
         """The ids of the stored documents, sorted."""
+        return sorted(self.documents())
+
+    def documents(self) -> dict[str, dict[str, Any]]:
+        """Every stored document's metadata, by doc id."""
         markers = versions.scroll(self._backend, versions.documents_filter(self._backend), False)
-        return sorted(m.payload["doc_id"] for m in markers)
+        return {m.payload["doc_id"]: m.payload.get("meta") or {} for m in markers}
 
     def count(self) -> int:
         """The number of stored nodes."""

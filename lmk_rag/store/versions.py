@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from lmk_rag.store import records as rec
@@ -18,8 +19,23 @@ from lmk_rag.store.base import Backend
 from lmk_rag.store.filters import FilterLike, translate
 from lmk_rag.store.types import NodeRecord, PointData
 
-#: ``(doc_id, records, metadata)`` of one document to write.
-DocumentWrite = tuple[str, list[NodeRecord], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class DocumentWrite:
+    """One document to write.
+
+    :param doc_id: the document.
+    :param records: its nodes.
+    :param metadata: its metadata.
+    :param content_hash: the hash of its text and metadata, recorded on its marker (None for pre-encoded nodes).
+    """
+
+    doc_id: str
+    records: list[NodeRecord]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    content_hash: str | None = None
+
 #: Makes the node points of one document's records at a version and id slot.
 NodePoints = Callable[[list[NodeRecord], int, int], list[PointData]]
 
@@ -29,32 +45,31 @@ def write_documents(
 ) -> int:
     """Write documents as new versions: mark pending, add nodes, flip markers, flush, drop the old nodes.
 
-    A document given twice is written once (the last one wins within a call).
-
     :param backend: the backend.
-    :param writes: the documents.
+    :param writes: the documents (each doc id once).
     :param node_points: builds a document's node points (all vectors the store holds).
     :param check: raises for a record the store cannot hold; every record is checked before anything is written.
     :return: the number of nodes written.
     """
-    for _, records, _ in writes:
-        for record in records:
+    for write in writes:
+        for record in write.records:
             check(record)
-    unique = {doc_id: (doc_id, records, metadata) for doc_id, records, metadata in writes}
+    unique = {write.doc_id: write for write in writes}
     markers = backend.retrieve([rec.marker_point_id(d) for d in unique], False)
     old = {p.payload["doc_id"]: p.payload for p in markers}
     version = max([time.time_ns(), *[(m.get("version") or 0) + 1 for m in old.values()]])
     pending, nodes, committed, done = [], [], [], []
-    for doc_id, records, metadata in unique.values():
+    for doc_id, write in unique.items():
         before = old.get(doc_id)
         slot = 0 if before is None or before.get("slot") is None else 1 - int(before["slot"])
         if before is None:
-            pending.append(rec.marker_payload(doc_id, None, None, 0, metadata, pending=version))
+            pending.append(rec.marker_payload(doc_id, None, None, 0, write.metadata, pending=version))
         else:
             pending.append({**before, "pending": version})
-        nodes.extend(node_points(records, version, slot))
-        committed.append(rec.marker_payload(doc_id, version, slot, len(records), metadata, pending=version))
-        done.append(rec.marker_payload(doc_id, version, slot, len(records), metadata))
+        nodes.extend(node_points(write.records, version, slot))
+        n_nodes, content_hash = len(write.records), write.content_hash
+        committed.append(rec.marker_payload(doc_id, version, slot, n_nodes, write.metadata, version, content_hash))
+        done.append(rec.marker_payload(doc_id, version, slot, n_nodes, write.metadata, None, content_hash))
     backend.upsert([rec.marker_point(p) for p in pending])
     backend.upsert(nodes)
     backend.upsert([rec.marker_point(p) for p in committed])
@@ -122,6 +137,18 @@ def nodes_filter(backend: Backend, filter: FilterLike, node_ids: Sequence[str] |
     if node_ids is not None:
         extra.append(b.match_any("node_id", list(node_ids)))
     return translate(filter, b, extra)
+
+
+def recorded_hashes(backend: Backend, doc_ids: Sequence[str]) -> dict[str, str | None]:
+    """The content hash each stored document's marker records (None when written without one); documents not in
+    the store are left out."""
+    found: dict[str, str | None] = {}
+    for start in range(0, len(doc_ids), 256):
+        ids = [rec.marker_point_id(d) for d in doc_ids[start : start + 256]]
+        for marker in backend.retrieve(ids, False):
+            if marker.payload.get("version") is not None:
+                found[marker.payload["doc_id"]] = marker.payload.get("hash")
+    return found
 
 
 def documents_filter(backend: Backend) -> Any:
