@@ -1,11 +1,68 @@
-"""The root ``lmk-rag`` Typer app that every command module adds its commands to."""
+"""The root ``lmk-rag`` Typer app that every command module adds its commands to, and its one error path.
+
+Every command fails the same way: one ``error: ...`` line on stderr and exit status 1 (2 for a bad command line),
+whatever went wrong: a typed :class:`~lmk_rag.errors.LmkRagError`, a bad option, or an unexpected exception
+(then the line names its type). ``lmk-rag --debug COMMAND ...`` shows the traceback instead.
+"""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
+from typing import Any
+
 import typer
+from typer.core import TyperGroup
+
+from lmk_rag.errors import LmkRagError
+
+
+class CliGroup(TyperGroup):
+    """The command group: usage errors and failures become one ``error:`` line (``--debug``: a traceback)."""
+
+    debug = False
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Run the command line; exit with its status."""
+        try:
+            status = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        except typer.TyperException as error:  # a bad command line (typer's usage errors)
+            message = error.format_message() if hasattr(error, "format_message") else str(error)
+            typer.echo(f"error: {message}", err=True)
+            sys.exit(getattr(error, "exit_code", 2))
+        except typer.Abort:
+            typer.echo("error: aborted", err=True)
+            sys.exit(1)
+        sys.exit(status if isinstance(status, int) else 0)
+
+    def invoke(self, ctx: Any) -> Any:
+        """Run a command; turn any failure into one ``error:`` line and status 1."""
+        try:
+            return super().invoke(ctx)
+        except (typer.TyperException, typer.Exit, typer.Abort, SystemExit, KeyboardInterrupt):
+            raise
+        except LmkRagError as error:
+            if CliGroup.debug:
+                raise
+            typer.echo(f"error: {error}", err=True)
+        except BaseException as error:  # also the engine's panics (pyo3's PanicException is a BaseException)
+            if CliGroup.debug:
+                raise
+            typer.echo(f"error: {type(error).__name__}: {error} (rerun with lmk-rag --debug for the traceback)", err=True)
+        raise typer.Exit(1)
+
 
 app = typer.Typer(
     name="lmk-rag",
+    cls=CliGroup,
     help="Landmark-pooling embeddings and two-stage Qdrant search for long documents.",
     no_args_is_help=True,
     add_completion=False,
@@ -13,5 +70,6 @@ app = typer.Typer(
 
 
 @app.callback()
-def main() -> None:
+def main(debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one error line.")) -> None:
     """Landmark-pooling embeddings and two-stage Qdrant search for long documents."""
+    CliGroup.debug = debug

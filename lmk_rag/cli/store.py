@@ -1,4 +1,5 @@
-"""``lmk-rag ingest``, ``lmk-rag query`` and ``lmk-rag info``: a landmark store from the command line.
+"""``lmk-rag ingest``, ``lmk-rag query`` and ``lmk-rag info``: a landmark store from the command line (errors go
+through the root's one error path, :mod:`lmk_rag.cli.root`).
 
 Every command opens one store: ``--store DIR`` (embedded Qdrant Edge), ``--url URL`` (a Qdrant server; the API
 key comes from ``QDRANT_API_KEY`` and is never printed) or ``--location DIR`` (qdrant-client local mode).
@@ -17,7 +18,7 @@ import typer
 
 from lmk_rag.cli.files import DEFAULT_GLOBS, SourceFile, collect_files, read_text
 from lmk_rag.cli.root import app
-from lmk_rag.errors import InvalidInputError, LmkRagError
+from lmk_rag.errors import InvalidInputError
 
 EVERYDAY = "Everyday commands"
 STORE_HELP = "The store folder (embedded Qdrant Edge)."
@@ -58,12 +59,6 @@ def parse_filters(values: list[str]) -> dict[str, Any] | None:
             value = [*previous, value]
         out[key] = value
     return out
-
-
-def _fail(error: Exception) -> None:
-    """Print an lmk-rag error and exit 1."""
-    typer.echo(f"error: {error}", err=True)
-    raise typer.Exit(1)
 
 
 def _read(
@@ -112,24 +107,21 @@ def ingest(
 ) -> None:
     """Sync files into a store: new and changed files are encoded and written, unchanged ones skipped."""
     start = time.perf_counter()
-    try:
-        files = collect_files(paths, tuple(glob or DEFAULT_GLOBS), folder_prefix)
-        documents, skipped = _read(files, encoding)
-        if dry_run:
-            changes, gone = _plan(documents, paths if sync else [], store, url, location, collection)
-            nodes = 0
-        else:
-            with open_store(store, url, location, collection, bm25=bm25) as target:
-                changes = target.changes(documents)
-                gone = _gone(target, [p for p in paths if p.is_dir()]) if sync else []
-                todo = [doc for doc in documents if changes[doc[0]] != "unchanged"]
-                nodes = target.add_documents(todo, batch_size=batch_size, show_progress_bar=True, skip_unchanged=False)
-                for doc_id in gone:
-                    target.delete_document(doc_id)
-                if todo or gone:
-                    target.optimize()
-    except LmkRagError as error:
-        _fail(error)
+    files = collect_files(paths, tuple(glob or DEFAULT_GLOBS), folder_prefix)
+    documents, skipped = _read(files, encoding)
+    if dry_run:
+        changes, gone = _plan(documents, paths if sync else [], store, url, location, collection)
+        nodes = 0
+    else:
+        with open_store(store, url, location, collection, bm25=bm25) as target:
+            changes = target.changes(documents)
+            gone = _gone(target, [p for p in paths if p.is_dir()]) if sync else []
+            todo = [doc for doc in documents if changes[doc[0]] != "unchanged"]
+            nodes = target.add_documents(todo, batch_size=batch_size, show_progress_bar=True, skip_unchanged=False)
+            for doc_id in gone:
+                target.delete_document(doc_id)
+            if todo or gone:
+                target.optimize()
     for line in skipped:
         typer.echo(f"skipped {line}", err=True)
     counts = {kind: sum(1 for c in changes.values() if c == kind) for kind in ("new", "changed", "unchanged")}
@@ -177,13 +169,8 @@ def query(
     as_json: bool = typer.Option(False, "--json", help='Print {"query": ..., "hits": [...]} as JSON.'),
 ) -> None:
     """Search a store: dense and BM25 prefetch, MaxSim rerank fused with BM25; the best node per document."""
-    try:
-        with open_store(store, url, location, collection, create=False) as source:
-            hits = source.search(
-                text, k=k, rerank=rerank, filter=parse_filters(filter or []), doc_level=not nodes, alpha=alpha
-            )
-    except LmkRagError as error:
-        _fail(error)
+    with open_store(store, url, location, collection, create=False) as source:
+        hits = source.search(text, k=k, rerank=rerank, filter=parse_filters(filter or []), doc_level=not nodes, alpha=alpha)
     if as_json:
         typer.echo(json.dumps({"query": text, "hits": [asdict(h) for h in hits]}, indent=2, ensure_ascii=False))
         return
@@ -200,8 +187,5 @@ def info(
     collection: str = typer.Option("lmk_rag", "--collection", help=COLLECTION_HELP),
 ) -> None:
     """Print a store's counts and recorded settings as JSON."""
-    try:
-        with open_store(store, url, location, collection, create=False) as source:
-            typer.echo(json.dumps(source.info(), indent=2))
-    except LmkRagError as error:
-        _fail(error)
+    with open_store(store, url, location, collection, create=False) as source:
+        typer.echo(json.dumps(source.info(), indent=2))
