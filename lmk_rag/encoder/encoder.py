@@ -322,6 +322,13 @@ def _validate_texts(texts: Any) -> list[str]:
             raise InvalidInputError(f"text {index} is {type(text).__name__}, not str")
         if not text.strip():
             raise EmptyTextError(f"text {index} is empty or whitespace-only; there is nothing to encode")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise InvalidInputError(
+                f"text {index} is not valid Unicode ({error.reason} at character {error.start}); decode the source "
+                "with errors='replace' or fix it"
+            ) from None
     return list(texts)
 
 
