@@ -48,7 +48,8 @@ class Backend(ABC):
 
     @abstractmethod
     def create_payload_index(self, key: str, kind: IndexKind) -> None:
-        """Index a payload path for fast filtering."""
+        """Index a payload path for fast filtering; ``"text"`` is a full-text index of lowercased words and their
+        prefixes (a ``text`` filter then matches word prefixes in any case)."""
 
     @abstractmethod
     def upsert(self, points: list[PointData]) -> None:

@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import qdrant_edge as qe
 
 from lmk_rag.errors import CorruptStoreError, StoreLockedError, VectorSizeError
@@ -26,7 +27,7 @@ _INDEX_TYPES = {
     "keyword": qe.PayloadSchemaType.Keyword,
     "integer": qe.PayloadSchemaType.Integer,
     "float": qe.PayloadSchemaType.Float,
-    "text": qe.PayloadSchemaType.Text,
+    "text": qe.TextIndexParams(tokenizer=qe.TokenizerType.Prefix, lowercase=True),
     "bool": qe.PayloadSchemaType.Bool,
 }
 
@@ -35,8 +36,8 @@ class EdgeConditions:
     """Native Qdrant Edge filter constructors for :func:`lmk_rag.store.filters.translate`."""
 
     def match(self, key: str, value: Any) -> Any:
-        """Exact match of one value."""
-        return qe.FieldCondition(key=key, match=qe.MatchValue(value))
+        """Exact match of one value (a Python bool is passed as ``numpy.bool_``: the binding would read it as 1)."""
+        return qe.FieldCondition(key=key, match=qe.MatchValue(np.bool_(value) if isinstance(value, bool) else value))
 
     def match_any(self, key: str, values: list[Any]) -> Any:
         """Match any of the values."""
@@ -200,7 +201,7 @@ class EdgeBackend(Backend):
 
     @staticmethod
     def _request(plan: QueryPlan, scorer: Branch) -> Any:
-        """The Edge request of one scorer (shared prefetch branches, or a plain search without them)."""
+        """The Edge request of one scorer (shared prefetch branches, a plain search without them, or an MMR pick)."""
         params = qe.SearchParams(hnsw_ef=plan.hnsw_ef) if plan.hnsw_ef else None
         prefetches = [
             qe.Prefetch(
@@ -214,7 +215,9 @@ class EdgeBackend(Backend):
         return qe.QueryRequest(
             limit=plan.limit,
             prefetches=prefetches or None,
-            query=_nearest(scorer),
+            query=_nearest(scorer) if plan.mmr_lambda is None else qe.Mmr(
+                scorer.query, plan.mmr_lambda, plan.prefetch_limit, using=scorer.using
+            ),
             filter=plan.filter,
             params=None if prefetches or isinstance(scorer.query, SparseVector) else params,
             with_payload=qe.PayloadSelector.Include(plan.payload_keys),

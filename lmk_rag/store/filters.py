@@ -33,8 +33,10 @@ class FieldCondition:
     """One condition on a metadata key.
 
     :param key: the metadata key (``doc_id``/``node_id`` for the store's own fields); dots reach into nested dicts.
-    :param op: ``eq``/``ne`` (one value), ``in``/``nin`` (a list), ``gt``/``gte``/``lt``/``lte`` (a number),
-        ``text`` (full-text match of a string field), ``is_empty`` (key missing, null or ``[]``; value ignored).
+    :param op: ``eq``/``ne`` (one value: a string, number, boolean, or None for "missing, null or ``[]``"),
+        ``in``/``nin`` (a list of such values), ``gt``/``gte``/``lt``/``lte`` (a number), ``text`` (the words of a
+        string, matched as a key's words: as word prefixes in any case on keys declared with ``text_keys=`` when
+        the store was created, else as whole words), ``is_empty`` (key missing, null or ``[]``; value ignored).
     :param value: the value to compare with.
     """
 
@@ -52,6 +54,14 @@ class FieldCondition:
             isinstance(self.value, bool) or not isinstance(self.value, (int, float))
         ):
             raise InvalidInputError(f"filter {self.key!r} {self.op}: value must be a number, got {self.value!r}")
+        values = [self.value] if self.op in ("eq", "ne") else list(self.value) if self.op in ("in", "nin") else []
+        odd = [v for v in values if v is not None and not isinstance(v, (str, int, float))]
+        if odd:
+            raise InvalidInputError(
+                f"filter {self.key!r} {self.op}: values must be strings, numbers, booleans or None, got {odd[0]!r}"
+            )
+        if self.op == "text" and not isinstance(self.value, str):
+            raise InvalidInputError(f"filter {self.key!r} text: value must be a string, got {self.value!r}")
 
 
 @dataclass(frozen=True)
@@ -158,15 +168,39 @@ def _translate_condition(condition: Condition, builder: ConditionBuilder) -> Any
         raise InvalidInputError(f"filter conditions must be FieldCondition or Filter, got {type(condition).__name__}")
     key, op, value = payload_key(condition.key), condition.op, condition.value
     if op == "eq":
-        return builder.match(key, value)
+        return _equal(key, value, builder)
     if op == "ne":
-        return builder.combine([], [], [builder.match(key, value)])
+        return builder.combine([], [], [_equal(key, value, builder)])
     if op == "in":
-        return builder.match_any(key, list(value))
+        return _any_of(key, list(value), builder)
     if op == "nin":
-        return builder.combine([], [], [builder.match_any(key, list(value))])
+        return builder.combine([], [], [_any_of(key, list(value), builder)])
     if op == "text":
         return builder.match_text(key, str(value))
     if op == "is_empty":
         return builder.is_empty(key)
     return builder.range(key, {op: float(value)})
+
+
+def _equal(key: str, value: Any, builder: ConditionBuilder) -> Any:
+    """``key == value`` for any JSON scalar: None means missing, null or empty; a float is the range [v, v] (Qdrant
+    matches only strings, integers and booleans exactly; the range also matches the integer of equal value)."""
+    if value is None:
+        return builder.is_empty(key)
+    if isinstance(value, float):
+        return builder.range(key, {"gte": value, "lte": value})
+    return builder.match(key, value)
+
+
+def _any_of(key: str, values: list[Any], builder: ConditionBuilder) -> Any:
+    """``key`` equal to any of ``values``: one match-any per kind Qdrant can list (strings, integers), one
+    :func:`_equal` per other value (booleans, floats, None); an empty list matches nothing."""
+    strings = [v for v in values if isinstance(v, str)]
+    integers = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+    conditions = [builder.match_any(key, group) for group in (strings, integers) if group]
+    conditions += [_equal(key, v, builder) for v in values if v is None or isinstance(v, (bool, float))]
+    if len(conditions) == 1:
+        return conditions[0]
+    if not conditions:
+        return builder.match_any(key, [])
+    return builder.combine([], conditions, [])

@@ -28,14 +28,26 @@ DEFAULT_ALPHA = 0.7
 """Weight of the dense side in the final score; best mean nDCG@10 over the whole dev sets (docs/decisions.md)."""
 
 
-def check_alpha(alpha: Any) -> float:
-    """Return ``alpha`` as a float in [0, 1].
+def check_alpha(alpha: Any, name: str = "alpha") -> float:
+    """Return a weight (``alpha``, or MMR's ``lambda_``) as a float in [0, 1].
 
+    :param name: the argument's name, for the message.
     :raises InvalidInputError: for anything else (bools, strings, NaN, out of range).
     """
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 1.0:
-        raise InvalidInputError(f"alpha must be a number in [0, 1] (1 = dense only, 0 = BM25 only), got {alpha!r}")
+        meaning = "1 = dense only, 0 = BM25 only" if name == "alpha" else "1 = relevance only, 0 = diversity only"
+        raise InvalidInputError(f"{name} must be a number in [0, 1] ({meaning}), got {alpha!r}")
     return float(alpha)
+
+
+def check_k(k: Any) -> int:
+    """Return the number of hits asked for.
+
+    :raises InvalidInputError: for anything but an integer >= 1.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidInputError(f"k must be an integer >= 1, got {k!r}")
+    return k
 
 
 def check_rerank(rerank: Any) -> Rerank:
@@ -96,6 +108,33 @@ def plan_search(
         filter=filter,
         payload_keys=payload_keys,
         hnsw_ef=hnsw_ef,
+    )
+
+
+def plan_mmr(
+    vector: list[float], lambda_: float, candidates: int, k: int, filter: Any, payload_keys: list[str],
+    hnsw_ef: int | None = None,
+) -> QueryPlan:
+    """The plan of a diverse search: maximal marginal relevance over the node vectors (no rerank, no BM25).
+
+    :param vector: the query vector, (dim,).
+    :param lambda_: weight of relevance against diversity, in [0, 1] (1 = the plain nearest nodes).
+    :param candidates: how many nearest nodes MMR chooses from (at least ``k``).
+    :param k: results.
+    :param filter: the backend-native filter.
+    :param payload_keys: payload keys returned with each scored point.
+    :param hnsw_ef: HNSW ``ef`` of the candidate search.
+    :return: the plan; its results come in MMR order (see :attr:`QueryPlan.mmr_lambda`), not sorted by score.
+    """
+    return QueryPlan(
+        prefetch=(),
+        scorers=(Branch("node", vector),),
+        prefetch_limit=max(candidates, k),
+        limit=k,
+        filter=filter,
+        payload_keys=payload_keys,
+        hnsw_ef=hnsw_ef,
+        mmr_lambda=check_alpha(lambda_, "lambda_"),
     )
 
 

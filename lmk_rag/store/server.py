@@ -25,7 +25,9 @@ _INDEX_TYPES = {
     "keyword": models.PayloadSchemaType.KEYWORD,
     "integer": models.PayloadSchemaType.INTEGER,
     "float": models.PayloadSchemaType.FLOAT,
-    "text": models.PayloadSchemaType.TEXT,
+    "text": models.TextIndexParams(
+        type=models.TextIndexType.TEXT, tokenizer=models.TokenizerType.PREFIX, lowercase=True
+    ),
     "bool": models.PayloadSchemaType.BOOL,
 }
 
@@ -147,7 +149,8 @@ def upload_request(collection: str, points: list[PointData], parallel: int, batc
 
 def query_requests(plan: QueryPlan) -> list[models.QueryRequest]:
     """The requests of ``QdrantClient.query_batch_points`` for a plan: one per scorer, each scoring the
-    union of the prefetch branches (or searching the whole collection when there are none).
+    union of the prefetch branches (or searching the whole collection when there are none); an MMR plan's scorer
+    is a nearest query with MMR (qdrant-client's ``diversity`` is ``1 - mmr_lambda``).
 
     :return: the requests, in scorer order.
     """
@@ -165,7 +168,10 @@ def query_requests(plan: QueryPlan) -> list[models.QueryRequest]:
     return [
         models.QueryRequest(
             prefetch=prefetch or None,
-            query=_query_value(scorer),
+            query=_query_value(scorer) if plan.mmr_lambda is None else models.NearestQuery(
+                nearest=scorer.query,
+                mmr=models.Mmr(diversity=1.0 - plan.mmr_lambda, candidates_limit=plan.prefetch_limit),
+            ),
             using=scorer.using,
             filter=plan.filter,
             params=None if prefetch or isinstance(scorer.query, SparseVector) else params,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from lmk_rag.errors import CorruptStoreError, SettingsMismatchError, StoreError
+from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, StoreError
 from lmk_rag.store.base import Backend
 from lmk_rag.store.bm25 import BM25_TOKENIZER
+from lmk_rag.store.filters import RESERVED_KEYS, payload_key
 from lmk_rag.store.layout import recorded_vectors
 from lmk_rag.store.records import PAYLOAD_INDEXES
 from lmk_rag.store.types import CollectionSpec, Quantization
@@ -26,6 +27,7 @@ def create_settings(
     bm25: bool,
     alpha: float,
     quantization: Quantization | None,
+    text_keys: list[str],
 ) -> dict[str, Any]:
     """Create the collection and its payload indexes, then record the settings (in that order, so a crash
     leaves no settings record without its collection).
@@ -38,6 +40,7 @@ def create_settings(
     :param bm25: whether nodes carry BM25 vectors.
     :param alpha: the store's default weight of the rerank score (1.0 without BM25).
     :param quantization: quantization of the multivectors, or None.
+    :param text_keys: metadata keys to index as full text (words and their prefixes, lowercased).
     :return: the settings record (JSON-able).
     :raises StoreError: when ``create`` is False.
     :raises CorruptStoreError: when the collection holds points but no settings record (foreign data).
@@ -53,6 +56,8 @@ def create_settings(
         backend.create(spec)
     for key, kind in PAYLOAD_INDEXES:
         backend.create_payload_index(key, kind)
+    for key in text_keys:
+        backend.create_payload_index(payload_key(key), "text")
     meta = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -63,6 +68,7 @@ def create_settings(
         "bm25_tokenizer": BM25_TOKENIZER if bm25 else None,
         "alpha": alpha if bm25 else 1.0,
         "quantization": quantization,
+        "text_keys": text_keys,
         "hnsw_m": spec.hnsw_m,
         "ef_construct": spec.ef_construct,
     }
@@ -71,8 +77,27 @@ def create_settings(
     return meta
 
 
+def check_text_keys(text_keys: Sequence[str]) -> list[str]:
+    """The metadata keys to index as full text, sorted and without repeats.
+
+    :raises InvalidInputError: for a key that is not a non-empty string, or one of the store's own fields.
+    """
+    if isinstance(text_keys, str):
+        raise InvalidInputError(f"text_keys must be a list of metadata keys, got the string {text_keys!r}")
+    bad = [key for key in text_keys if not isinstance(key, str) or not key or key in RESERVED_KEYS]
+    if bad:
+        raise InvalidInputError(f"text_keys must name metadata keys (non-empty, not {sorted(RESERVED_KEYS)}): {bad}")
+    return sorted(set(text_keys))
+
+
 def check_settings(
-    meta: Any, backend: Backend, where: str, static_encoder: Any | None, node_tokens: int | None, bm25: bool | None
+    meta: Any,
+    backend: Backend,
+    where: str,
+    static_encoder: Any | None,
+    node_tokens: int | None,
+    bm25: bool | None,
+    text_keys: list[str] | None,
 ) -> dict[str, Any]:
     """Check an existing store's settings record against the collection and the caller's arguments.
 
@@ -80,7 +105,8 @@ def check_settings(
     :param where: the store, for messages.
     :return: the record.
     :raises CorruptStoreError: for a foreign, damaged or newer record, or vectors missing from the collection.
-    :raises SettingsMismatchError: when the static encoder, ``node_tokens`` or ``bm25`` differ from the store's.
+    :raises SettingsMismatchError: when the static encoder, ``node_tokens``, ``bm25`` or ``text_keys`` differ from
+        the store's.
     """
     meta = validate_meta(meta, where)
     if not backend.exists():
@@ -90,6 +116,11 @@ def check_settings(
         raise SettingsMismatchError(f"{where} was built with bm25={bool(meta.get('bm25'))}, given bm25={bm25}")
     if node_tokens is not None and meta.get("node_tokens") != node_tokens:
         raise SettingsMismatchError(f"{where} cuts nodes of {meta.get('node_tokens')} tokens, given {node_tokens}")
+    if text_keys is not None and text_keys != meta.get("text_keys", []):
+        raise SettingsMismatchError(
+            f"{where} indexes the metadata keys {meta.get('text_keys', [])} as full text, given {text_keys}: "
+            "text indexes are declared when a store is created"
+        )
     expected, found = recorded_vectors(meta), backend.vector_names()
     if not expected <= found:
         raise CorruptStoreError(f"{where}: vectors {sorted(found)}, expected {sorted(expected)}")

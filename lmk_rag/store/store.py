@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from lmk_rag.errors import InvalidInputError, SettingsMismatchError
+from lmk_rag.errors import InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import records as rec
 from lmk_rag.store import versions
 from lmk_rag.store.backends import OpenedBackend, open_backend
@@ -30,8 +30,17 @@ from lmk_rag.store.ingest import (
     upsert_in_batches,
 )
 from lmk_rag.store.points import StoreVectors
-from lmk_rag.store.query import DEFAULT_ALPHA, best_hits, check_alpha, check_rerank, fuse, plan_search
-from lmk_rag.store.settings import check_encoder, check_settings, create_settings
+from lmk_rag.store.query import (
+    DEFAULT_ALPHA,
+    best_hits,
+    check_alpha,
+    check_k,
+    check_rerank,
+    fuse,
+    plan_mmr,
+    plan_search,
+)
+from lmk_rag.store.settings import check_encoder, check_settings, check_text_keys, create_settings
 from lmk_rag.store.types import Branch, Hit, NodeRecord, Quantization, Rerank
 
 logger = logging.getLogger(__name__)
@@ -61,6 +70,9 @@ class LandmarkStore:
         BM25 alone). None = as recorded (:data:`~lmk_rag.store.query.DEFAULT_ALPHA` for new stores); a value
         given for a new store is recorded, for an existing one it applies to this handle. ``search`` may override it.
     :param quantization: ``"int8"`` or ``"binary"`` quantization of the multivectors of a new store.
+    :param text_keys: metadata keys a new store indexes as full text: a ``text`` filter on them matches word
+        prefixes in any case (``"6FTR78Y"`` finds ``"6ftr78yun"``); on other keys it matches whole words. None = as
+        recorded (none for new stores).
     :param create: create the store when missing; False raises :class:`StoreError` instead.
     :param prefetch_limit: candidates per prefetch branch (at least ``4 * k``).
     :param hnsw_ef: HNSW ``ef`` of the dense prefetch (None: Qdrant's default).
@@ -69,8 +81,8 @@ class LandmarkStore:
         ``shard_number``, ... see :mod:`lmk_rag.store.server`).
     :raises StoreLockedError: when another process has the store open.
     :raises CorruptStoreError: when the folder or collection is damaged or not a lmk-rag store.
-    :raises SettingsMismatchError: when ``encoder``/``static_encoder``/``bm25``/``node_tokens`` differ from the
-        store's.
+    :raises SettingsMismatchError: when ``encoder``/``static_encoder``/``bm25``/``node_tokens``/``text_keys`` differ
+        from the store's.
     """
 
     def __init__(
@@ -88,6 +100,7 @@ class LandmarkStore:
         bm25: bool | None = None,
         alpha: float | None = None,
         quantization: Quantization | None = None,
+        text_keys: Sequence[str] | None = None,
         create: bool = True,
         prefetch_limit: int = 100,
         hnsw_ef: int | None = None,
@@ -98,6 +111,7 @@ class LandmarkStore:
         if quantization not in (None, "int8", "binary"):
             raise InvalidInputError(f"quantization must be None, 'int8' or 'binary', got {quantization!r}")
         self._alpha = None if alpha is None else check_alpha(alpha)
+        keys = None if text_keys is None else check_text_keys(text_keys)
         self._encoder = encoder
         self.static_encoder = static_encoder
         self.prefetch_limit = prefetch_limit
@@ -111,9 +125,10 @@ class LandmarkStore:
             if meta is None:
                 alpha = DEFAULT_ALPHA if self._alpha is None else self._alpha
                 self._meta = create_settings(self._backend, self.where, create, lambda: self.encoder, static_encoder,
-                                             node_tokens or 256, True if bm25 is None else bm25, alpha, quantization)
+                                             node_tokens or 256, True if bm25 is None else bm25, alpha, quantization,
+                                             keys or [])
             else:
-                self._meta = check_settings(meta, self._backend, self.where, static_encoder, node_tokens, bm25)
+                self._meta = check_settings(meta, self._backend, self.where, static_encoder, node_tokens, bm25, keys)
                 if encoder is not None:
                     check_encoder(self._meta, encoder, self.where)
             self._vectors = StoreVectors.from_settings(self._meta, static_encoder, self.where)
@@ -166,6 +181,11 @@ class LandmarkStore:
         if self._alpha is not None:
             return self._alpha
         return float(self._meta.get("alpha", DEFAULT_ALPHA if self.bm25 else 1.0))
+
+    @property
+    def text_keys(self) -> list[str]:
+        """The metadata keys indexed as full text (see the class docstring)."""
+        return list(self._meta.get("text_keys", []))
 
     @property
     def backend(self) -> Backend:
@@ -263,6 +283,20 @@ class LandmarkStore:
         """
         return versions.delete_document(self._backend, doc_id)
 
+    def delete_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> int:
+        """Delete nodes by id and/or metadata filter (both None: every node); a document left without nodes is
+        deleted, the other documents keep the rest of their nodes.
+
+        :param node_ids: node ids (an empty list deletes nothing).
+        :param filter: metadata filter.
+        :return: the number of nodes deleted.
+        """
+        if node_ids is None and filter is None:
+            deleted = self.count()
+            self.clear()
+            return deleted
+        return versions.delete_nodes(self._backend, versions.nodes_filter(self._backend, filter, node_ids))
+
     def clear(self) -> None:
         """Delete every document (the settings stay)."""
         versions.clear(self._backend)
@@ -319,8 +353,7 @@ class LandmarkStore:
         :raises SettingsMismatchError: for ``alpha`` < 1 on a store without BM25.
         """
         rerank = check_rerank(rerank)
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InvalidInputError(f"k must be an integer >= 1, got {k!r}")
+        check_k(k)
         alpha = self.alpha if alpha is None else check_alpha(alpha)
         if alpha < 1.0 and not self.bm25:
             raise SettingsMismatchError(f"{self.where} has no BM25 vectors: alpha must be 1, got {alpha}")
@@ -339,6 +372,42 @@ class LandmarkStore:
         best = best_hits(fuse(plan, [[p for p in points if p.id in shown] for points in results], alpha), k, doc_level)
         full = {p.id: p for p in self._backend.retrieve([pid for pid, _ in best], False)}
         return [rec.hit_from_point(full[pid], score) for pid, score in best if pid in full]
+
+    def search_mmr(
+        self,
+        query: str | np.ndarray,
+        k: int = 10,
+        lambda_: float = 0.5,
+        filter: FilterLike = None,
+        candidates: int | None = None,
+    ) -> list[Hit]:
+        """Diverse results: maximal marginal relevance over the node vectors, in one Query API call (no rerank, no
+        BM25). Each next node maximises ``lambda_ * cosine(query, node) - (1 - lambda_) * its highest cosine to a
+        node already picked``.
+
+        :param query: the query text (encoded once) or its vector, shape (dim,).
+        :param k: hits returned.
+        :param lambda_: weight of relevance against diversity in [0, 1]: 1 gives the nearest nodes, 0 the most
+            different ones after the nearest.
+        :param filter: metadata filter.
+        :param candidates: how many nearest nodes MMR chooses from (None: the store's ``prefetch_limit``, at least
+            ``4 * k``).
+        :return: hits in MMR order; each hit's score is its node vector's cosine to the query, in [-1, 1].
+        """
+        check_k(k)
+        if isinstance(query, str):
+            if not query.strip():
+                raise InvalidInputError("query must be a non-empty string")
+            query = self.encoder.encode_queries(query).vector
+        vector = np.asarray(query, dtype=np.float32)
+        if vector.shape != (self.dim,):
+            raise VectorSizeError(f"query vector of shape {vector.shape}, store expects ({self.dim},)")
+        plan = plan_mmr(vector.tolist(), lambda_, candidates or max(self.prefetch_limit, 4 * k), k,
+                        versions.nodes_filter(self._backend, filter), rec.HIT_KEYS, self.hnsw_ef)
+        (picked,) = self._backend.query(plan)
+        shown = versions.visible(self._backend, picked)
+        full = {p.id: p for p in self._backend.retrieve([p.id for p in shown], False)}
+        return [rec.hit_from_point(full[p.id], p.score) for p in shown if p.id in full]
 
     def get_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> list[NodeRecord]:
         """Nodes by id and/or metadata filter, with their vectors (in no particular order)."""

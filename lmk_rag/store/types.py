@@ -143,6 +143,10 @@ class QueryPlan:
     :param filter: a backend-native filter (already translated), or None.
     :param payload_keys: payload keys to return with each result.
     :param hnsw_ef: HNSW ``ef`` for dense searches, or None for the backend default.
+    :param mmr_lambda: when set, the (single, dense) scorer picks its results by maximal marginal relevance among
+        its ``prefetch_limit`` nearest points: each next point maximises ``mmr_lambda * similarity to the query -
+        (1 - mmr_lambda) * its highest similarity to a point already picked`` (1 = relevance only). Results come
+        in pick order, scored by their similarity to the query.
     """
 
     prefetch: tuple[Branch, ...]
@@ -152,3 +156,4 @@ class QueryPlan:
     filter: Any
     payload_keys: list[str]
     hnsw_ef: int | None = None
+    mmr_lambda: float | None = None

@@ -93,6 +93,34 @@ def delete_document(backend: Backend, doc_id: str) -> bool:
     return True
 
 
+def delete_nodes(backend: Backend, native_filter: Any) -> int:
+    """Delete the visible nodes a native filter matches, document by document: a document losing every node is
+    deleted as :func:`delete_document` does; from any other, the nodes go in one delete and its marker's node count
+    follows.
+
+    :return: the number of nodes deleted.
+    """
+    matched = visible(backend, list(scroll(backend, native_filter, False)))
+    by_doc: dict[str, list[str]] = {}
+    for point in matched:
+        by_doc.setdefault(point.payload["doc_id"], []).append(point.payload["node_id"])
+    b = backend.builder
+    found = backend.retrieve([rec.marker_point_id(doc_id) for doc_id in by_doc], False)
+    markers = {marker.payload["doc_id"]: marker.payload for marker in found}
+    for doc_id, node_ids in by_doc.items():
+        marker = markers[doc_id]
+        current = [b.match("kind", rec.NODE), b.match("doc_id", doc_id), b.match("version", marker["version"])]
+        left = backend.count(b.combine(current, [], [])) - len(node_ids)
+        if left <= 0:
+            delete_document(backend, doc_id)
+            continue
+        backend.delete(b.combine([*current[:2], b.match_any("node_id", node_ids)], [], []))
+        backend.upsert([rec.marker_point({**marker, "n_nodes": left})])
+    if by_doc:
+        backend.flush()
+    return len(matched)
+
+
 def clear(backend: Backend) -> None:
     """Delete every document (the settings stay)."""
     b = backend.builder

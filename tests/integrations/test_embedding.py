@@ -70,3 +70,13 @@ def test_async_methods_match_sync(embed_model: LandmarkEmbedding) -> None:
     query, texts = asyncio.run(run())
     np.testing.assert_allclose(query, embed_model.get_query_embedding("copy files"), atol=1e-5)
     np.testing.assert_allclose(texts, embed_model.get_text_embedding_batch(["copy files", "archive files"]), atol=1e-5)
+
+
+def test_texts_without_words_embed_as_huggingface_embedding_does(embed_model: LandmarkEmbedding, minilm_path) -> None:
+    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+
+    stock = HuggingFaceEmbedding(model_name=str(minilm_path), device="cpu").get_text_embedding("")
+    empty, worded, blank = embed_model.get_text_embedding_batch(["", "tar stores archives.", " \n"])
+    np.testing.assert_allclose(empty, stock, atol=1e-5)
+    assert blank == empty == embed_model.get_query_embedding("")
+    np.testing.assert_allclose(worded, embed_model.get_text_embedding("tar stores archives."), atol=1e-5)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 
+import numpy as np
 import pytest
 from llama_index.core import Document, Settings, StorageContext, VectorStoreIndex
 from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.llms import MockLLM
-from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
+from llama_index.core.schema import ImageNode, MetadataMode, NodeWithScore, TextNode
 from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.core.utils import get_tokenizer
 from llama_index.embeddings.landmark import LandmarkEmbedding
@@ -112,3 +114,19 @@ def test_max_context_tokens_counts_llm_content_with_llamaindex_tokenizer() -> No
     assert kept == nodes[:2]
     assert MaxContextTokens(max_context_tokens=budget - 1).postprocess_nodes(nodes) == nodes[:1]
     assert MaxContextTokens(max_context_tokens=costs[0] - 1).postprocess_nodes(nodes) == []
+
+
+def test_empty_documents_and_image_nodes_are_indexed_as_with_a_huggingface_embedding(
+    vector_store: LandmarkVectorStore, embed_model: LandmarkEmbedding
+) -> None:
+    storage = StorageContext.from_defaults(vector_store=vector_store)
+    index = VectorStoreIndex.from_documents([], storage_context=storage, embed_model=embed_model)
+    index.insert(Document(text="", id_="empty"))  # LlamaIndex's SentenceSplitter makes one empty node of it
+    asyncio.run(index.ainsert(Document(text="", id_="empty-async")))
+    image = ImageNode(image="potato")
+    index.insert_nodes([image])
+    stored = {node.ref_doc_id or node.node_id: node for node in vector_store.get_nodes()}
+    assert set(stored) == {"empty", "empty-async", image.node_id}
+    for node in stored.values():
+        np.testing.assert_allclose(node.embedding, embed_model.empty_text_embedding(), atol=1e-6)
+    assert isinstance(stored[image.node_id], ImageNode) and stored[image.node_id].image == "potato"

@@ -63,9 +63,25 @@ def test_operators(operator: FilterOperator, value: object, expected: FieldCondi
     assert flt == Filter(must=(Filter(must=(expected,)),))
 
 
-def test_unsupported_operator_names_itself() -> None:
+def test_case_insensitive_text_match_without_a_text_key_names_the_fix() -> None:
     filters = MetadataFilters(
         filters=[MetadataFilter(key="k", value="x", operator=FilterOperator.TEXT_MATCH_INSENSITIVE)]
     )
-    with pytest.raises(InvalidInputError, match="text_match_insensitive"):
-        to_store_filter(filters)
+    with pytest.raises(InvalidInputError, match=r"text_match_insensitive.*text_keys=\['k'\]"):
+        to_store_filter(filters, text_keys=["other"])
+
+
+def test_case_insensitive_text_match_on_a_text_key() -> None:
+    filters = MetadataFilters(
+        filters=[MetadataFilter(key="k", value="Word", operator=FilterOperator.TEXT_MATCH_INSENSITIVE)]
+    )
+    expected = Filter(must=(Filter(must=(FieldCondition("k", "text", "Word"),)),))
+    assert to_store_filter(filters, text_keys=["k"]) == expected
+
+
+def test_empty_id_lists_restrict_to_nothing_and_empty_nested_filters_are_left_out() -> None:
+    assert to_store_filter(None, node_ids=[], doc_ids=[]) == Filter(
+        must=(FieldCondition("node_id", "in", []), FieldCondition("doc_id", "in", []))
+    )
+    nested = MetadataFilters(filters=[MetadataFilter(key="k", value=1.5), MetadataFilters(filters=[])])
+    assert to_store_filter(nested) == Filter(must=(Filter(must=(FieldCondition("k", "eq", 1.5),)),))

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from llama_index.core import Document
+from llama_index.core import Document, Settings
 from llama_index.core.node_parser import SentenceSplitter
-from llama_index.core.schema import NodeRelationship, TextNode
+from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.vector_stores.types import (
     BasePydanticVectorStore,
     FilterCondition,
@@ -26,6 +26,7 @@ from llama_index.node_parser.landmark import (
     decode_chunk_vectors,
 )
 from llama_index.vector_stores.landmark import LandmarkVectorStore
+from llama_index.vector_stores.landmark.base import NO_SOURCE
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError
 from lmk_rag.store import LandmarkStore
 
@@ -207,11 +208,119 @@ def test_static_rerank_runs_through_the_adapter(
         vector_store.client.close()
 
 
+def test_query_modes_map_onto_the_store(filled: LandmarkVectorStore, nodes: list[TextNode]) -> None:
+    store = filled.client
+
+    def store_ids(k: int = 5, **kwargs) -> list[str]:
+        return [hit.node_id for hit in store.search(QUERY, k=k, doc_level=False, **kwargs)]
+
+    assert filled.query(_query()).ids == store_ids()
+    assert filled.query(_query(mode="hybrid")).ids == store_ids()  # alpha None: the store's
+    assert filled.query(_query(mode="hybrid", alpha=0.2)).ids == store_ids(alpha=0.2)
+    assert filled.query(_query(mode="hybrid", alpha=0.2), alpha=0.9).ids == store_ids(alpha=0.2)
+    assert len(filled.query(_query(k=1, mode="hybrid", hybrid_top_k=4)).ids) == 4
+    bm25 = store_ids(alpha=0.0)
+    assert filled.query(_query(mode="sparse")).ids == bm25 == filled.query(_query(mode="text_search")).ids
+    assert filled.query(_query(mode="sparse", sparse_top_k=2)).ids == bm25[:2]
+    vector = store.encoder.encode_queries(QUERY).vector
+    cosine = {node.node_id: float(np.dot(node.embedding, vector)) for node in nodes}
+    nearest = sorted(cosine, key=lambda node_id: -cosine[node_id])[:5]
+    dense = filled.query(VectorStoreQuery(query_embedding=vector.tolist(), similarity_top_k=5))
+    assert dense.ids == nearest
+    np.testing.assert_allclose(dense.similarities, [cosine[node_id] for node_id in nearest], atol=1e-5)
+    assert filled.query(_query(mode="mmr", mmr_threshold=1.0)).ids == nearest
+    diverse = filled.query(_query(mode="mmr"), mmr_threshold=0.0).ids
+    assert diverse[0] == nearest[0] and diverse != nearest
+
+
 def test_unsupported_query_modes_and_missing_query_text_are_errors(filled: LandmarkVectorStore) -> None:
-    with pytest.raises(NotImplementedError, match="sparse"):
-        filled.query(_query(mode="sparse"))
-    with pytest.raises(InvalidInputError, match="query_str"):
-        filled.query(VectorStoreQuery(query_embedding=[0.0] * 384, similarity_top_k=2))
+    for mode in ("svm", "linear_regression", "logistic_regression", "semantic_hybrid"):
+        with pytest.raises(NotImplementedError, match=mode):
+            filled.query(_query(mode=mode))
+    with pytest.raises(InvalidInputError, match="neither query_str"):
+        filled.query(VectorStoreQuery(similarity_top_k=2))
+    with pytest.raises(InvalidInputError, match="BM25"):
+        filled.query(VectorStoreQuery(query_embedding=[0.1] * 384, mode="hybrid"))
+
+
+def test_scores_of_a_many_chunk_query_stay_cosine_like(
+    filled: LandmarkVectorStore, manpage_documents: list[Document]
+) -> None:
+    text = manpage_documents[1].text[:1500]
+    assert len(filled.client.encoder.encode_queries(text).chunk_vectors) >= 5
+    for mode, kwargs in [("default", {}), ("default", {"rerank": "none"}), ("hybrid", {}), ("sparse", {}),
+                         ("mmr", {})]:
+        scores = filled.query(_query(text, k=10, mode=mode), **kwargs).similarities
+        assert scores and all(-1.0 <= score <= 1.0 for score in scores), (mode, kwargs, scores)
+
+
+def test_delete_nodes_removes_only_those_nodes(filled: LandmarkVectorStore, nodes: list[TextNode]) -> None:
+    gone = [nodes[0].node_id, nodes[-1].node_id]
+    filled.delete_nodes(gone)
+    left = {node.node_id for node in filled.get_nodes()}
+    assert left == {node.node_id for node in nodes} - set(gone)
+    assert {nodes[0].ref_doc_id, nodes[-1].ref_doc_id} <= set(filled.client.doc_ids())
+    filled.delete_nodes(node_ids=[])
+    assert len(filled.get_nodes()) == len(left)
+    asyncio.run(filled.adelete_nodes(filters=MetadataFilters(filters=[MetadataFilter(key="rank", value=2)])))
+    assert {node.metadata["rank"] for node in filled.get_nodes()} == {0, 1, 3, 4, 5}
+    assert filled.get_nodes(node_ids=[]) == []
+
+
+def test_node_ids_are_unique_across_documents(vector_store: LandmarkVectorStore, nodes: list[TextNode]) -> None:
+    document = [node for node in nodes if node.ref_doc_id == nodes[0].ref_doc_id]
+    vector_store.add(document)
+    vector_store.add(document)  # the document's second version: its nodes sit in the other point-id slot
+    moving = document[1].model_copy(update={"relationships": {NodeRelationship.SOURCE: RelatedNodeInfo(node_id="b")}})
+    vector_store.add([moving])
+    (stored,) = vector_store.get_nodes(node_ids=[moving.node_id])
+    assert stored.ref_doc_id == "b"
+    assert vector_store.client.count() == len(document)
+    found = vector_store.query(_query(document[1].text[:300], k=len(document))).ids
+    assert found.count(moving.node_id) == 1
+
+
+def test_delete_of_a_document_spares_a_node_without_source_of_the_same_id(
+    vector_store: LandmarkVectorStore, nodes: list[TextNode]
+) -> None:
+    sourced = nodes[0].model_copy(update={"relationships": {NodeRelationship.SOURCE: RelatedNodeInfo(node_id="x")}})
+    orphan = TextNode(id_="x", text=nodes[1].text, embedding=nodes[1].embedding)
+    vector_store.add([sourced, orphan])
+    vector_store.delete("x")
+    (left,) = vector_store.get_nodes()
+    assert left.node_id == "x" and left.ref_doc_id is None
+    assert vector_store.query(_query(k=3, doc_ids=["x"])).ids == []
+    with pytest.raises(InvalidInputError, match="reserved"):
+        vector_store.add([nodes[2].model_copy(update={"relationships": {
+            NodeRelationship.SOURCE: RelatedNodeInfo(node_id=NO_SOURCE + "y")}})])
+
+
+def test_close_releases_the_store_and_works_as_a_context_manager(
+    tmp_path: Path, embed_model: LandmarkEmbedding, nodes: list[TextNode]
+) -> None:
+    with LandmarkVectorStore(path=tmp_path / "s", embed_model=embed_model) as vector_store:
+        vector_store.add(nodes[:3])
+    with LandmarkStore(tmp_path / "s", encoder=embed_model.encoder) as store:  # the lock is free again
+        assert store.count() == 3
+        LandmarkVectorStore(store=store).close()  # a store given to it stays open
+        assert store.count() == 3
+
+
+def test_a_reader_opens_an_index_without_settings_or_an_llm(
+    tmp_path: Path, embed_model: LandmarkEmbedding, nodes: list[TextNode], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with LandmarkVectorStore(path=tmp_path / "s", embed_model=embed_model) as writer:
+        writer.add(nodes[:6])
+    monkeypatch.setattr(Settings, "_embed_model", None)  # a new process: nothing configured
+    monkeypatch.setattr(Settings, "_llm", None)
+    with LandmarkVectorStore(path=tmp_path / "s") as reader:
+        index = reader.as_index()
+        assert index._embed_model is reader.embed_model
+        assert reader.embed_model.encoder.fingerprint == embed_model.encoder.fingerprint
+        assert len(index.as_retriever(similarity_top_k=2).retrieve(QUERY)) == 2
+        index.insert(Document(text="pwd prints the name of the current working directory", id_="pwd"))
+        assert "pwd" in reader.client.doc_ids()
+    assert Settings._embed_model is None
 
 
 def test_reads_a_store_written_by_the_core_api(

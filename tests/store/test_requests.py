@@ -7,9 +7,9 @@ import pytest
 from qdrant_client import models
 
 from lmk_rag.errors import InvalidInputError
-from lmk_rag.store.edge import EdgeConditions, edge_config
+from lmk_rag.store.edge import EdgeBackend, EdgeConditions, edge_config
 from lmk_rag.store.filters import FieldCondition, Filter, as_filter, payload_key, translate
-from lmk_rag.store.query import fuse, plan_search
+from lmk_rag.store.query import fuse, plan_mmr, plan_search
 from lmk_rag.store.server import (
     ServerConditions,
     client_kwargs,
@@ -56,6 +56,39 @@ def test_translate_dict_and_edge_builder():
     assert translate(None, EdgeConditions()) is None
     native = translate({"lang": "en"}, EdgeConditions())
     assert native.must[0].key == "meta.lang" and native.must[0].match.value == "en"
+
+
+def test_floats_none_and_mixed_lists_become_ranges_emptiness_and_groups():
+    b = ServerConditions()
+    native = translate(Filter(must=[FieldCondition("w", "eq", 2.0), FieldCondition("w", "eq", None)],
+                              must_not=[FieldCondition("w", "in", [1, 2, "x", 0.5, True])]), b)
+    assert native.must == [
+        models.FieldCondition(key="meta.w", range=models.Range(gte=2.0, lte=2.0)),
+        models.IsEmptyCondition(is_empty=models.PayloadField(key="meta.w")),
+    ]
+    assert native.must_not[0].should == [
+        models.FieldCondition(key="meta.w", match=models.MatchAny(any=["x"])),
+        models.FieldCondition(key="meta.w", match=models.MatchAny(any=[1, 2])),
+        models.FieldCondition(key="meta.w", range=models.Range(gte=0.5, lte=0.5)),
+        models.FieldCondition(key="meta.w", match=models.MatchValue(value=True)),
+    ]
+    assert translate({"w": []}, b).must[0] == models.FieldCondition(key="meta.w", match=models.MatchAny(any=[]))
+
+
+def test_edge_builder_matches_booleans_as_booleans():
+    condition = EdgeConditions().match("meta.flag", True)
+    assert type(condition.match.value).__name__ == "bool"  # the binding reads a Python bool as the integer 1
+
+
+def test_mmr_plan_is_one_nearest_query_with_mmr():
+    plan = plan_mmr([0.1, 0.2], 0.25, candidates=50, k=5, filter=None, payload_keys=["doc_id"])
+    (request,) = query_requests(plan)
+    assert request.using == "node" and request.prefetch is None and request.limit == 5
+    assert request.query == models.NearestQuery(
+        nearest=[0.1, 0.2], mmr=models.Mmr(diversity=0.75, candidates_limit=50)
+    )
+    edge = EdgeBackend._request(plan, plan.scorers[0])
+    assert (edge.limit, edge.query.lambda_, edge.query.candidates_limit) == (5, 0.25, 50)
 
 
 @pytest.mark.parametrize(

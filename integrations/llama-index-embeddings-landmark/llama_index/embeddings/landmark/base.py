@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, Literal
+
+import numpy as np
 
 from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.callbacks import CallbackManager
 from lmk_rag.encoder import DEFAULT_CONTEXT, DEFAULT_GRANULARITY, DEFAULT_MODEL, LandmarkEncoder
-from lmk_rag.encoder.types import ChunkVector, Context, Pooling
+from lmk_rag.encoder.types import ChunkVector, Context, EncodedText, Pooling
 
 
 class LandmarkEmbedding(BaseEmbedding):
@@ -54,6 +57,7 @@ class LandmarkEmbedding(BaseEmbedding):
 
     _encoder: LandmarkEncoder | None = PrivateAttr(default=None)
     _device: str | None = PrivateAttr(default=None)
+    _empty: list[float] | None = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -128,14 +132,39 @@ class LandmarkEmbedding(BaseEmbedding):
             )
         return self._encoder
 
+    def empty_text_embedding(self) -> Embedding:
+        """The embedding of a text without words ("" or whitespace), which has no landmarks: what a
+        sentence-transformers model (``HuggingFaceEmbedding``) gives it, the normalised mean of the model's final
+        states of the tokenizer's special tokens alone (``[CLS] [SEP]``). So an empty ``Document`` or an
+        ``ImageNode`` without text can be indexed as with any LlamaIndex embedding model.
+
+        :return: the vector, computed once.
+        """
+        if self._empty is None:
+            import torch
+
+            encoder = self.encoder
+            inputs = encoder.tokenizer("", return_tensors="pt")
+            with torch.inference_mode():
+                states = encoder.model(**{k: v.to(encoder.device) for k, v in inputs.items()}).last_hidden_state
+            vector = states[0].float().mean(dim=0).cpu().numpy()
+            self._empty = (vector / np.linalg.norm(vector)).tolist()
+        return self._empty
+
     def _get_query_embedding(self, query: str) -> Embedding:
-        return self.encoder.encode_queries([query])[0].vector.tolist()
+        return self._embed([query], self.encoder.encode_queries)[0]
 
     def _get_text_embedding(self, text: str) -> Embedding:
         return self._get_text_embeddings([text])[0]
 
     def _get_text_embeddings(self, texts: list[str]) -> list[Embedding]:
-        return [encoded.vector.tolist() for encoded in self.encoder.encode_documents(texts)]
+        return self._embed(texts, self.encoder.encode_documents)
+
+    def _embed(self, texts: list[str], encode: Callable[[list[str]], list[EncodedText]]) -> list[Embedding]:
+        """Encode the texts with words in one call; a text without words gets :meth:`empty_text_embedding`."""
+        worded = [text for text in texts if text.strip()]
+        vectors = iter([encoded.vector.tolist() for encoded in encode(worded)] if worded else [])
+        return [next(vectors) if text.strip() else self.empty_text_embedding() for text in texts]
 
     async def _aget_query_embedding(self, query: str) -> Embedding:
         return await asyncio.to_thread(self._get_query_embedding, query)

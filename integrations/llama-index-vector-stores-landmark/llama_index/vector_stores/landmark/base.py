@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.vector_stores.types import (
     BasePydanticVectorStore,
     MetadataFilters,
     VectorStoreQuery,
-    VectorStoreQueryMode,
     VectorStoreQueryResult,
 )
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
@@ -25,22 +25,30 @@ from lmk_rag.store import FieldCondition, Filter, Hit, LandmarkStore, NodeRecord
 from lmk_rag.store.query import check_rerank
 
 from llama_index.vector_stores.landmark.filters import to_store_filter
+from llama_index.vector_stores.landmark.search import search
+
+NO_SOURCE = "lmk-rag:no-source:"
+"""Prefix of the store document that holds a node without a SOURCE relationship (``NO_SOURCE + node_id``): such a
+node is a document of its own, which ``delete(ref_doc_id)`` never reaches. Reserved: no ``ref_doc_id`` may start
+with it."""
 
 class LandmarkVectorStore(BasePydanticVectorStore):
     """Landmark nodes in Qdrant (Edge in-process, or a server), searched in two stages.
 
     The store encodes each query once (``is_embedding_query`` is False, so LlamaIndex does not
-    embed it first) and runs one Query API call: a dense prefetch on the node vectors, then a
-    MaxSim rerank on the nodes' chunk vectors (``rerank="chunks"``), on static token vectors
-    (``"static"``, needs a store opened with ``static_encoder=``) or none. Nodes from
-    :class:`LandmarkNodeParser` bring their chunk vectors; other nodes with an embedding are
-    written with that embedding as their only chunk vector. Pass ``rerank`` per query with
-    ``index.as_retriever(vector_store_kwargs={"rerank": "static"})``.
+    embed it first) and runs one Query API call: candidates by node vector and by BM25, each scored by
+    a rerank (MaxSim over the nodes' chunk vectors with ``rerank="chunks"``, over static token vectors
+    with ``"static"``, which needs a store opened with ``static_encoder=``, or the node vector's cosine
+    with ``"none"``) fused with its BM25 score. Nodes from :class:`LandmarkNodeParser` bring their chunk
+    vectors; other nodes with an embedding are written with that embedding as their only chunk vector.
+    Pass ``rerank`` or ``alpha`` per query with ``index.as_retriever(vector_store_kwargs={"rerank": "static"})``.
+    Query modes, filters and what is not supported: docs/llamaindex.md.
 
     Example::
 
-        embed_model = LandmarkEmbedding()
-        vector_store = LandmarkVectorStore(path="./lmk_store", embed_model=embed_model)
+        with LandmarkVectorStore(path="./lmk_store", embed_model=LandmarkEmbedding()) as vector_store:
+            index = vector_store.as_index()
+            nodes = index.as_retriever(similarity_top_k=5).retrieve("compress a file")
     """
 
     stores_text: bool = True
@@ -48,6 +56,8 @@ class LandmarkVectorStore(BasePydanticVectorStore):
     rerank: Rerank = Field(default=Rerank.CHUNKS, description="Default second stage: chunks, static or none.")
 
     _store: LandmarkStore = PrivateAttr()
+    _owns_store: bool = PrivateAttr(default=True)
+    _embed_model: LandmarkEmbedding | None = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -70,17 +80,20 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         :param api_key: API key for ``url``.
         :param client: an existing ``qdrant_client.QdrantClient``.
         :param location: qdrant-client local mode, ``":memory:"`` or a folder.
-        :param store: an open :class:`LandmarkStore` to use instead of the arguments above.
+        :param store: an open :class:`LandmarkStore` to use instead of the arguments above (:meth:`close` leaves it
+            open: it is the caller's).
         :param embed_model: share this model's encoder with the store (else the store builds its own
             from its recorded settings).
         :param static_encoder: a ``StaticTokenEncoder`` to fill and search static token vectors.
         :param rerank: the default second stage.
-        :param store_options: other :class:`LandmarkStore` arguments (``collection``, ``bm25``, ...).
+        :param store_options: other :class:`LandmarkStore` arguments (``collection``, ``bm25``, ``alpha``,
+            ``text_keys`` (metadata keys indexed for ``TEXT_MATCH``), ...).
         :raises InvalidInputError: when ``store`` is given with location arguments.
         """
         if store is not None and (path, url, client, location) != (None, None, None, None):
             raise InvalidInputError("give either store= or one of path, url, client, location, not both")
         super().__init__(rerank=check_rerank(rerank))
+        self._owns_store = store is None
         self._store = store or LandmarkStore(
             path,
             url=url,
@@ -91,6 +104,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
             static_encoder=static_encoder,
             **store_options,
         )
+        self._embed_model = embed_model
 
     @classmethod
     def class_name(cls) -> str:
@@ -102,17 +116,41 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         """The underlying :class:`LandmarkStore`."""
         return self._store
 
+    @property
+    def embed_model(self) -> LandmarkEmbedding:
+        """The embedding model of the store's vectors: the one given, else a :class:`LandmarkEmbedding` over the
+        store's encoder (rebuilt from the store's recorded settings), so nothing else needs to be configured."""
+        if self._embed_model is None:
+            self._embed_model = LandmarkEmbedding(encoder=self._store.encoder)
+        return self._embed_model
+
+    def as_index(self, **kwargs: Any) -> VectorStoreIndex:
+        """A ``VectorStoreIndex`` over this store that embeds with :attr:`embed_model`: opening an existing store
+        in a new process needs neither ``Settings.embed_model`` nor LlamaIndex's OpenAI default.
+
+        :param kwargs: other ``VectorStoreIndex.from_vector_store`` arguments.
+        :return: the index.
+        """
+        return VectorStoreIndex.from_vector_store(self, embed_model=kwargs.pop("embed_model", self.embed_model),
+                                                  **kwargs)
+
     # ------------------------------------------------------------------ writing
 
     def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
-        """Write nodes (with their embeddings); a node id already stored is overwritten.
+        """Write nodes (with their embeddings). Node ids are unique in the store: a node id already stored is
+        overwritten, also when it was stored under another document.
 
-        :param nodes: nodes with ``embedding`` set, grouped by ``ref_doc_id`` into documents.
+        :param nodes: nodes with ``embedding`` set, grouped by ``ref_doc_id`` into documents (a node without one is
+            a document of its own, see :data:`NO_SOURCE`).
         :return: the node ids.
-        :raises InvalidInputError: for a node without an embedding.
+        :raises InvalidInputError: for a node without an embedding, or a ``ref_doc_id`` starting with
+            :data:`NO_SOURCE`.
         :raises SettingsMismatchError: for nodes embedded by another encoder than the store's.
         """
-        for doc_id, records in self._merged_records(nodes).items():
+        merged, moved = self._merged_records(nodes)
+        if moved:
+            self._store.delete_nodes(node_ids=moved)
+        for doc_id, records in merged.items():
             self._store.upsert_nodes(doc_id, records)
         return [node.node_id for node in nodes]
 
@@ -120,26 +158,36 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         """:meth:`add` in a worker thread."""
         return await asyncio.to_thread(self.add, nodes, **add_kwargs)
 
-    def _merged_records(self, nodes: Sequence[BaseNode]) -> dict[str, list[NodeRecord]]:
-        """Per document, the records to write: its stored nodes, overwritten or extended by ``nodes``.
+    def _merged_records(self, nodes: Sequence[BaseNode]) -> tuple[dict[str, list[NodeRecord]], list[str]]:
+        """Per document, the records to write (its stored nodes, overwritten or extended by ``nodes``), and the ids
+        of incoming nodes now stored under other documents.
 
-        ``LandmarkStore.upsert_nodes`` replaces a whole document; LlamaIndex's ``add`` only adds, so
-        nodes of a document already stored are read back and kept.
+        ``LandmarkStore.upsert_nodes`` replaces a whole document; LlamaIndex's ``add`` only adds, so nodes of a
+        document already stored are read back and kept (one read for both lists).
         """
-        incoming: dict[str, dict[str, NodeRecord]] = {}
         fingerprint = self._store.settings["encoder"]["fingerprint"]
+        owner: dict[str, NodeRecord] = {}
         for node in nodes:
-            record = self._to_record(node, fingerprint)
+            owner[node.node_id] = self._to_record(node, fingerprint)  # the last one of an id wins
+        if not owner:
+            return {}, []
+        incoming: dict[str, dict[str, NodeRecord]] = {}
+        for record in owner.values():
             incoming.setdefault(record.doc_id, {})[record.node_id] = record
-        if not incoming:
-            return {}
-        stored = self._store.get_nodes(filter=Filter(must=(FieldCondition("doc_id", "in", list(incoming)),)))
-        merged = {doc_id: {} for doc_id in incoming}
+        either = (FieldCondition("doc_id", "in", list(incoming)), FieldCondition("node_id", "in", list(owner)))
+        stored = self._store.get_nodes(filter=Filter(should=either))
+        merged: dict[str, dict[str, NodeRecord]] = {doc_id: {} for doc_id in incoming}
+        moved = []
         for record in sorted(stored, key=lambda r: r.span):
-            merged[record.doc_id][record.node_id] = record
+            arriving = owner.get(record.node_id)
+            if arriving is not None and arriving.doc_id != record.doc_id:
+                if record.doc_id not in incoming:
+                    moved.append(record.node_id)
+            elif record.doc_id in incoming:
+                merged[record.doc_id][record.node_id] = record
         for doc_id, records in incoming.items():
             merged[doc_id].update(records)
-        return {doc_id: list(records.values()) for doc_id, records in merged.items()}
+        return {doc_id: list(records.values()) for doc_id, records in merged.items()}, moved
 
     @staticmethod
     def _to_record(node: BaseNode, fingerprint: str) -> NodeRecord:
@@ -152,6 +200,8 @@ class LandmarkVectorStore(BasePydanticVectorStore):
             raise InvalidInputError(
                 f"node {node.node_id!r} has no embedding: parse with LandmarkNodeParser or set Settings.embed_model"
             )
+        if node.ref_doc_id is not None and node.ref_doc_id.startswith(NO_SOURCE):
+            raise InvalidInputError(f"node {node.node_id!r}: ref_doc_id may not start with {NO_SOURCE!r} (reserved)")
         made_by = node.metadata.get(ENCODER_KEY)
         if made_by is not None and made_by != fingerprint:
             raise SettingsMismatchError(
@@ -166,7 +216,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         end = getattr(node, "end_char_idx", None)
         return NodeRecord(
             node_id=node.node_id,
-            doc_id=node.ref_doc_id or node.node_id,
+            doc_id=node.ref_doc_id or NO_SOURCE + node.node_id,
             text=text,
             span=(start or 0, end if end is not None else (start or 0) + len(text)),
             vector=vector,
@@ -175,7 +225,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         )
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
-        """Delete every node of a document.
+        """Delete every node of a document (nodes without a SOURCE relationship are never a document's).
 
         :param ref_doc_id: the document id (the nodes' ``ref_doc_id``).
         """
@@ -184,6 +234,24 @@ class LandmarkVectorStore(BasePydanticVectorStore):
     async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """:meth:`delete` in a worker thread."""
         await asyncio.to_thread(self.delete, ref_doc_id, **delete_kwargs)
+
+    def delete_nodes(
+        self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None, **delete_kwargs: Any
+    ) -> None:
+        """Delete nodes by id and/or metadata filter (both None: every node); the other nodes of their documents
+        stay.
+
+        :param node_ids: node ids (an empty list deletes nothing).
+        :param filters: metadata filters.
+        """
+        flt = to_store_filter(filters, text_keys=self._store.text_keys)
+        self._store.delete_nodes(node_ids=node_ids, filter=flt)
+
+    async def adelete_nodes(
+        self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None, **delete_kwargs: Any
+    ) -> None:
+        """:meth:`delete_nodes` in a worker thread."""
+        await asyncio.to_thread(self.delete_nodes, node_ids, filters, **delete_kwargs)
 
     def clear(self) -> None:
         """Delete every node (the store keeps its encoder settings)."""
@@ -196,40 +264,28 @@ class LandmarkVectorStore(BasePydanticVectorStore):
     # ------------------------------------------------------------------ reading
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
-        """Encode ``query.query_str`` once and search in two stages.
+        """Search by the query's mode (``default``, ``hybrid``, ``sparse``, ``text_search``, ``mmr``; see
+        :mod:`llama_index.vector_stores.landmark.search`).
 
-        :param query: LlamaIndex's query: ``query_str``, ``similarity_top_k``, ``filters``,
-            ``doc_ids``, ``node_ids``.
+        :param query: LlamaIndex's query: ``query_str`` (encoded once by the store) or, without it,
+            ``query_embedding``; ``similarity_top_k``, ``filters``, ``doc_ids``, ``node_ids``, ``mode``, ``alpha``,
+            ``mmr_threshold``.
         :param kwargs: ``rerank`` (``"chunks"``, ``"static"``, ``"none"``) and ``alpha`` (weight of the rerank
-            score against BM25, see :meth:`LandmarkStore.search`) override the store's defaults.
-        :return: the nodes, their scores and ids, best first.
+            score against BM25, see :meth:`LandmarkStore.search`) override the store's defaults; ``mmr_threshold``
+            overrides the query's.
+        :return: the nodes, their scores (in [-1, 1]) and ids, best first.
         """
-        return self._result(self._store.search(**self._search_args(query, **kwargs)))
+        return self._result(self._search(query, **kwargs))
 
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """:meth:`query` with the search in a worker thread."""
-        return self._result(await asyncio.to_thread(self._store.search, **self._search_args(query, **kwargs)))
+        return self._result(await asyncio.to_thread(self._search, query, **kwargs))
 
-    def _search_args(
-        self, query: VectorStoreQuery, rerank: Rerank | str | None = None, alpha: float | None = None, **_: Any
-    ) -> dict[str, Any]:
-        """The ``LandmarkStore.search`` arguments of a LlamaIndex query."""
-        mode = VectorStoreQueryMode(query.mode)
-        if mode != VectorStoreQueryMode.DEFAULT:
-            raise NotImplementedError(
-                f"LandmarkVectorStore runs dense + landmark search only, not mode {mode.value!r}; "
-                "enable BM25 fusion with LandmarkVectorStore(..., bm25=True) instead"
-            )
-        if not query.query_str:
-            raise InvalidInputError("LandmarkVectorStore searches by query text: VectorStoreQuery.query_str is empty")
-        return {
-            "query": query.query_str,
-            "k": query.similarity_top_k,
-            "rerank": rerank or self.rerank,
-            "filter": to_store_filter(query.filters, query.node_ids, query.doc_ids),
-            "doc_level": False,
-            "alpha": alpha,
-        }
+    def _search(
+        self, query: VectorStoreQuery, rerank: Rerank | str | None = None, alpha: float | None = None, **kwargs: Any
+    ) -> list[Hit]:
+        """The store's hits for a LlamaIndex query."""
+        return search(self._store, query, check_rerank(rerank or self.rerank), alpha, **kwargs)
 
     def _result(self, hits: list[Hit]) -> VectorStoreQueryResult:
         """LlamaIndex's result from store hits."""
@@ -241,11 +297,12 @@ class LandmarkVectorStore(BasePydanticVectorStore):
     def get_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None) -> list[BaseNode]:
         """Stored nodes by id and/or metadata filter, with their embeddings.
 
-        :param node_ids: node ids (None: every node matching ``filters``).
+        :param node_ids: node ids (None: every node matching ``filters``; an empty list: none).
         :param filters: metadata filters.
         :return: the nodes, in no particular order.
         """
-        records = self._store.get_nodes(node_ids=node_ids, filter=to_store_filter(filters))
+        flt = to_store_filter(filters, text_keys=self._store.text_keys)
+        records = self._store.get_nodes(node_ids=node_ids, filter=flt)
         nodes = []
         for record in records:
             node = _to_node(record.node_id, record.doc_id, record.text, record.span, record.metadata)
@@ -258,6 +315,21 @@ class LandmarkVectorStore(BasePydanticVectorStore):
     ) -> list[BaseNode]:
         """:meth:`get_nodes` in a worker thread."""
         return await asyncio.to_thread(self.get_nodes, node_ids, filters)
+
+    # ------------------------------------------------------------------ closing
+
+    def close(self) -> None:
+        """Close the store this vector store opened (flush, release its lock); one given as ``store=`` stays open."""
+        if self._owns_store:
+            self._store.close()
+
+    def __enter__(self) -> LandmarkVectorStore:
+        """Use as a context manager."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Close on exit."""
+        self.close()
 
 
 def _to_node(node_id: str, doc_id: str, text: str, span: tuple[int, int], metadata: dict[str, Any]) -> BaseNode:

@@ -1,0 +1,134 @@
+"""Deleting single nodes, diverse (MMR) search, full-text keys and filters on floats, booleans and None; one test
+body per backend (Edge on disk, qdrant-client local, real server if set)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from lmk_rag.errors import InvalidInputError, SettingsMismatchError
+from lmk_rag.store import FieldCondition, Filter, NodeRecord
+
+IDENTIFIERS = ["6FTR78Yun", "6FTR78Ygl", "6FTR78Ztl"]
+
+
+def _typed(doc_records: dict[str, list[NodeRecord]]) -> dict[str, list[NodeRecord]]:
+    """The records with metadata of every JSON kind: a float, a boolean, a float list, an identifier, None."""
+    out = {}
+    for i, (doc_id, records) in enumerate(doc_records.items()):
+        metadata = {
+            "weight": float(i % 4),
+            "flag": i % 2 == 0,
+            "scores": [float(i), 0.5],
+            "identifier": IDENTIFIERS[i % 3],
+            "maybe": None if i % 3 == 0 else "set",
+            "rank": i,
+        }
+        out[doc_id] = [replace(record, metadata=metadata) for record in records]
+    return out
+
+
+def _docs(store: Any, condition: FieldCondition | Filter) -> set[str]:
+    flt = condition if isinstance(condition, Filter) else Filter(must=(condition,))
+    return {node.doc_id for node in store.get_nodes(filter=flt)}
+
+
+def _where(records: dict[str, list[NodeRecord]], test: Any) -> set[str]:
+    return {doc_id for doc_id, nodes in records.items() if test(nodes[0].metadata)}
+
+
+def test_filters_on_floats_booleans_and_none(open_store, doc_records) -> None:
+    store = open_store()
+    records = _typed(doc_records)
+    for doc_id, nodes in records.items():
+        store.upsert_nodes(doc_id, nodes)
+    assert _docs(store, FieldCondition("weight", "eq", 2.0)) == _where(records, lambda m: m["weight"] == 2.0)
+    assert _docs(store, FieldCondition("weight", "ne", 1.0)) == _where(records, lambda m: m["weight"] != 1.0)
+    assert _docs(store, FieldCondition("weight", "in", [0.0, 3.0])) == _where(records, lambda m: m["weight"] in (0, 3))
+    assert _docs(store, FieldCondition("weight", "nin", [0.0])) == _where(records, lambda m: m["weight"] != 0)
+    assert _docs(store, FieldCondition("scores", "eq", 0.5)) == set(records)  # a list holding the value
+    assert _docs(store, FieldCondition("flag", "eq", True)) == _where(records, lambda m: m["flag"])
+    assert _docs(store, FieldCondition("flag", "ne", True)) == _where(records, lambda m: not m["flag"])
+    assert _docs(store, FieldCondition("maybe", "eq", None)) == _where(records, lambda m: m["maybe"] is None)
+    assert _docs(store, FieldCondition("maybe", "ne", None)) == _where(records, lambda m: m["maybe"] is not None)
+    mixed = FieldCondition("rank", "in", [1, 2.0, None, "x", True])
+    assert _docs(store, mixed) == _where(records, lambda m: m["rank"] in (1, 2))
+    assert _docs(store, FieldCondition("rank", "in", [])) == set()
+    assert _docs(store, FieldCondition("rank", "nin", [])) == set(records)
+    with pytest.raises(InvalidInputError, match="strings, numbers, booleans or None"):
+        FieldCondition("rank", "eq", {"a": 1})
+
+
+def test_text_keys_match_word_prefixes_in_any_case(open_store, doc_records, backend) -> None:
+    if backend == "local":
+        pytest.skip("qdrant-client local mode has no payload indexes: text filters match whole words there")
+    store = open_store(text_keys=["identifier"])
+    assert store.text_keys == ["identifier"] == store.settings["text_keys"]
+    records = _typed(doc_records)
+    for doc_id, nodes in records.items():
+        store.upsert_nodes(doc_id, nodes)
+    starts = _where(records, lambda m: m["identifier"].startswith("6FTR78Y"))
+    assert starts and _docs(store, FieldCondition("identifier", "text", "6FTR78Y")) == starts
+    assert _docs(store, FieldCondition("identifier", "text", "6ftr78y")) == starts
+    assert _docs(store, FieldCondition("identifier", "text", "R78Y")) == set()  # prefixes, not any substring
+    store.close()
+    with pytest.raises(SettingsMismatchError, match="text"):
+        open_store(text_keys=["title"])
+    assert open_store(text_keys=["identifier"]).text_keys == ["identifier"]
+
+
+def test_text_keys_are_metadata_keys(open_store) -> None:
+    for bad in (["doc_id"], [""], "identifier"):
+        with pytest.raises(InvalidInputError, match="text_keys"):
+            open_store(text_keys=bad)
+
+
+def test_delete_nodes_keeps_the_rest_of_each_document(open_store, doc_records) -> None:
+    store = open_store()
+    for doc_id, nodes in doc_records.items():
+        store.upsert_nodes(doc_id, nodes)
+    total = store.count()
+    first, second = list(doc_records)[:2]
+    one = doc_records[first][0].node_id
+    assert store.delete_nodes(node_ids=[one]) == 1
+    assert store.count() == total - 1 and first in store.doc_ids()
+    assert sorted(n.node_id for n in store.get_nodes(filter={"doc_id": first})) == sorted(
+        r.node_id for r in doc_records[first][1:]
+    )
+    assert store.delete_nodes(node_ids=[]) == 0 and store.count() == total - 1
+    every = [r.node_id for r in doc_records[second]]
+    assert store.delete_nodes(node_ids=every) == len(every)
+    assert second not in store.doc_ids() and store.count_documents() == len(doc_records) - 1
+    by_rank = store.delete_nodes(filter={"rank": 3})
+    assert by_rank == len(doc_records["page3.txt"]) and "page3.txt" not in store.doc_ids()
+    remaining = store.count()
+    assert store.delete_nodes() == remaining and store.count() == 0 and store.doc_ids() == []
+
+
+def test_search_mmr_trades_relevance_for_diversity(open_store, doc_records, docs) -> None:
+    store = open_store()
+    for doc_id, nodes in doc_records.items():
+        store.upsert_nodes(doc_id, nodes)
+    text = docs["page2.txt"].split(". ")[0]
+    vector = store.encoder.encode_queries(text).vector
+    nodes = {r.node_id: r for records in doc_records.values() for r in records}
+    cosine = {node_id: float(r.vector @ vector) for node_id, r in nodes.items()}
+    nearest = sorted(cosine, key=lambda n: -cosine[n])
+    relevant = store.search_mmr(text, k=5, lambda_=1.0)
+    assert [h.node_id for h in relevant] == nearest[:5]
+    np.testing.assert_allclose([h.score for h in relevant], [cosine[n] for n in nearest[:5]], atol=1e-4)
+    diverse = store.search_mmr(vector, k=5, lambda_=0.0, filter={"group": "even"})
+    picked = [h.node_id for h in diverse]
+    assert picked[0] == next(n for n in nearest if nodes[n].metadata["group"] == "even")
+    assert {nodes[n].metadata["group"] for n in picked} == {"even"}
+    for i in range(1, len(picked)):  # each next node is the one least like the nodes picked before it
+        chosen = [nodes[n].vector for n in picked[:i]]
+        redundancy = {n: max(float(nodes[n].vector @ c) for c in chosen) for n in nodes if n not in picked[:i]
+                      and nodes[n].metadata["group"] == "even"}
+        assert redundancy[picked[i]] == pytest.approx(min(redundancy.values()), abs=1e-4)
+    assert all(-1.0 <= h.score <= 1.0 for h in diverse)
+    with pytest.raises(InvalidInputError, match="lambda_"):
+        store.search_mmr(text, lambda_=2.0)
