@@ -7,6 +7,8 @@ import json
 import typer
 
 from lmk_rag.cli.root import app
+from lmk_rag.cli.runtime import backend_option, dtype_option, runtime_settings
+from lmk_rag.errors import LmkRagError
 
 
 @app.command()
@@ -14,12 +16,19 @@ def encode(
     text: str = typer.Argument(..., help="The text to encode."),
     model: str = typer.Option(None, help="Model folder or Hugging Face id (default: all-MiniLM-L6-v2)."),
     granularity: str = typer.Option("32", help="Chunk size in tokens, 'sentence' or 'variable'."),
+    backend: str = backend_option(),
+    dtype: str = dtype_option(),
 ) -> None:
     """Encode one text and print its chunks as JSON: span, token count, text."""
     from lmk_rag.encoder import LandmarkEncoder
 
     parsed = int(granularity) if granularity.isdigit() else granularity
-    encoded = LandmarkEncoder(model_name=model, granularity=parsed).encode_documents(text)
+    try:
+        encoder = LandmarkEncoder(model_name=model, granularity=parsed, **runtime_settings(backend, dtype))
+        encoded = encoder.encode_documents(text)
+    except LmkRagError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1) from error
     chunks = [
         {"span": list(span), "tokens": count, "text": text[span[0] : span[1]]}
         for span, count in zip(encoded.spans, encoded.token_counts)

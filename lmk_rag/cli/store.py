@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from lmk_rag.cli.root import app
+from lmk_rag.cli.runtime import backend_option, dtype_option, runtime_settings
 from lmk_rag.errors import LmkRagError
 
 SUFFIXES = (".txt", ".md")
@@ -70,8 +71,14 @@ def ingest(
     store: Path = typer.Option(..., "--store", help=STORE_HELP),
     batch_size: int = typer.Option(8, help="Documents encoded and written per batch."),
     bm25: bool = typer.Option(None, "--bm25/--no-bm25", help="BM25 vectors, fused into the ranking (new stores only)."),
+    backend: str = backend_option(),
+    dtype: str = dtype_option(),
 ) -> None:
-    """Encode documents and write their landmark nodes to a store (re-ingesting replaces a document)."""
+    """Encode documents and write their landmark nodes to a store (re-ingesting replaces a document).
+
+    A new store records the encoder's settings, ``--backend`` and ``--dtype`` included; an existing store encodes
+    with its recorded settings, and other ``--backend`` / ``--dtype`` values than it records are an error.
+    """
     from lmk_rag.store import LandmarkStore
 
     files = collect_files(paths)
@@ -84,7 +91,12 @@ def ingest(
             typer.echo(f"skipped {file}: empty", err=True)
     start = time.perf_counter()
     try:
-        with LandmarkStore(store, bm25=bm25) as target:
+        encoder = None
+        if backend is not None or dtype is not None:
+            from lmk_rag.encoder import LandmarkEncoder
+
+            encoder = LandmarkEncoder(**runtime_settings(backend, dtype))
+        with LandmarkStore(store, encoder=encoder, bm25=bm25) as target:
             nodes = target.add_documents(documents, batch_size=batch_size, show_progress_bar=True)
             target.optimize()
     except LmkRagError as error:

@@ -70,3 +70,14 @@ def test_async_methods_match_sync(embed_model: LandmarkEmbedding) -> None:
     query, texts = asyncio.run(run())
     np.testing.assert_allclose(query, embed_model.get_query_embedding("copy files"), atol=1e-5)
     np.testing.assert_allclose(texts, embed_model.get_text_embedding_batch(["copy files", "archive files"]), atol=1e-5)
+
+
+def test_backend_and_dtype_fields_build_an_onnx_encoder(onnx_encoders, onnx_cache, monkeypatch) -> None:
+    from lmk_rag.paths import CACHE_ENV
+
+    monkeypatch.setenv(CACHE_ENV, str(onnx_cache))
+    embed_model = LandmarkEmbedding(granularity=32, backend="onnx", dtype="int8")
+    assert embed_model.encoder.settings == onnx_encoders["int8"].settings
+    assert LandmarkEmbedding.from_dict(embed_model.to_dict()).encoder.fingerprint == embed_model.encoder.fingerprint
+    injected = LandmarkEmbedding(encoder=onnx_encoders["float32"])
+    assert (injected.backend, injected.dtype) == ("onnx", "float32")
