@@ -1,5 +1,6 @@
-"""sentence-transformers' torch, ONNX (float32 and dynamic int8 ``avx512_vnni``) and OpenVINO backends, timed on
-the texts ``benchmarks/encode_throughput.py`` hands over; runs in the venv ``build_venv.sh`` builds.
+"""sentence-transformers' torch, ONNX (float32 and dynamic int8 ``avx512_vnni``) and OpenVINO (float32, and its
+default precision: bfloat16 on CPUs with it) backends, timed on the texts ``benchmarks/encode_throughput.py``
+hands over; runs in the venv ``build_venv.sh`` builds.
 
     .venv/bin/python run.py REQUEST.json
 
@@ -41,15 +42,19 @@ def loaders(folder: Path, threads: int) -> dict[str, Callable[[], SentenceTransf
         export_dynamic_quantized_onnx_model(onnx(), "avx512_vnni", str(folder))
         return onnx("onnx/model_qint8_avx512_vnni.onnx")
 
-    def openvino() -> SentenceTransformer:
+    def openvino(precision: str | None = None) -> SentenceTransformer:
         config = {"INFERENCE_NUM_THREADS": str(threads)}
+        if precision:
+            config["INFERENCE_PRECISION_HINT"] = precision
         return SentenceTransformer(str(folder), device="cpu", backend="openvino", model_kwargs={"ov_config": config})
 
     return {
         "sentence-transformers torch float32 (baseline venv)": lambda: SentenceTransformer(str(folder), device="cpu"),
         "sentence-transformers onnx float32": onnx,
         "sentence-transformers onnx int8 (avx512_vnni)": onnx_int8,
-        "sentence-transformers openvino float32": openvino,
+        "sentence-transformers openvino float32": lambda: openvino("f32"),
+        # OpenVINO's CPU default computes in bfloat16 where the CPU has it (AVX512-BF16, AMX)
+        "sentence-transformers openvino default precision": openvino,
     }
 
 
