@@ -1,22 +1,35 @@
-"""Tokens/s of ``LandmarkEncoder.encode_documents`` vs ``SentenceTransformer.encode`` in the same run.
+"""Tokens/s of ``LandmarkEncoder`` on each backend and dtype vs ``SentenceTransformer.encode``, in one run.
 
-Same texts (manual-page passages cut to fit the model window, so both encode every token), same
-model (all-MiniLM-L6-v2) and max length (256), same batch size. Runs are interleaved and the median
-of the repeats is reported, so load on the machine hits both sides alike. Target: ratio >= 0.95 on
-CPU (landmarks add about 1/k tokens).
+Two workloads, the same tokens for every encoder: *passages* (manpages-short, each cut to fit one window, so
+every encoder encodes every token) and *long documents* (manpages-longdoc texts of at least 1,024 tokens;
+LandmarkEncoder encodes each whole document in windows, SentenceTransformer gets the same documents cut at token
+boundaries into pieces of one window). tokens/s counts content tokens (no special tokens, no landmarks).
 
-    python benchmarks/encode_throughput.py [--texts 256] [--repeats 3] [--granularity 32]
+Encoders: SentenceTransformer (torch, float32) in this environment; LandmarkEncoder with backend torch (float32,
+bfloat16) and onnx (float32, int8); and sentence-transformers' own ONNX (float32, int8 ``avx512_vnni``) and
+OpenVINO backends, which need optimum and so an older transformers: they run from the separate venv that
+``benchmarks/st_baselines/build_venv.sh`` builds (``benchmarks/st_baselines/run.py``), or are reported as skipped
+with the reason. In-process encoders are interleaved and the median of the repeats is reported, so load on the
+machine hits them alike; the venv's encoders run in one block after them. Target: LandmarkEncoder onnx/int8 at
+least 2x SentenceTransformer torch.
+
+    python benchmarks/encode_throughput.py [--texts 256] [--long 16] [--repeats 3] [--threads N]
+    python benchmarks/encode_throughput.py --texts 4 --long 1 --repeats 1 --output /tmp/smoke.md   # smoke run
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import json
 import os
 import platform
 import statistics
+import subprocess
+import tempfile
 import time
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -27,66 +40,167 @@ from sentence_transformers import SentenceTransformer  # noqa: E402
 
 from lmk_rag.encoder import DEFAULT_GRANULARITY, LandmarkEncoder  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "manpages-short" / "corpus.jsonl.gz"
-RESULTS = Path(__file__).resolve().parent / "results" / "encode_throughput.md"
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results" / "encode_throughput.md"
+BASELINE_PYTHON = HERE / "st_baselines" / ".venv" / "bin" / "python"
+BASELINE_SCRIPT = HERE / "st_baselines" / "run.py"
+LANDMARK_RUNTIMES = [("torch", "float32"), ("torch", "bfloat16"), ("onnx", "float32"), ("onnx", "int8")]
+LONG_MIN_TOKENS = 1024
 
 
-def load_texts(encoder: LandmarkEncoder, count: int, max_tokens: int) -> list[str]:
-    """Manual-page passages, each cut at a token boundary to at most ``max_tokens`` tokens."""
-    texts = []
-    with gzip.open(DATA, "rt") as lines:
+def read_corpus(name: str) -> Iterator[str]:
+    """The texts of a dev set's corpus, in file order."""
+    with gzip.open(DATA / name / "corpus.jsonl.gz", "rt") as lines:
         for line in lines:
-            text = json.loads(line)["text"]
-            offsets = encoder.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-            texts.append(text[: offsets[min(len(offsets), max_tokens) - 1][1]])
-            if len(texts) == count:
-                return texts
-    return texts
+            yield json.loads(line)["text"]
+
+
+def cut(tokenizer: object, text: str, max_tokens: int) -> list[str]:
+    """A text cut at token boundaries into consecutive pieces of at most ``max_tokens`` tokens."""
+    offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    pieces, start = [], 0
+    for first in range(0, len(offsets), max_tokens):
+        end = offsets[min(first + max_tokens, len(offsets)) - 1][1]
+        pieces.append(text[start:end])
+        start = end
+    return pieces
+
+
+def workloads(encoder: LandmarkEncoder, passages: int, long: int, max_tokens: int) -> dict[str, dict]:
+    """Each workload's texts for LandmarkEncoder, texts for SentenceTransformer, and content tokens."""
+    tokenizer = encoder.tokenizer
+    short = [cut(tokenizer, text, max_tokens)[0] for text, _ in zip(read_corpus("manpages-short"), range(passages))]
+    documents = [text for text in read_corpus("manpages-longdoc")
+                 if len(tokenizer(text, add_special_tokens=False)["input_ids"]) >= LONG_MIN_TOKENS][:long]
+    out = {}
+    for name, ours, theirs in (
+        ("passages", short, short),
+        ("long documents", documents, [piece for text in documents for piece in cut(tokenizer, text, max_tokens)]),
+    ):
+        if ours:
+            tokens = sum(len(ids) for ids in tokenizer(ours, add_special_tokens=False)["input_ids"])
+            out[name] = {"ours": ours, "theirs": theirs, "tokens": tokens}
+    return out
+
+
+def encode_documents(encoder: LandmarkEncoder, load: dict) -> object:
+    """LandmarkEncoder's side of a workload."""
+    return encoder.encode_documents(load["ours"])
+
+
+def time_it(run: Callable[[dict], object], load: dict) -> float:
+    """Seconds one run of a workload takes."""
+    start = time.perf_counter()
+    run(load)
+    return time.perf_counter() - start
+
+
+def run_baselines(model_path: Path, loads: dict[str, dict], args: argparse.Namespace) -> dict[str, dict]:
+    """sentence-transformers' ONNX and OpenVINO backends from their venv: median seconds per workload, or the
+    reason they were skipped."""
+    if not BASELINE_PYTHON.is_file():
+        venv = BASELINE_PYTHON.relative_to(HERE.parent)
+        reason = f"skipped: no {venv} (benchmarks/st_baselines/build_venv.sh builds it)"
+        return {"sentence-transformers onnx / openvino": {name: reason for name in loads}}
+    with tempfile.TemporaryDirectory() as folder:
+        request = Path(folder) / "request.json"
+        request.write_text(json.dumps({
+            "model": str(model_path), "max_length": args.max_length, "batch_size": args.batch_size,
+            "repeats": args.repeats, "threads": torch.get_num_threads(),
+            "workloads": {name: load["theirs"] for name, load in loads.items()},
+        }))
+        done = subprocess.run([str(BASELINE_PYTHON), str(BASELINE_SCRIPT), str(request)], capture_output=True,
+                              text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        reason = f"skipped: the baseline venv failed ({last})"
+        return {"sentence-transformers onnx / openvino": {name: reason for name in loads}}
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
-    """Run the benchmark, print the ratio and write the results file."""
+    """Run the benchmark, print the table and write the results file."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--texts", type=int, default=256)
+    parser.add_argument("--texts", type=int, default=256, help="manpages-short passages")
+    parser.add_argument("--long", type=int, default=16, help=f"manpages-longdoc texts of >= {LONG_MIN_TOKENS} tokens")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--granularity", type=int, default=DEFAULT_GRANULARITY)
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads; the ONNX backend follows torch")
+    parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
-    encoder = LandmarkEncoder(granularity=args.granularity, batch_size=args.batch_size, device="cpu")
-    model = SentenceTransformer(str(encoder.model_path), device="cpu")
-    model.max_seq_length = encoder.max_length
-    # landmarks take k/(k+1) of the window, so cut texts to what both encode without truncation
-    texts = load_texts(encoder, args.texts, encoder.max_length - 2 - encoder.max_length // (args.granularity + 1))
-    n_tokens = sum(len(ids) for ids in encoder.tokenizer(texts, add_special_tokens=False)["input_ids"])
+    encoders = {
+        f"LandmarkEncoder {backend} {dtype}": LandmarkEncoder(
+            granularity=args.granularity, batch_size=args.batch_size, device="cpu", backend=backend, dtype=dtype
+        )
+        for backend, dtype in LANDMARK_RUNTIMES
+    }
+    first = next(iter(encoders.values()))
+    args.max_length = first.max_length
+    model = SentenceTransformer(str(first.model_path), device="cpu")
+    model.max_seq_length = first.max_length
+    # landmarks take 1/(k+1) of a window, so passages are cut to what every encoder encodes without truncation
+    max_tokens = first.max_length - 2 - first.max_length // (args.granularity + 1)
+    loads = workloads(first, args.texts, args.long, max_tokens)
 
-    ours, theirs = [], []
-    encoder.encode_documents(texts[:8])
-    model.encode(texts[:8])
-    for _ in range(args.repeats):
-        start = time.perf_counter()
-        model.encode(texts, batch_size=args.batch_size)
-        theirs.append(n_tokens / (time.perf_counter() - start))
-        start = time.perf_counter()
-        encoder.encode_documents(texts)
-        ours.append(n_tokens / (time.perf_counter() - start))
-    ratio = statistics.median(ours) / statistics.median(theirs)
-
-    machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores, torch {torch.__version__}"
-    date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    report = (
-        f"# encode throughput: LandmarkEncoder vs SentenceTransformer\n\n"
-        f"Machine: {machine} (CPU, no GPU). Date: {date}.\n"
-        f"{len(texts)} manpages-short passages, {n_tokens} content tokens, all-MiniLM-L6-v2, max length "
-        f"{encoder.max_length}, batch {args.batch_size}, k={args.granularity}, median of {args.repeats} interleaved runs.\n\n"
-        f"| encoder | tokens/s |\n|---|---|\n"
-        f"| SentenceTransformer.encode | {statistics.median(theirs):,.0f} |\n"
-        f"| LandmarkEncoder.encode_documents | {statistics.median(ours):,.0f} |\n\n"
-        f"Ratio (ours / sentence-transformers): **{ratio:.3f}** (target >= 0.95).\n"
-    )
+    runs: dict[str, Callable[[dict], object]] = {
+        "SentenceTransformer torch float32": lambda load: model.encode(load["theirs"], batch_size=args.batch_size),
+        **{name: functools.partial(encode_documents, encoder) for name, encoder in encoders.items()},
+    }
+    seconds: dict[str, dict[str, list[float]]] = {name: {load: [] for load in loads} for name in runs}
+    for load_name, load in loads.items():
+        warm_up = {"ours": load["ours"][:4], "theirs": load["theirs"][:4]}
+        for run in runs.values():
+            run(warm_up)
+        for _ in range(args.repeats):
+            for name, run in runs.items():
+                seconds[name][load_name].append(time_it(run, load))
+    results: dict[str, dict[str, object]] = {
+        name: {load: loads[load]["tokens"] / statistics.median(values) for load, values in per_load.items()}
+        for name, per_load in seconds.items()
+    }
+    for name, per_load in run_baselines(first.model_path, loads, args).items():
+        results[name] = {
+            load: value if isinstance(value, str) else loads[load]["tokens"] / value for load, value in per_load.items()
+        }
+    report = render(results, loads, args)
     print(report)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(report)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(report)
+
+
+def render(results: dict[str, dict[str, object]], loads: dict[str, dict], args: argparse.Namespace) -> str:
+    """The markdown report: tokens/s per encoder and workload, and the ratio to SentenceTransformer torch."""
+    machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores, {torch.get_num_threads()} "
+               f"torch threads, torch {torch.__version__}")
+    date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    reference = results["SentenceTransformer torch float32"]
+    header = " | ".join(f"{name} tokens/s | x ST torch" for name in loads)
+    lines = [
+        "# encode throughput: LandmarkEncoder backends vs SentenceTransformer\n",
+        f"Machine: {machine} (CPU, no GPU). Date: {date}.",
+        *(f"- {name}: {len(load['ours'])} texts, {load['tokens']} content tokens "
+          f"(SentenceTransformer: {len(load['theirs'])} pieces)" for name, load in loads.items()),
+        f"all-MiniLM-L6-v2, max length {args.max_length}, batch {args.batch_size}, k={args.granularity}, median of "
+        f"{args.repeats} interleaved runs.\n",
+        f"| encoder | {header} |",
+        "|---|" + "---|---|" * len(loads),
+    ]
+    for name, per_load in results.items():
+        cells = []
+        for load in loads:
+            value = per_load[load]
+            if isinstance(value, str):
+                cells.append(f"{value} | ")
+            else:
+                cells.append(f"{value:,.0f} | {value / reference[load]:.2f}")
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    lines.append("\nTarget: LandmarkEncoder onnx int8 >= 2.00x SentenceTransformer torch.")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

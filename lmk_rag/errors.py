@@ -19,6 +19,10 @@ class ModelNotFoundError(LmkRagError, OSError):
     """A model name or folder could not be resolved to local files (or the hub, when online)."""
 
 
+class ModelExportError(LmkRagError, RuntimeError):
+    """A model could not be exported to ONNX (for ``backend="onnx"``); the torch backend still runs it."""
+
+
 class LandmarkTokenError(LmkRagError, ValueError):
     """The tokenizer has neither a SEP nor an EOS token to use as landmark."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,6 +28,28 @@ def minilm_encoder():
     from lmk_rag.encoder import LandmarkEncoder
 
     return LandmarkEncoder(granularity=32, context="document")
+
+
+@pytest.fixture(scope="session")
+def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The lmk_rag cache folder (``LMK_RAG_CACHE``) the session's ONNX exports go to; tests that build ONNX
+    encoders set it, so the exports of :func:`onnx_encoders` are reused and the user's cache stays untouched."""
+    return tmp_path_factory.mktemp("lmk_rag_cache")
+
+
+@pytest.fixture(scope="session")
+def onnx_encoders(onnx_cache: Path) -> dict[str, Any]:
+    """ONNX Runtime encoders over the real MiniLM with ``minilm_encoder``'s settings: ``"float32"`` and ``"int8"``
+    (each exported once per session into :func:`onnx_cache`)."""
+    from lmk_rag.encoder import LandmarkEncoder
+    from lmk_rag.paths import CACHE_ENV
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(CACHE_ENV, str(onnx_cache))
+        return {
+            dtype: LandmarkEncoder(granularity=32, context="document", backend="onnx", dtype=dtype)
+            for dtype in ("float32", "int8")
+        }
 
 
 @pytest.fixture(scope="session")

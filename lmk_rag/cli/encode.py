@@ -7,6 +7,7 @@ import json
 import typer
 
 from lmk_rag.cli.root import app
+from lmk_rag.cli.runtime import backend_option, dtype_option, runtime_settings
 
 
 @app.command()
@@ -16,12 +17,14 @@ def encode(
     granularity: str = typer.Option(
         None, help="Chunk size in tokens, 'sentence' or 'variable' (default: the library's, 64)."
     ),
+    backend: str = backend_option(),
+    dtype: str = dtype_option(),
 ) -> None:
     """Encode one text and print its chunks as JSON: span, token count, text."""
     from lmk_rag.encoder import LandmarkEncoder
 
     settings = {} if granularity is None else {"granularity": int(granularity) if granularity.isdigit() else granularity}
-    encoded = LandmarkEncoder(model_name=model, **settings).encode_documents(text)
+    encoded = LandmarkEncoder(model_name=model, **settings, **runtime_settings(backend, dtype)).encode_documents(text)
     chunks = [
         {"span": list(span), "tokens": count, "text": text[span[0] : span[1]]}
         for span, count in zip(encoded.spans, encoded.token_counts)

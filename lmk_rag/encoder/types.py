@@ -40,6 +40,14 @@ class ChunkVector(str, Enum):
     AUTO = "auto"
 
 
+class Backend(str, Enum):
+    """What runs the transformer: ``torch`` (any device and float dtype) or ``onnx`` (ONNX Runtime on the CPU,
+    float32 or dynamically quantized int8; needs the ``onnx`` extra)."""
+
+    TORCH = "torch"
+    ONNX = "onnx"
+
+
 @dataclass(frozen=True)
 class EncodedText:
     """One encoded text at its three granularities.

@@ -92,3 +92,14 @@ def test_encoder_settings_reach_the_pipeline(tiny_beir: Path) -> None:
           "--window-overlap", "16", "--encoder", "max_length=128", "--encoder", "static_model=some/dir")
     assert seen[0].encoder == {"granularity": "variable", "context": "chunk", "window_overlap": 16,
                                "max_length": 128, "static_model": "some/dir"}
+
+
+def test_lmk_rag_pipeline_runs_on_the_int8_onnx_backend(fixture_data: Path, tmp_path: Path, onnx_encoders, onnx_cache,
+                                                        monkeypatch) -> None:
+    from lmk_rag.paths import CACHE_ENV
+
+    monkeypatch.setenv(CACHE_ENV, str(onnx_cache))
+    report = _eval(str(fixture_data / "manpages-needle" / "L2048"), "-p", "lmk-rag", "--backend", "onnx", "--dtype",
+                   "int8", "--max-queries", "5", "--max-docs", "10", "--cache-dir", str(tmp_path))
+    assert (report["encoder"]["backend"], report["encoder"]["dtype"]) == ("onnx", "int8")
+    assert report["queries"] == 5 and report["ndcg@10"] > 0.5

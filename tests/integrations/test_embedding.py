@@ -80,3 +80,14 @@ def test_texts_without_words_embed_as_huggingface_embedding_does(embed_model: La
     np.testing.assert_allclose(empty, stock, atol=1e-5)
     assert blank == empty == embed_model.get_query_embedding("")
     np.testing.assert_allclose(worded, embed_model.get_text_embedding("tar stores archives."), atol=1e-5)
+
+
+def test_backend_and_dtype_fields_build_an_onnx_encoder(onnx_encoders, onnx_cache, monkeypatch) -> None:
+    from lmk_rag.paths import CACHE_ENV
+
+    monkeypatch.setenv(CACHE_ENV, str(onnx_cache))
+    embed_model = LandmarkEmbedding(granularity=32, backend="onnx", dtype="int8")
+    assert embed_model.encoder.settings == onnx_encoders["int8"].settings
+    assert LandmarkEmbedding.from_dict(embed_model.to_dict()).encoder.fingerprint == embed_model.encoder.fingerprint
+    injected = LandmarkEmbedding(encoder=onnx_encoders["float32"])
+    assert (injected.backend, injected.dtype) == ("onnx", "float32")

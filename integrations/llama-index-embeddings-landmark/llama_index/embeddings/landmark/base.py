@@ -12,7 +12,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.callbacks import CallbackManager
 from lmk_rag.encoder import DEFAULT_CONTEXT, DEFAULT_GRANULARITY, DEFAULT_MODEL, LandmarkEncoder
-from lmk_rag.encoder.types import ChunkVector, Context, EncodedText, Pooling
+from lmk_rag.encoder.types import Backend, ChunkVector, Context, EncodedText, Pooling
 
 
 class LandmarkEmbedding(BaseEmbedding):
@@ -54,6 +54,13 @@ class LandmarkEmbedding(BaseEmbedding):
         default=0, ge=0, description="Document context: up to this many tokens of preceding chunks prefix each window."
     )
     sentence_max_tokens: int = Field(default=128, gt=0, description="The longest chunk for granularity='sentence'.")
+    backend: Backend = Field(
+        default=Backend.TORCH, description="What runs the transformer: 'torch' or 'onnx' (ONNX Runtime on the CPU)."
+    )
+    dtype: str = Field(
+        default="auto",
+        description="torch: 'auto', 'float32', 'bfloat16', 'float16'; onnx: 'auto' (float32), 'float32', 'int8'.",
+    )
 
     _encoder: LandmarkEncoder | None = PrivateAttr(default=None)
     _device: str | None = PrivateAttr(default=None)
@@ -69,6 +76,8 @@ class LandmarkEmbedding(BaseEmbedding):
         max_length: int | None = None,
         window_overlap: int = 0,
         sentence_max_tokens: int = 128,
+        backend: Backend | str = Backend.TORCH,
+        dtype: str = "auto",
         embed_batch_size: int = 32,
         device: str | None = None,
         callback_manager: CallbackManager | None = None,
@@ -87,6 +96,8 @@ class LandmarkEmbedding(BaseEmbedding):
         :param max_length: see :class:`lmk_rag.LandmarkEncoder`.
         :param window_overlap: see :class:`lmk_rag.LandmarkEncoder`.
         :param sentence_max_tokens: see :class:`lmk_rag.LandmarkEncoder`.
+        :param backend: see :class:`lmk_rag.LandmarkEncoder`.
+        :param dtype: see :class:`lmk_rag.LandmarkEncoder`.
         :param embed_batch_size: texts per call to the encoder, and windows per forward pass.
         :param device: ``"cpu"``, ``"cuda"``, ...; default: the best available (not serialised).
         :param callback_manager: LlamaIndex callback manager.
@@ -102,9 +113,11 @@ class LandmarkEmbedding(BaseEmbedding):
             max_length=max_length,
             window_overlap=window_overlap,
             sentence_max_tokens=sentence_max_tokens,
+            backend=backend,
+            dtype=dtype,
         )
         if encoder is not None:
-            settings.update({key: value for key, value in encoder.settings.items() if key in settings})
+            settings.update({key: getattr(encoder, key) for key in settings})
         super().__init__(embed_batch_size=embed_batch_size, callback_manager=callback_manager, **settings, **kwargs)
         self._encoder = encoder
         self._device = device
@@ -127,6 +140,8 @@ class LandmarkEmbedding(BaseEmbedding):
                 max_length=self.max_length,
                 window_overlap=self.window_overlap,
                 sentence_max_tokens=self.sentence_max_tokens,
+                backend=self.backend,
+                dtype=self.dtype,
                 batch_size=self.embed_batch_size,
                 device=self._device,
             )
