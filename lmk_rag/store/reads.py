@@ -1,0 +1,176 @@
+"""The read half of :class:`~lmk_rag.store.LandmarkStore`: searches (fused, MMR) and look-ups.
+
+A mixin (as qdrant-client adds its fastembed methods to ``QdrantClient``): it uses the store's backend, vectors
+and settings and changes nothing in the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from lmk_rag.errors import InvalidInputError, SettingsMismatchError, VectorSizeError
+from lmk_rag.store import records as rec
+from lmk_rag.store import versions
+from lmk_rag.store.filters import FilterLike
+from lmk_rag.store.query import best_hits, check_alpha, check_k, check_rerank, fuse, plan_mmr, plan_search
+from lmk_rag.store.types import Branch, Hit, NodeRecord, Rerank
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lmk_rag.store.base import Backend
+    from lmk_rag.store.points import StoreVectors
+
+
+class StoreReads:
+    """Searches and look-ups of a store (see :class:`~lmk_rag.store.LandmarkStore`)."""
+
+    _backend: Backend
+    _vectors: StoreVectors
+    _meta: dict[str, Any]
+    where: str
+    prefetch_limit: int
+    hnsw_ef: int | None
+    encoder: Any
+    alpha: float
+    bm25: bool
+    dim: int
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        rerank: Rerank | str = Rerank.CHUNKS,
+        filter: FilterLike = None,
+        doc_level: bool = True,
+        alpha: float | None = None,
+    ) -> list[Hit]:
+        """Encode a query once and search in two stages (see :meth:`search_encoded`).
+
+        :param query: the query text.
+        :param rerank: ``"chunks"`` (MaxSim over chunk vectors), ``"static"`` (static token MaxSim) or ``"none"``.
+        :return: hits, best first.
+        """
+        rerank = check_rerank(rerank)
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("query must be a non-empty string")
+        static_query = self._vectors.static_query(query) if rerank == Rerank.STATIC else None
+        return self.search_encoded(self.encoder.encode_queries(query), k=k, rerank=rerank, filter=filter,
+                                   doc_level=doc_level, static_query=static_query, text=query, alpha=alpha)
+
+    def search_encoded(
+        self,
+        query: Any,
+        k: int = 10,
+        rerank: Rerank | str = Rerank.CHUNKS,
+        filter: FilterLike = None,
+        doc_level: bool = True,
+        static_query: np.ndarray | None = None,
+        text: str | None = None,
+        alpha: float | None = None,
+        prefetch_limit: int | None = None,
+    ) -> list[Hit]:
+        """Search with an already encoded query in one Query API call; candidates are ranked by
+        ``alpha * rerank + (1 - alpha) * bm25`` (see :mod:`lmk_rag.store.query`).
+
+        :param query: an :class:`~lmk_rag.EncodedText` (``.vector`` (dim,), ``.chunk_vectors`` (q, dim)).
+        :param k: hits returned.
+        :param rerank: ``"chunks"``, ``"static"`` or ``"none"`` (the node vector's cosine).
+        :param filter: metadata filter.
+        :param doc_level: at most one hit (the best node) per document.
+        :param static_query: the query's static token vectors, shape (q, static_dim); needed for ``"static"``.
+        :param text: the query text for BM25; None ranks by the rerank alone.
+        :param alpha: weight of the rerank score in [0, 1] (None: the store's :attr:`alpha`).
+        :param prefetch_limit: candidates per prefetch branch (None: the store's, at least ``4 * k``).
+        :return: hits, best first; scores lie in [-1, 1].
+        :raises SettingsMismatchError: for ``alpha`` < 1 on a store without BM25.
+        """
+        rerank = check_rerank(rerank)
+        check_k(k)
+        alpha = self.alpha if alpha is None else check_alpha(alpha)
+        if alpha < 1.0 and not self.bm25:
+            raise SettingsMismatchError(f"{self.where} has no BM25 vectors: alpha must be 1, got {alpha}")
+        plan = plan_search(
+            dense=[Branch("node", np.asarray(query.vector, dtype=np.float32).tolist())],
+            scorer=self._vectors.scorer(rerank, query, static_query),
+            sparse=self._vectors.sparse_query(text),
+            alpha=alpha,
+            prefetch_limit=prefetch_limit or max(self.prefetch_limit, 4 * k),
+            filter=versions.nodes_filter(self._backend, filter),
+            payload_keys=rec.HIT_KEYS,
+            hnsw_ef=self.hnsw_ef,
+        )
+        results = self._backend.query(plan)
+        shown = {p.id for p in versions.visible(self._backend, [p for points in results for p in points])}
+        best = best_hits(fuse(plan, [[p for p in points if p.id in shown] for points in results], alpha), k, doc_level)
+        full = {p.id: p for p in self._backend.retrieve([pid for pid, _ in best], False)}
+        return [rec.hit_from_point(full[pid], score) for pid, score in best if pid in full]
+
+    def search_mmr(
+        self,
+        query: str | np.ndarray,
+        k: int = 10,
+        lambda_: float = 0.5,
+        filter: FilterLike = None,
+        candidates: int | None = None,
+    ) -> list[Hit]:
+        """Diverse results: maximal marginal relevance over the node vectors, in one Query API call (no rerank, no
+        BM25). Each next node maximises ``lambda_ * cosine(query, node) - (1 - lambda_) * its highest cosine to a
+        node already picked``.
+
+        :param query: the query text (encoded once) or its vector, shape (dim,).
+        :param k: hits returned.
+        :param lambda_: weight of relevance against diversity in [0, 1]: 1 gives the nearest nodes, 0 the most
+            different ones after the nearest.
+        :param filter: metadata filter.
+        :param candidates: how many nearest nodes MMR chooses from (None: the store's ``prefetch_limit``, at least
+            ``4 * k``).
+        :return: hits in MMR order; each hit's score is its node vector's cosine to the query, in [-1, 1].
+        """
+        check_k(k)
+        if isinstance(query, str):
+            if not query.strip():
+                raise InvalidInputError("query must be a non-empty string")
+            query = self.encoder.encode_queries(query).vector
+        vector = np.asarray(query, dtype=np.float32)
+        if vector.shape != (self.dim,):
+            raise VectorSizeError(f"query vector of shape {vector.shape}, store expects ({self.dim},)")
+        plan = plan_mmr(vector.tolist(), lambda_, candidates or max(self.prefetch_limit, 4 * k), k,
+                        versions.nodes_filter(self._backend, filter), rec.HIT_KEYS, self.hnsw_ef)
+        (picked,) = self._backend.query(plan)
+        shown = versions.visible(self._backend, picked)
+        full = {p.id: p for p in self._backend.retrieve([p.id for p in shown], False)}
+        return [rec.hit_from_point(full[p.id], p.score) for p in shown if p.id in full]
+
+    def get_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> list[NodeRecord]:
+        """Nodes by id and/or metadata filter, with their vectors (in no particular order)."""
+        points = list(versions.scroll(self._backend, versions.nodes_filter(self._backend, filter, node_ids), with_vectors=True))
+        return [rec.record_from_point(p) for p in versions.visible(self._backend, points)]
+
+    def doc_ids(self) -> list[str]:
+        """The ids of the stored documents, sorted."""
+        return sorted(self.documents())
+
+    def documents(self) -> dict[str, dict[str, Any]]:
+        """Every stored document's metadata, by doc id."""
+        markers = versions.scroll(self._backend, versions.documents_filter(self._backend), False)
+        return {m.payload["doc_id"]: m.payload.get("meta") or {} for m in markers}
+
+    def count(self) -> int:
+        """The number of stored nodes."""
+        return self._backend.count(versions.nodes_filter(self._backend, None))
+
+    def count_documents(self) -> int:
+        """The number of stored documents."""
+        return self._backend.count(versions.documents_filter(self._backend))
+
+    def info(self) -> dict[str, Any]:
+        """Where the store is, its counts and recorded settings (JSON-able)."""
+        return {
+            "backend": self._backend.name,
+            "location": self.where,
+            "documents": self.count_documents(),
+            "nodes": self.count(),
+            **{key: value for key, value in self._meta.items() if key != "format"},
+        }
