@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import pickle
 import shutil
 import time
 from dataclasses import asdict, dataclass
@@ -262,7 +263,7 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "mined": self.mined,
-            "config": asdict(self.config),
+            "config": json.loads(json.dumps(asdict(self.config), default=str)),  # plain values: loads safely
             "rng": {"seed": self.config.seed, "torch": torch.get_rng_state()},
         }
         partial = path.with_suffix(".tmp")
@@ -279,7 +280,10 @@ class Trainer:
         path = path or self.checkpoint_path
         if not path.is_file():
             return False
-        state = torch.load(path, map_location=self.device, weights_only=False)
+        try:  # tensors, numbers, strings and containers only: a checkpoint file cannot run code
+            state = torch.load(path, map_location=self.device, weights_only=True)
+        except pickle.UnpicklingError as error:
+            raise InvalidInputError(f"{path}: not a checkpoint this trainer wrote ({error})") from None
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
