@@ -39,6 +39,14 @@ class StoreLockedError(StoreError):
     """Another process holds the store's write lock."""
 
 
+class StoreReadOnlyError(StoreError):
+    """The store's folder cannot be written, and its engine needs to write to open it."""
+
+
+class StoreUnavailableError(StoreError):
+    """The Qdrant server cannot be reached, or refused the request."""
+
+
 class CorruptStoreError(StoreError):
     """The store folder is damaged, foreign or was written by an incompatible version."""
 

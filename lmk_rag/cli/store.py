@@ -19,7 +19,7 @@ import typer
 from lmk_rag.cli.files import DEFAULT_GLOBS, SourceFile, collect_files, read_text
 from lmk_rag.cli.root import app
 from lmk_rag.cli.runtime import backend_option, dtype_option, runtime_settings
-from lmk_rag.errors import InvalidInputError
+from lmk_rag.errors import CorruptStoreError, InvalidInputError
 
 EVERYDAY = "Everyday commands"
 STORE_HELP = "The store folder (embedded Qdrant Edge)."
@@ -155,7 +155,7 @@ def _plan(
     from lmk_rag.errors import StoreError
 
     try:
-        with open_store(store, url, location, collection, create=False) as target:
+        with open_store(store, url, location, collection, read_only=True) as target:
             return target.changes(documents), _gone(target, [p for p in sync_roots if p.is_dir()])
     except StoreError as error:
         if "no lmk-rag store" not in str(error):
@@ -181,7 +181,7 @@ def query(
     as_json: bool = typer.Option(False, "--json", help='Print {"query": ..., "hits": [...]} as JSON.'),
 ) -> None:
     """Search a store: dense and BM25 prefetch, MaxSim rerank fused with BM25; the best node per document."""
-    with open_store(store, url, location, collection, create=False) as source:
+    with open_store(store, url, location, collection, read_only=True) as source:
         hits = source.search(text, k=k, rerank=rerank, filter=parse_filters(filter or []), doc_level=not nodes, alpha=alpha)
     if as_json:
         typer.echo(json.dumps({"query": text, "hits": [asdict(h) for h in hits]}, indent=2, ensure_ascii=False))
@@ -199,5 +199,26 @@ def info(
     collection: str = typer.Option("lmk_rag", "--collection", help=COLLECTION_HELP),
 ) -> None:
     """Print a store's counts and recorded settings as JSON."""
-    with open_store(store, url, location, collection, create=False) as source:
+    with open_store(store, url, location, collection, read_only=True) as source:
         typer.echo(json.dumps(source.info(), indent=2))
+
+
+@app.command(rich_help_panel=EVERYDAY)
+def check(
+    store: Path = typer.Option(None, "--store", help=STORE_HELP),
+    url: str = typer.Option(None, "--url", help=URL_HELP),
+    location: str = typer.Option(None, "--location", help=LOCATION_HELP),
+    collection: str = typer.Option("lmk_rag", "--collection", help=COLLECTION_HELP),
+) -> None:
+    """Verify a whole store: every point, vector and count; exit 1 when anything is damaged."""
+    with open_store(store, url, location, collection, read_only=True) as source:
+        problems = source.check()
+        summary = f"{source.count_documents()} documents, {source.count()} nodes"
+    for problem in problems:
+        typer.echo(f"problem: {problem}")
+    if problems:
+        raise CorruptStoreError(
+            f"{len(problems)} kind(s) of damage in {summary}; re-ingest the documents named above, or rebuild the "
+            "store by ingesting into a new folder"
+        )
+    typer.echo(f"ok: {summary}; every point and vector checked")

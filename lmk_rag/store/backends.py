@@ -14,7 +14,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from lmk_rag.errors import CorruptStoreError, InvalidInputError, StoreError, StoreLockedError
+from lmk_rag.errors import CorruptStoreError, InvalidInputError, StoreError, StoreLockedError, StoreReadOnlyError
 from lmk_rag.store.base import Backend
 
 DEFAULT_PATH = "./lmk_store"
@@ -51,10 +51,13 @@ def open_backend(
     collection: str,
     create: bool,
     server_options: dict[str, Any],
+    read_only: bool = False,
 ) -> OpenedBackend:
     """Open the backend the arguments name (see the module docstring).
 
     :param server_options: pass-through options of qdrant-client backends (see :mod:`lmk_rag.store.server`).
+    :param read_only: take no write lock (a reader never waits for, nor blocks, a writer of a server collection;
+        Qdrant Edge still refuses a second process on its own).
     :raises InvalidInputError: for several locations, or server options given to an Edge store.
     :raises StoreLockedError: when another process holds the folder.
     :raises CorruptStoreError: for a folder that is not a lmk-rag store.
@@ -67,10 +70,10 @@ def open_backend(
     if server_options and (path is not None or not chosen):
         raise InvalidInputError(f"options {sorted(server_options)} only apply to qdrant-client backends")
     if path is not None or not chosen:
-        return _open_edge(Path(path if path is not None else DEFAULT_PATH), create)
+        return _open_edge(Path(path if path is not None else DEFAULT_PATH), create and not read_only, read_only)
     from lmk_rag.store.server import ServerBackend
 
-    lock = acquire_lock(Path(location)) if location not in (None, ":memory:") else None
+    lock = acquire_lock(Path(location)) if location not in (None, ":memory:") and not read_only else None
     try:
         backend = ServerBackend(
             url=url, api_key=api_key, client=client, location=location, collection=collection, **server_options
@@ -82,7 +85,7 @@ def open_backend(
     return OpenedBackend(backend, f"collection {collection!r}", lock)
 
 
-def _open_edge(folder: Path, create: bool) -> OpenedBackend:
+def _open_edge(folder: Path, create: bool, read_only: bool) -> OpenedBackend:
     """Check the folder, take its lock and open the Edge shard."""
     from lmk_rag.store.edge import META_FILE, SHARD_DIR, EdgeBackend
 
@@ -95,11 +98,12 @@ def _open_edge(folder: Path, create: bool) -> OpenedBackend:
             raise CorruptStoreError(f"{folder}: not a lmk-rag store (holds {', '.join(foreign[:5])})")
     elif not create:
         raise StoreError(f"no lmk-rag store at {folder}")
-    lock = acquire_lock(folder)
+    lock = None if read_only else acquire_lock(folder)
     try:
         return OpenedBackend(EdgeBackend(folder), str(folder), lock)
     except BaseException:
-        lock.release()
+        if lock is not None:
+            lock.release()
         raise
 
 
@@ -108,12 +112,17 @@ def acquire_lock(folder: Path) -> FileLock:
 
     :raises StoreLockedError: when another process holds it.
     """
-    folder.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(folder / LOCK_FILE), timeout=0)
     try:
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(folder / LOCK_FILE), timeout=0)
         lock.acquire()
     except Timeout as error:
         raise StoreLockedError(
             f"{folder} is open in another process (lock {folder / LOCK_FILE}); close it first"
+        ) from error
+    except PermissionError as error:
+        raise StoreReadOnlyError(
+            f"{folder} is not writable ({error.strerror}); open it with read_only=True (lmk-rag query and info do) "
+            "to read, or copy it somewhere writable"
         ) from error
     return lock

@@ -20,6 +20,8 @@ class Backend(ABC):
 
     #: a short name for messages and ``info``.
     name: str = "backend"
+    #: whether one process at most writes (a locked folder): then the store records what it committed.
+    single_writer: bool = False
 
     @property
     @abstractmethod

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import qdrant_edge as qe
 
-from lmk_rag.errors import CorruptStoreError, StoreLockedError, VectorSizeError
+from lmk_rag.errors import CorruptStoreError, StoreLockedError, StoreReadOnlyError, VectorSizeError
 from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.filters import ConditionBuilder
 from lmk_rag.store.layout import vector_layout
@@ -101,6 +101,7 @@ class EdgeBackend(Backend):
     """
 
     name = "qdrant-edge"
+    single_writer = True
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         """Open the shard if the folder holds one; :meth:`create` makes a new one."""
@@ -116,20 +117,31 @@ class EdgeBackend(Backend):
         return self._conditions
 
     @property
-    def shard(self) -> qe.EdgeShard:
-        """The open shard."""
+    def shard(self) -> Any:
+        """The open shard, every call guarded (:class:`_GuardedShard`)."""
         if self._shard is None:
             raise CorruptStoreError(f"{self.folder}: no Qdrant Edge shard in {self.folder / SHARD_DIR}")
-        return self._shard
+        return _GuardedShard(self._shard, self.folder)
 
     def _load(self) -> qe.EdgeShard:
-        """Load the shard, turning Edge's errors into typed ones."""
+        """Load the shard, turning Edge's errors (and its Rust panics) into typed ones."""
         try:
             return qe.EdgeShard.load(str(self.folder / SHARD_DIR))
-        except Exception as error:  # Edge raises plain Exception with a message
-            if "WouldBlock" in str(error):
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as error:  # Edge raises plain Exception, or pyo3's PanicException (a BaseException)
+            message = str(error)
+            if "WouldBlock" in message:
                 raise StoreLockedError(f"{self.folder}: the shard is open in another process ({error})") from error
-            raise CorruptStoreError(f"{self.folder}: cannot load the Qdrant Edge shard: {error}") from error
+            if "Permission denied" in message:
+                raise StoreReadOnlyError(
+                    f"{self.folder}: Qdrant Edge cannot open a store it may not write (it maps its storage "
+                    "writable); copy the folder somewhere writable, or serve the data from a Qdrant server"
+                ) from error
+            raise CorruptStoreError(
+                f"{self.folder}: cannot load the Qdrant Edge shard ({message}); the store is damaged: re-ingest "
+                "into a new store (lmk-rag ingest ... --store NEW_FOLDER)"
+            ) from error
 
     def exists(self) -> bool:
         """Whether the folder holds a shard."""
@@ -255,9 +267,36 @@ class EdgeBackend(Backend):
     def close(self) -> None:
         """Flush and close the shard (idempotent)."""
         if self._shard is not None:
-            self._shard.flush()
-            self._shard.close()
-            self._shard = None
+            shard, self._shard = self.shard, None
+            try:
+                shard.flush()
+            finally:
+                shard.close()
+
+
+class _GuardedShard:
+    """An Edge shard whose every call turns an engine failure (an exception or a Rust panic) into
+    :class:`CorruptStoreError` naming the folder, with the engine's error chained."""
+
+    def __init__(self, shard: qe.EdgeShard, folder: Path) -> None:
+        self._shard = shard
+        self._folder = folder
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._shard, name)
+
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(*args, **kwargs)
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as error:
+                raise CorruptStoreError(
+                    f"{self._folder}: Qdrant Edge failed in {name} ({error}); the store may be damaged: run "
+                    f"lmk-rag check --store {self._folder}"
+                ) from error
+
+        return guarded
 
 
 def _nearest(branch: Branch) -> Any:

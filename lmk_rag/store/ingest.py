@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -35,22 +36,76 @@ def check_document(doc_id: Any, text: Any, metadata: Any) -> None:
     """Reject a document the store cannot hold, naming it."""
     if not isinstance(doc_id, str) or not doc_id:
         raise InvalidInputError(f"doc_id must be a non-empty string, got {doc_id!r}")
+    _check_unicode(doc_id, f"doc_id {doc_id!r}")
     if not isinstance(text, str):
         raise InvalidInputError(f"document {doc_id!r}: text must be a str, got {type(text).__name__}")
-    if metadata is not None and not isinstance(metadata, dict):
-        raise InvalidInputError(f"document {doc_id!r}: metadata must be a dict, got {type(metadata).__name__}")
+    _check_unicode(text, f"document {doc_id!r}: text")
+    if metadata is not None:
+        check_metadata(metadata, f"document {doc_id!r}")
+
+
+#: The largest integer Qdrant keeps exactly (payload integers are 64-bit).
+MAX_INT = 2**63 - 1
+
+
+def check_metadata(metadata: Any, owner: str) -> None:
+    """Accept metadata that Qdrant stores and gives back unchanged: a dict with str keys of str, bool, int (64-bit),
+    finite float, None, and lists and dicts of those; anything else is an error naming the key, not a silent
+    conversion (tuples, sets, bytes, dates, numpy values: convert them yourself, e.g. to lists or strings).
+
+    :param owner: names the document or node in the message.
+    :raises InvalidInputError: for the first value that cannot round-trip.
+    """
+    if not isinstance(metadata, dict):
+        raise InvalidInputError(f"{owner}: metadata must be a dict, got {type(metadata).__name__}")
+    _check_value(metadata, owner, "metadata")
+
+
+def _check_value(value: Any, owner: str, path: str) -> None:
+    """Walk one metadata value (see :func:`check_metadata`)."""
+    if value is None or isinstance(value, (str, bool)):
+        if isinstance(value, str):
+            _check_unicode(value, f"{owner}: {path}")
+        return
+    if isinstance(value, int):
+        if not -MAX_INT - 1 <= value <= MAX_INT:
+            raise InvalidInputError(f"{owner}: {path} = {value} does not fit 64 bits; store it as a string")
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInputError(f"{owner}: {path} = {value} is not a finite number; use None or a string")
+        return
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_value(item, owner, f"{path}[{index}]")
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidInputError(f"{owner}: {path} has the key {key!r}; metadata keys must be strings")
+            _check_value(item, owner, f"{path}[{key!r}]")
+        return
+    raise InvalidInputError(
+        f"{owner}: {path} is a {type(value).__name__}, which the store cannot keep as given; "
+        "use str, int, float, bool, None, list or dict (convert tuples to lists, dates and ids to strings)"
+    )
+
+
+def _check_unicode(text: str, what: str) -> None:
+    """Reject strings with lone surrogates (they cannot be stored as UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InvalidInputError(f"{what} is not valid Unicode ({error.reason} at character {error.start})") from None
 
 
 def content_hash(text: str, metadata: dict[str, Any] | None, fingerprint: str) -> str:
     """The hash that tells an unchanged document: its text, its metadata and the encoder's fingerprint.
 
-    :raises InvalidInputError: for metadata that JSON cannot write.
+    Documents are checked first (:func:`check_document`), so metadata is plain JSON.
     """
-    try:
-        payload = json.dumps([fingerprint, text, metadata or {}], sort_keys=True, ensure_ascii=False)
-    except (TypeError, ValueError) as error:
-        raise InvalidInputError(f"metadata must be JSON (str keys; str, number, bool, None, list, dict): {error}") from None
-    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+    payload = json.dumps([fingerprint, text, metadata or {}], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
 def encode_documents(
@@ -82,6 +137,11 @@ def check_records(doc_id: str, records: Sequence[NodeRecord]) -> None:
         raise InvalidInputError(f"document {doc_id!r}: records {bad[:3]} belong to other documents")
     if len({r.node_id for r in records}) != len(records):
         raise InvalidInputError(f"document {doc_id!r}: node ids are not unique")
+    for record in records:
+        if not isinstance(record.node_id, str) or not record.node_id or not isinstance(record.text, str):
+            raise InvalidInputError(f"document {doc_id!r}: node ids and texts must be non-empty strings / strings")
+        _check_unicode(record.text, f"node {record.node_id!r}: text")
+        check_metadata(record.metadata, f"node {record.node_id!r}")
 
 
 #: Writes a batch of documents durably and returns the number of nodes written.

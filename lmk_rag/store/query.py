@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from lmk_rag.errors import InvalidInputError
+from lmk_rag.errors import CorruptStoreError, InvalidInputError
 from lmk_rag.store.types import Branch, QueryPlan, Rerank, ScoredPointData, SparseVector
 
 DEFAULT_ALPHA = 0.7
@@ -159,10 +159,10 @@ def fuse(plan: QueryPlan, results: list[list[ScoredPointData]], alpha: float) ->
         vectors = _query_vectors(scorer)
         for point in dense:
             points[point.id] = point
-            dense_scores[point.id] = point.score / vectors
+            dense_scores[point.id] = _checked(point, point.score / vectors, COSINE_RANGE)
     lexical_scores: dict[str, float] = {}
     if lexical is not None:
-        top = max((point.score for point in lexical), default=0.0)
+        top = max((_checked(point, point.score, (0.0, math.inf)) for point in lexical), default=0.0)
         for point in lexical:
             points.setdefault(point.id, point)
             lexical_scores[point.id] = point.score / top if top > 0 else 0.0
@@ -181,8 +181,21 @@ def fuse(plan: QueryPlan, results: list[list[ScoredPointData]], alpha: float) ->
         )
         for point_id, point in points.items()
     ]
-    fused = [point for point in fused if math.isfinite(point.score)]
     return sorted(fused, key=lambda point: (-point.score, point.id))
+
+
+#: Where a cosine-like score must lie (float32 rounding aside); anything else comes from damaged vectors.
+COSINE_RANGE = (-1.001, 1.001)
+
+
+def _checked(point: ScoredPointData, score: float, bounds: tuple[float, float]) -> float:
+    """A score, or :class:`CorruptStoreError` when it is not finite or outside its range (damaged vectors)."""
+    if not (math.isfinite(score) and bounds[0] <= score <= bounds[1]):
+        raise CorruptStoreError(
+            f"point {point.id} (node {point.payload.get('node_id')!r}) scored {score}: its stored vectors are "
+            "damaged; run lmk-rag check --store FOLDER, and re-ingest that document"
+        )
+    return score
 
 
 def _query_vectors(scorer: Branch) -> int:

@@ -20,6 +20,7 @@ from lmk_rag.store.types import Branch, Hit, NodeRecord, Rerank
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.store.base import Backend
+    from lmk_rag.store.ledger import Ledger
     from lmk_rag.store.points import StoreVectors
 
 
@@ -29,6 +30,7 @@ class StoreReads:
     _backend: Backend
     _vectors: StoreVectors
     _meta: dict[str, Any]
+    _ledger: Ledger
     where: str
     prefetch_limit: int
     hnsw_ef: int | None
@@ -174,3 +176,11 @@ class StoreReads:
             "nodes": self.count(),
             **{key: value for key, value in self._meta.items() if key != "format"},
         }
+
+    def check(self) -> list[str]:
+        """Read every point and list what is wrong (empty: the store is sound): interrupted writes, nodes without a
+        current document version, damaged vectors, node counts that differ from their documents' records, and
+        committed counts that differ from what the engine holds."""
+        from lmk_rag.store.check import verify
+
+        return verify(self._backend, self._ledger.current() if self._ledger.enabled else None)

@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import ApiException
 from qdrant_client.local.qdrant_local import QdrantLocal
 
-from lmk_rag.errors import CorruptStoreError, InvalidInputError, VectorSizeError
+from lmk_rag.errors import CorruptStoreError, InvalidInputError, StoreUnavailableError, VectorSizeError
 from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.filters import ConditionBuilder
 from lmk_rag.store.layout import vector_layout
@@ -230,7 +231,9 @@ class ServerBackend(Backend):
         )
         self.collection = collection
         self.local = isinstance(getattr(self.client, "_client", None), QdrantLocal)
+        self._api = self.client if self.local else _GuardedClient(self.client, url or "the Qdrant server")
         self.name = "qdrant-local" if self.local else "qdrant-server"
+        self.single_writer = self.local and location != ":memory:"  # a locked folder
         self._create_options = {
             "shard_number": shard_number,
             "replication_factor": replication_factor,
@@ -247,15 +250,15 @@ class ServerBackend(Backend):
 
     def exists(self) -> bool:
         """Whether the collection exists."""
-        return bool(self.client.collection_exists(self.collection))
+        return bool(self._api.collection_exists(self.collection))
 
     def create(self, spec: CollectionSpec) -> None:
         """Create the collection with the pass-through settings."""
-        self.client.create_collection(**create_collection_request(self.collection, spec, **self._create_options))
+        self._api.create_collection(**create_collection_request(self.collection, spec, **self._create_options))
 
     def vector_names(self) -> set[str]:
         """Dense and sparse vector names of the collection."""
-        params = self.client.get_collection(self.collection).config.params
+        params = self._api.get_collection(self.collection).config.params
         dense = params.vectors if isinstance(params.vectors, dict) else {}
         return set(dense) | set(params.sparse_vectors or {})
 
@@ -263,7 +266,7 @@ class ServerBackend(Backend):
         """The settings point's payload, or None."""
         if not self.exists():
             return None
-        found = self.client.retrieve(self.collection, [META_POINT_ID], with_payload=True)
+        found = self._api.retrieve(self.collection, [META_POINT_ID], with_payload=True)
         if not found:
             return None
         settings = (found[0].payload or {}).get("settings")
@@ -274,13 +277,13 @@ class ServerBackend(Backend):
     def write_meta(self, meta: dict[str, Any]) -> None:
         """Upsert the settings point (no vectors)."""
         point = models.PointStruct(id=META_POINT_ID, vector={}, payload={"kind": STORE, "settings": meta})
-        self.client.upsert(self.collection, [point], wait=True)
+        self._api.upsert(self.collection, [point], wait=True)
 
     def create_payload_index(self, key: str, kind: IndexKind) -> None:
         """Index a payload path (nothing to do in local mode, which filters by scanning)."""
         if self.local:
             return
-        self.client.create_payload_index(self.collection, key, field_schema=_INDEX_TYPES[kind], wait=True)
+        self._api.create_payload_index(self.collection, key, field_schema=_INDEX_TYPES[kind], wait=True)
 
     def upsert(self, points: list[PointData]) -> None:
         """Upsert points: one request, or batched parallel uploads when ``upload_parallel`` > 1."""
@@ -288,13 +291,13 @@ class ServerBackend(Backend):
             return
         try:
             if self.upload_parallel > 1 and len(points) > self.upload_batch_size:
-                self.client.upload_points(
+                self._api.upload_points(
                     **upload_request(self.collection, points, self.upload_parallel, self.upload_batch_size)
                 )
             else:
                 for start in range(0, len(points), self.upload_batch_size):
                     batch = [_native_point(p) for p in points[start : start + self.upload_batch_size]]
-                    self.client.upsert(self.collection, batch, wait=True)
+                    self._api.upsert(self.collection, batch, wait=True)
         except ValueError as error:
             if "dim" in str(error).lower() or "size" in str(error).lower():
                 raise VectorSizeError(f"collection {self.collection!r}: {error}") from error
@@ -302,25 +305,25 @@ class ServerBackend(Backend):
 
     def delete(self, native_filter: Any) -> None:
         """Delete by filter."""
-        self.client.delete(self.collection, points_selector=models.FilterSelector(filter=native_filter), wait=True)
+        self._api.delete(self.collection, points_selector=models.FilterSelector(filter=native_filter), wait=True)
 
     def query(self, plan: QueryPlan) -> list[list[ScoredPointData]]:
         """One ``query_batch_points`` call (one request per scorer)."""
-        responses = self.client.query_batch_points(self.collection, requests=query_requests(plan))
+        responses = self._api.query_batch_points(self.collection, requests=query_requests(plan))
         return [[ScoredPointData(str(p.id), float(p.score), p.payload or {}) for p in r.points] for r in responses]
 
     def retrieve(self, ids: list[str], with_vectors: bool) -> list[PointData]:
         """Points by id."""
         if not ids:
             return []
-        records = self.client.retrieve(self.collection, list(ids), with_payload=True, with_vectors=with_vectors)
+        records = self._api.retrieve(self.collection, list(ids), with_payload=True, with_vectors=with_vectors)
         return [_point(r) for r in records]
 
     def scroll(
         self, native_filter: Any, with_vectors: bool, limit: int, offset: str | None
     ) -> tuple[list[PointData], str | None]:
         """One page of points."""
-        records, next_offset = self.client.scroll(
+        records, next_offset = self._api.scroll(
             self.collection,
             scroll_filter=native_filter,
             limit=limit,
@@ -332,7 +335,7 @@ class ServerBackend(Backend):
 
     def count(self, native_filter: Any) -> int:
         """Exact count."""
-        return int(self.client.count(self.collection, count_filter=native_filter, exact=True).count)
+        return int(self._api.count(self.collection, count_filter=native_filter, exact=True).count)
 
     def optimize(self) -> bool:
         """Nothing to do: servers build their indexes in the background (local mode has none)."""
@@ -345,6 +348,31 @@ class ServerBackend(Backend):
         """Close the client if this backend created it."""
         if self._owns_client:
             self.client.close()
+
+
+class _GuardedClient:
+    """A qdrant-client client whose every call turns a network or server failure into
+    :class:`StoreUnavailableError` naming the server, with the cause chained."""
+
+    def __init__(self, client: QdrantClient, where: str) -> None:
+        self._client = client
+        self._where = where
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._client, name)
+
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(*args, **kwargs)
+            except (ApiException, OSError) as error:
+                raise StoreUnavailableError(f"{self._where}: {name} failed ({error}); is the server up and the "
+                                            "URL and API key right?") from error
+            except Exception as error:
+                if type(error).__module__.split(".")[0] not in ("grpc", "httpx", "httpcore"):
+                    raise
+                raise StoreUnavailableError(f"{self._where}: {name} failed ({error})") from error
+
+        return guarded
 
 
 def _native_point(point: PointData) -> models.PointStruct:

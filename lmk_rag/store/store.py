@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 
-from lmk_rag.errors import InvalidInputError
+from lmk_rag.errors import InvalidInputError, StoreReadOnlyError
 from lmk_rag.store import versions
 from lmk_rag.store.backends import OpenedBackend, open_backend
 from lmk_rag.store.base import Backend
 from lmk_rag.store.filters import FilterLike
+from lmk_rag.store.ledger import Ledger
 from lmk_rag.store.ingest import (
     Document,
     add_in_batches,
@@ -65,6 +67,8 @@ class LandmarkStore(StoreReads):
         prefixes in any case (``"6FTR78Y"`` finds ``"6ftr78yun"``); on other keys it matches whole words. None = as
         recorded (none for new stores).
     :param create: create the store when missing; False raises :class:`StoreError` instead.
+    :param read_only: open to read only: no write lock, no repair of interrupted writes (their half-written
+        versions stay invisible), and every write raises :class:`StoreReadOnlyError`.
     :param prefetch_limit: candidates per prefetch branch (at least ``4 * k``).
     :param hnsw_ef: HNSW ``ef`` of the dense prefetch (None: Qdrant's default).
     :param batch_size: documents encoded and written per batch.
@@ -93,6 +97,7 @@ class LandmarkStore(StoreReads):
         quantization: Quantization | None = None,
         text_keys: Sequence[str] | None = None,
         create: bool = True,
+        read_only: bool = False,
         prefetch_limit: int = 100,
         hnsw_ef: int | None = None,
         batch_size: int = 8,
@@ -108,8 +113,9 @@ class LandmarkStore(StoreReads):
         self.prefetch_limit = prefetch_limit
         self.hnsw_ef = hnsw_ef
         self.batch_size = batch_size
-        self._opened: OpenedBackend = open_backend(path, url, api_key, client, location, collection, create,
-                                                   server_options)
+        self.read_only = read_only
+        self._opened: OpenedBackend = open_backend(path, url, api_key, client, location, collection,
+                                                   create and not read_only, server_options, read_only)
         self.where = self._opened.where
         try:
             meta = self._backend.read_meta()
@@ -123,9 +129,11 @@ class LandmarkStore(StoreReads):
                 if encoder is not None:
                     check_encoder(self._meta, encoder, self.where)
             self._vectors = StoreVectors.from_settings(self._meta, static_encoder, self.where)
-            repaired = versions.repair(self._backend)
+            repaired = 0 if read_only else versions.repair(self._backend)
             if repaired:
                 logger.warning("%s: repaired %d document(s) an interrupted write left pending", self.where, repaired)
+            self._ledger = Ledger(self._backend, self._meta, lambda: (self.count_documents(), self.count()), self.where)
+            self._ledger.verify(fix=not read_only)
         except BaseException:
             self.close()
             raise
@@ -262,7 +270,9 @@ class LandmarkStore(StoreReads):
 
     def _write(self, writes: list[versions.DocumentWrite], on_ack: Callable[[list[str]], None] | None = None) -> int:
         """Write the documents as new versions (every record checked first), then acknowledge them."""
-        written = versions.write_documents(self._backend, writes, self._vectors.points, self._vectors.check)
+        delta = versions.write_delta(self._backend, writes) if self._ledger.enabled else (0, 0)
+        with self._changing(lambda now: (now[0] + delta[0], now[1] + delta[1])):
+            written = versions.write_documents(self._backend, writes, self._vectors.points, self._vectors.check)
         if on_ack is not None:
             on_ack([write.doc_id for write in writes])
         return written
@@ -272,7 +282,8 @@ class LandmarkStore(StoreReads):
 
         :return: True if the document existed.
         """
-        return versions.delete_document(self._backend, doc_id)
+        with self._changing(None):
+            return versions.delete_document(self._backend, doc_id)
 
     def delete_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> int:
         """Delete nodes by id and/or metadata filter (both None: every node); a document left without nodes is
@@ -286,15 +297,34 @@ class LandmarkStore(StoreReads):
             deleted = self.count()
             self.clear()
             return deleted
-        return versions.delete_nodes(self._backend, versions.nodes_filter(self._backend, filter, node_ids))
+        with self._changing(None):
+            return versions.delete_nodes(self._backend, versions.nodes_filter(self._backend, filter, node_ids))
 
     def clear(self) -> None:
         """Delete every document (the settings stay)."""
-        versions.clear(self._backend)
+        with self._changing(lambda now: (0, 0)):
+            versions.clear(self._backend)
 
     def optimize(self) -> None:
         """Build indexes now (Qdrant Edge optimizes only when asked; servers do it on their own)."""
+        self._check_writable()
         self._backend.optimize()
+
+    def _check_writable(self) -> None:
+        """Refuse writes to a store opened ``read_only``."""
+        if self.read_only:
+            raise StoreReadOnlyError(f"{self.where} was opened read_only; open it without read_only=True to write")
+
+    @contextmanager
+    def _changing(self, after: Callable[[tuple[int, int]], tuple[int, int]] | None) -> Iterator[None]:
+        """A write or delete: refused when read-only; recorded in the ledger with the ``(documents, nodes)`` it will
+        leave, ``after(current counts)`` (None: unknown in advance)."""
+        self._check_writable()
+        upcoming = None
+        if after is not None and self._ledger.enabled:
+            upcoming = after(self._ledger.current() or (self.count_documents(), self.count()))
+        with self._ledger.change(upcoming):
+            yield
 
     # ------------------------------------------------------------------ closing
 

@@ -79,6 +79,16 @@ def write_documents(
     return len(nodes)
 
 
+def write_delta(backend: Backend, writes: Sequence[DocumentWrite]) -> tuple[int, int]:
+    """How many documents and nodes writing these documents adds (negative: removes) to the store."""
+    markers = backend.retrieve([rec.marker_point_id(write.doc_id) for write in writes], False)
+    visible_before = {m.payload["doc_id"]: int(m.payload.get("n_nodes") or 0) for m in markers
+                      if m.payload.get("version") is not None}
+    documents = sum(1 for write in writes if write.doc_id not in visible_before)
+    nodes = sum(len(write.records) for write in writes) - sum(visible_before.values())
+    return documents, nodes
+
+
 def delete_document(backend: Backend, doc_id: str) -> bool:
     """Delete a document and its nodes (the marker says "deleting" first, so a crash is repaired).
 

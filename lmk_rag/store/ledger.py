@@ -1,0 +1,88 @@
+"""What a store has committed, recorded with its settings, so that opening it can tell a damaged store.
+
+After every acknowledged write or delete the settings record holds ``committed``: the number of documents and of
+nodes the store holds. Before a change it also records what the change will leave (``next``; ``"unknown"`` when
+that cannot be known in advance), so a crash in between leaves counts equal to one of the two. Opening compares
+the engine's counts with the record: anything else means points were lost or added behind the store's back (a
+truncated or deleted segment, a damaged id tracker), and raises :class:`CorruptStoreError`.
+
+Only for stores with a single writer (a folder: Qdrant Edge or qdrant-client local mode); a server collection may
+have several writers, so its counts are not recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from lmk_rag.errors import CorruptStoreError
+from lmk_rag.store.base import Backend
+
+Counts = tuple[int, int]
+"""``(documents, nodes)``."""
+
+
+class Ledger:
+    """The ``committed`` entry of a store's settings record.
+
+    :param backend: the store's backend (its settings record is rewritten on each change).
+    :param meta: the store's settings record (updated in place).
+    :param counts: returns the engine's ``(documents, nodes)``.
+    :param where: the store, for messages.
+    """
+
+    def __init__(self, backend: Backend, meta: dict[str, Any], counts: Callable[[], Counts], where: str) -> None:
+        self.backend = backend
+        self.meta = meta
+        self.counts = counts
+        self.where = where
+        self.enabled = backend.single_writer
+
+    def verify(self, fix: bool) -> None:
+        """Compare the engine's counts with the record (after the store's repair of interrupted writes).
+
+        :param fix: record the counts an interrupted change left (a writer opening the store).
+        :raises CorruptStoreError: naming what the record says and what the engine holds.
+        """
+        record = self.meta.get("committed")
+        if not self.enabled or record is None:
+            return
+        actual = self.counts()
+        expected = (record["documents"], record["nodes"])
+        upcoming = record.get("next")
+        if actual == expected and upcoming is None:
+            return
+        if upcoming is None or (upcoming != "unknown" and actual not in (expected, tuple(upcoming))):
+            raise CorruptStoreError(
+                f"{self.where}: the store committed {expected[0]} documents and {expected[1]} nodes but holds "
+                f"{actual[0]} and {actual[1]}: its data files were damaged or changed behind its back. "
+                f"Run lmk-rag check --store {self.where} for details; rebuild by re-ingesting into a new store"
+            )
+        if fix:
+            self._record(actual, None)
+
+    @contextmanager
+    def change(self, upcoming: Counts | None) -> Iterator[None]:
+        """Record a change: what it will leave (None: unknown) before, the engine's counts after."""
+        if not self.enabled:
+            yield
+            return
+        current = self.meta.get("committed")
+        before = (current["documents"], current["nodes"]) if current else self.counts()
+        self._record(before, upcoming or "unknown")
+        yield
+        self._record(self.counts(), None)
+
+    def current(self) -> Counts | None:
+        """The committed counts, or None when they are not recorded."""
+        record = self.meta.get("committed")
+        return None if record is None else (record["documents"], record["nodes"])
+
+    def _record(self, counts: Counts, upcoming: Counts | str | None) -> None:
+        """Rewrite the settings record with these counts (and what the change under way will leave)."""
+        entry: dict[str, Any] = {"documents": counts[0], "nodes": counts[1]}
+        if upcoming is not None:
+            entry["next"] = list(upcoming) if isinstance(upcoming, tuple) else upcoming
+        self.meta["committed"] = entry
+        self.backend.write_meta(self.meta)

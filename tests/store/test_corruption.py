@@ -1,0 +1,79 @@
+"""Damage done to a real Qdrant Edge store folder is detected: opening, searching or ``check`` raises
+:class:`CorruptStoreError` (the CLI: one ``error:`` line and status 1), never a silently wrong answer."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lmk_rag.cli import app
+from lmk_rag.errors import CorruptStoreError
+from lmk_rag.store import LandmarkStore
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory, minilm_encoder, docs) -> Path:
+    """A store of the eight real pages, written, optimized and closed."""
+    folder = tmp_path_factory.mktemp("template") / "store"
+    with LandmarkStore(folder, encoder=minilm_encoder) as store:
+        store.add_documents([(doc_id, text, {"n": i}) for i, (doc_id, text) in enumerate(docs.items())])
+        store.optimize()
+    return folder
+
+
+def _files(folder: Path, pattern: str) -> list[str]:
+    found = glob.glob(str(folder / "shard" / "segments" / "*" / pattern))
+    assert found, pattern
+    return found
+
+
+def _garbage(path: str) -> None:
+    with open(path, "r+b") as handle:
+        handle.write(os.urandom(os.path.getsize(path)))
+
+
+def _truncate(path: str) -> None:
+    os.truncate(path, 64)
+
+
+DAMAGE: dict[str, Callable[[Path], None]] = {
+    "segments deleted": lambda f: [shutil.rmtree(p) for p in _files(f, "")],
+    "id tracker truncated": lambda f: [_truncate(p) for p in _files(f, "*id_tracker*")],
+    "chunk vectors overwritten": lambda f: [_garbage(p) for p in _files(f, "vector_storage-chunks/vectors/chunk_*")],
+    "node vectors overwritten": lambda f: [_garbage(p) for p in _files(f, "vector_storage-node/vectors/chunk_*")],
+    "chunk vectors truncated": lambda f: [_truncate(p) for p in _files(f, "vector_storage-chunks/vectors/chunk_*")],
+    "payload storage overwritten": lambda f: [_garbage(p) for p in _files(f, "payload_storage/page_*")],
+    "settings garbled": lambda f: (f / "lmk_rag.json").write_text("{garbage"),
+    "settings deleted": lambda f: (f / "lmk_rag.json").unlink(),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_damage_is_a_corrupt_store_error(template: Path, tmp_path: Path, minilm_encoder, docs, damage: str) -> None:
+    folder = tmp_path / "store"
+    shutil.copytree(template, folder, ignore=shutil.ignore_patterns("*.lock"))
+    DAMAGE[damage](folder)
+    query = next(iter(docs.values()))[:120]
+    with pytest.raises(CorruptStoreError):
+        with LandmarkStore(folder, encoder=minilm_encoder) as store:
+            store.search(query, k=3)  # some damage only shows in the vectors a search reads
+            problems = store.check()
+            if problems:
+                raise CorruptStoreError("; ".join(problems))
+    result = CliRunner().invoke(app, ["check", "--store", str(folder)])
+    assert result.exit_code == 1 and result.stderr.startswith("error: ") and "Traceback" not in result.output
+
+
+def test_a_sound_store_checks_clean(template: Path, tmp_path: Path, minilm_encoder) -> None:
+    folder = tmp_path / "store"
+    shutil.copytree(template, folder, ignore=shutil.ignore_patterns("*.lock"))
+    with LandmarkStore(folder, encoder=minilm_encoder) as store:
+        assert store.check() == []
+    result = CliRunner().invoke(app, ["check", "--store", str(folder)])
+    assert result.exit_code == 0 and result.stdout.startswith("ok: 8 documents")
