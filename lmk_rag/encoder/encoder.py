@@ -16,7 +16,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import AutoConfig, AutoTokenizer
 
-from lmk_rag.encoder.planning import LandmarkPlan, plan_landmarks
+from lmk_rag.encoder.planning import LandmarkPlan, check_granularity, plan_landmarks
 from lmk_rag.encoder.pooling import pool_states
 from lmk_rag.encoder.resolve import DEFAULT_MODEL, model_digest, resolve_model_path
 from lmk_rag.encoder.runtime import check_dtype, load_runtime
@@ -94,6 +94,7 @@ class LandmarkEncoder:
         sentence_max_tokens: int = 128,
         backend: Backend | str = Backend.TORCH,
     ) -> None:
+        check_granularity(granularity)
         context = _choice("context", context, Context)
         backend = _choice("backend", backend, Backend)
         dtype = check_dtype(backend, dtype)

@@ -12,6 +12,7 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from lmk_rag.encoder.types import Granularity
 from lmk_rag.errors import InvalidInputError
@@ -50,6 +51,19 @@ def variable_granularity(text: str, rng: random.Random | None = None) -> int:
         return rng.choice(VARIABLE_GRANULARITIES)
     digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
     return VARIABLE_GRANULARITIES[int.from_bytes(digest, "little") % len(VARIABLE_GRANULARITIES)]
+
+
+def check_granularity(granularity: Any) -> None:
+    """Reject a granularity :func:`plan_landmarks` cannot use, naming the choices.
+
+    :raises InvalidInputError: for anything but an int >= 1, ``"sentence"``, ``"variable"`` or None.
+    """
+    if granularity is None or granularity in ("sentence", "variable"):
+        return
+    if not isinstance(granularity, int) or isinstance(granularity, bool):
+        raise InvalidInputError(f"granularity must be an int, 'sentence', 'variable' or None, got {granularity!r}")
+    if granularity < 1:
+        raise InvalidInputError(f"granularity must be >= 1 token, got {granularity}")
 
 
 def plan_landmarks(

@@ -56,8 +56,9 @@ def open_backend(
     """Open the backend the arguments name (see the module docstring).
 
     :param server_options: pass-through options of qdrant-client backends (see :mod:`lmk_rag.store.server`).
-    :param read_only: take no write lock (a reader never waits for, nor blocks, a writer of a server collection;
-        Qdrant Edge still refuses a second process on its own).
+    :param read_only: never create the store; a folder is still locked while open (Qdrant Edge cannot share a shard
+        between processes, and a second process loading it can damage the first one's files), unless the folder
+        cannot be written at all (then no writer can be there either).
     :raises InvalidInputError: for several locations, or server options given to an Edge store.
     :raises StoreLockedError: when another process holds the folder.
     :raises CorruptStoreError: for a folder that is not a lmk-rag store.
@@ -73,7 +74,7 @@ def open_backend(
         return _open_edge(Path(path if path is not None else DEFAULT_PATH), create and not read_only, read_only)
     from lmk_rag.store.server import ServerBackend
 
-    lock = acquire_lock(Path(location)) if location not in (None, ":memory:") and not read_only else None
+    lock = _lock(Path(location), read_only) if location not in (None, ":memory:") else None
     try:
         backend = ServerBackend(
             url=url, api_key=api_key, client=client, location=location, collection=collection, **server_options
@@ -98,12 +99,22 @@ def _open_edge(folder: Path, create: bool, read_only: bool) -> OpenedBackend:
             raise CorruptStoreError(f"{folder}: not a lmk-rag store (holds {', '.join(foreign[:5])})")
     elif not create:
         raise StoreError(f"no lmk-rag store at {folder}")
-    lock = None if read_only else acquire_lock(folder)
+    lock = _lock(folder, read_only)
     try:
         return OpenedBackend(EdgeBackend(folder), str(folder), lock)
     except BaseException:
         if lock is not None:
             lock.release()
+        raise
+
+
+def _lock(folder: Path, read_only: bool) -> FileLock | None:
+    """The folder's lock; a reader of a folder nobody can write goes without."""
+    try:
+        return acquire_lock(folder)
+    except StoreReadOnlyError:
+        if read_only:
+            return None
         raise
 
 

@@ -1,0 +1,54 @@
+"""Bad inputs through the LlamaIndex store: typed errors (or LlamaIndex's own validation), nothing stored lost."""
+
+from __future__ import annotations
+
+import pytest
+from llama_index.core.schema import TextNode
+from llama_index.core.vector_stores.types import (
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+    VectorStoreQuery,
+    VectorStoreQueryMode,
+)
+
+from lmk_rag.errors import LmkRagError
+
+
+@pytest.fixture
+def filled(vector_store, manpage_documents, embed_model):
+    from llama_index.node_parser.landmark import LandmarkNodeParser
+
+    nodes = LandmarkNodeParser(embed_model=embed_model).get_nodes_from_documents(manpage_documents[:2])
+    vector_store.add(nodes)
+    return vector_store, len(nodes)
+
+
+BAD_QUERIES = [
+    VectorStoreQuery(query_str="archives", similarity_top_k=0),
+    VectorStoreQuery(query_str="archives", similarity_top_k=-3),
+    VectorStoreQuery(similarity_top_k=2),  # neither text nor embedding
+    VectorStoreQuery(query_embedding=[0.1] * 7, similarity_top_k=2),  # wrong size
+    VectorStoreQuery(query_str="archives", mode=VectorStoreQueryMode.HYBRID, alpha=1.5),
+    VectorStoreQuery(query_str="archives", mode=VectorStoreQueryMode.SVM),
+    VectorStoreQuery(query_str="archives", filters=MetadataFilters(
+        filters=[MetadataFilter(key="rank", value=[1, 2], operator=FilterOperator.GT)])),
+]
+
+
+@pytest.mark.parametrize("query", BAD_QUERIES, ids=range(len(BAD_QUERIES)))
+def test_bad_queries_are_typed_errors_and_lose_nothing(filled, query) -> None:
+    store, n_nodes = filled
+    with pytest.raises((LmkRagError, NotImplementedError)):
+        store.query(query)
+    assert len(store.get_nodes()) == n_nodes
+    assert store.query(VectorStoreQuery(query_str="archives", similarity_top_k=1)).nodes
+
+
+def test_bad_nodes_are_refused_and_lose_nothing(filled) -> None:
+    store, n_nodes = filled
+    for node in (TextNode(text="bad metadata", metadata={"when": {1, 2}}),
+                 TextNode(text="lone \ud800 surrogate")):
+        with pytest.raises(LmkRagError):
+            store.add([node])
+    assert len(store.get_nodes()) == n_nodes
