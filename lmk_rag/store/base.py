@@ -7,6 +7,7 @@ logic; a backend only moves backend-neutral points and plans in and out of one Q
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, Literal
 
 from lmk_rag.store.filters import ConditionBuilder
@@ -90,3 +91,31 @@ class Backend(ABC):
     @abstractmethod
     def close(self) -> None:
         """Flush and release the backend's files or connections."""
+
+
+class Guarded:
+    """A backend's engine object whose every method call passes its failures through ``translate``.
+
+    :param target: the engine object (an Edge shard, a qdrant-client client).
+    :param translate: ``(method name, error) -> a typed error to raise instead, or None to let the error through``.
+    """
+
+    def __init__(self, target: Any, translate: Callable[[str, BaseException], Exception | None]) -> None:
+        self._target = target
+        self._translate = translate
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._target, name)
+
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(*args, **kwargs)
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as error:  # pyo3's PanicException is a BaseException
+                typed = self._translate(name, error)
+                if typed is None:
+                    raise
+                raise typed from error
+
+        return guarded

@@ -15,7 +15,7 @@ import numpy as np
 import qdrant_edge as qe
 
 from lmk_rag.errors import CorruptStoreError, StoreLockedError, StoreReadOnlyError, VectorSizeError
-from lmk_rag.store.base import Backend, IndexKind
+from lmk_rag.store.base import Backend, Guarded, IndexKind
 from lmk_rag.store.filters import ConditionBuilder
 from lmk_rag.store.layout import vector_layout
 from lmk_rag.store.types import Branch, CollectionSpec, PointData, QueryPlan, ScoredPointData, SparseVector
@@ -118,10 +118,18 @@ class EdgeBackend(Backend):
 
     @property
     def shard(self) -> Any:
-        """The open shard, every call guarded (:class:`_GuardedShard`)."""
+        """The open shard; an engine failure in any call (an exception or a Rust panic) is a
+        :class:`CorruptStoreError` naming the folder, with the engine's error chained."""
         if self._shard is None:
             raise CorruptStoreError(f"{self.folder}: no Qdrant Edge shard in {self.folder / SHARD_DIR}")
-        return _GuardedShard(self._shard, self.folder)
+        return Guarded(self._shard, self._engine_error)
+
+    def _engine_error(self, name: str, error: BaseException) -> Exception:
+        """An engine failure as :class:`CorruptStoreError` naming the folder and the call."""
+        return CorruptStoreError(
+            f"{self.folder}: Qdrant Edge failed in {name} ({error}); the store may be damaged: run "
+            f"lmk-rag check --store {self.folder}"
+        )
 
     def _load(self) -> qe.EdgeShard:
         """Load the shard, turning Edge's errors (and its Rust panics) into typed ones."""
@@ -272,31 +280,6 @@ class EdgeBackend(Backend):
                 shard.flush()
             finally:
                 shard.close()
-
-
-class _GuardedShard:
-    """An Edge shard whose every call turns an engine failure (an exception or a Rust panic) into
-    :class:`CorruptStoreError` naming the folder, with the engine's error chained."""
-
-    def __init__(self, shard: qe.EdgeShard, folder: Path) -> None:
-        self._shard = shard
-        self._folder = folder
-
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self._shard, name)
-
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return method(*args, **kwargs)
-            except (KeyboardInterrupt, SystemExit):
-                raise
-            except BaseException as error:
-                raise CorruptStoreError(
-                    f"{self._folder}: Qdrant Edge failed in {name} ({error}); the store may be damaged: run "
-                    f"lmk-rag check --store {self._folder}"
-                ) from error
-
-        return guarded
 
 
 def _nearest(branch: Branch) -> Any:

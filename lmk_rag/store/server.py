@@ -8,6 +8,7 @@ The request builders (:func:`client_kwargs`, :func:`create_collection_request`,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ from qdrant_client.http.exceptions import ApiException
 from qdrant_client.local.qdrant_local import QdrantLocal
 
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, StoreUnavailableError, VectorSizeError
-from lmk_rag.store.base import Backend, IndexKind
+from lmk_rag.store.base import Backend, Guarded, IndexKind
 from lmk_rag.store.filters import ConditionBuilder
 from lmk_rag.store.layout import vector_layout
 from lmk_rag.store.records import META_POINT_ID, STORE
@@ -231,7 +232,7 @@ class ServerBackend(Backend):
         )
         self.collection = collection
         self.local = isinstance(getattr(self.client, "_client", None), QdrantLocal)
-        self._api = self.client if self.local else _GuardedClient(self.client, url or "the Qdrant server")
+        self._api = self.client if self.local else Guarded(self.client, _server_error(url or "the Qdrant server"))
         self.name = "qdrant-local" if self.local else "qdrant-server"
         self.single_writer = self.local and location != ":memory:"  # a locked folder
         self._create_options = {
@@ -350,29 +351,17 @@ class ServerBackend(Backend):
             self.client.close()
 
 
-class _GuardedClient:
-    """A qdrant-client client whose every call turns a network or server failure into
-    :class:`StoreUnavailableError` naming the server, with the cause chained."""
+def _server_error(where: str) -> Callable[[str, BaseException], Exception | None]:
+    """Turns a network or server failure into :class:`StoreUnavailableError` naming the server (others pass)."""
 
-    def __init__(self, client: QdrantClient, where: str) -> None:
-        self._client = client
-        self._where = where
+    def translate(name: str, error: BaseException) -> Exception | None:
+        network = type(error).__module__.split(".")[0] in ("grpc", "httpx", "httpcore")
+        if isinstance(error, (ApiException, OSError)) or network:
+            return StoreUnavailableError(f"{where}: {name} failed ({error}); is the server up and the URL and API "
+                                         "key right?")
+        return None
 
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self._client, name)
-
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return method(*args, **kwargs)
-            except (ApiException, OSError) as error:
-                raise StoreUnavailableError(f"{self._where}: {name} failed ({error}); is the server up and the "
-                                            "URL and API key right?") from error
-            except Exception as error:
-                if type(error).__module__.split(".")[0] not in ("grpc", "httpx", "httpcore"):
-                    raise
-                raise StoreUnavailableError(f"{self._where}: {name} failed ({error})") from error
-
-        return guarded
+    return translate
 
 
 def _native_point(point: PointData) -> models.PointStruct:
