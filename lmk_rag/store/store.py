@@ -29,6 +29,7 @@ from lmk_rag.store.ingest import (
     content_hash,
     upsert_in_batches,
 )
+from lmk_rag.store.modes import default_rerank, resolve_mode, static_document_encoder
 from lmk_rag.store.points import StoreVectors
 from lmk_rag.store.query import (
     DEFAULT_ALPHA,
@@ -41,7 +42,7 @@ from lmk_rag.store.query import (
     plan_search,
 )
 from lmk_rag.store.settings import check_encoder, check_settings, check_text_keys, create_settings
-from lmk_rag.store.types import Branch, Hit, NodeRecord, Quantization, Rerank
+from lmk_rag.store.types import Branch, Hit, NodeRecord, Quantization, Rerank, StoreMode
 
 logger = logging.getLogger(__name__)
 
@@ -58,10 +59,16 @@ class LandmarkStore:
     :param api_key: API key for ``url``.
     :param client: an existing ``qdrant_client.QdrantClient``.
     :param location: qdrant-client local mode: ``":memory:"`` or a folder.
-    :param encoder: the :class:`~lmk_rag.LandmarkEncoder`; None rebuilds it from the store's recorded settings
-        (or uses the defaults for a new store). Must match a store's recorded settings.
+    :param encoder: the :class:`~lmk_rag.LandmarkEncoder`, or for a static store a
+        :class:`~lmk_rag.StaticTokenEncoder` or :class:`~lmk_rag.static.documents.StaticDocumentEncoder`; None
+        rebuilds it from the store's recorded settings (or uses the defaults for a new store). Must match a store's
+        recorded settings.
     :param static_encoder: object with ``.dim``, ``.fingerprint``, ``.encode_document_tokens(text)`` and
-        ``.encode_query_tokens(text)``; fills the static MaxSim slot (needed for ``rerank="static"``).
+        ``.encode_query_tokens(text)``; fills the static MaxSim slot of a transformer store (needed for
+        ``rerank="static"``). A static store's encoder is its static encoder.
+    :param mode: ``"transformer"`` or ``"static"`` (no transformer: pooled static node vectors, static token
+        multivectors, BM25; no ``chunks`` vector; see docs/static.md). None = as recorded, else static when
+        ``encoder`` is a static encoder, else transformer.
     :param node_tokens: node size in tokens when the store cuts documents; None = as recorded (256 for new stores).
     :param collection: collection name on qdrant-client backends.
     :param bm25: store a BM25 sparse vector per node, used in the prefetch and fused into the final score;
@@ -81,8 +88,8 @@ class LandmarkStore:
         ``shard_number``, ... see :mod:`lmk_rag.store.server`).
     :raises StoreLockedError: when another process has the store open.
     :raises CorruptStoreError: when the folder or collection is damaged or not a lmk-rag store.
-    :raises SettingsMismatchError: when ``encoder``/``static_encoder``/``bm25``/``node_tokens``/``text_keys`` differ
-        from the store's.
+    :raises SettingsMismatchError: when ``encoder``/``static_encoder``/``mode``/``bm25``/``node_tokens``/``text_keys``
+        differ from the store's.
     """
 
     def __init__(
@@ -95,6 +102,7 @@ class LandmarkStore:
         location: str | None = None,
         encoder: Any = None,
         static_encoder: Any = None,
+        mode: StoreMode | str | None = None,
         node_tokens: int | None = None,
         collection: str = "lmk_rag",
         bm25: bool | None = None,
@@ -122,15 +130,18 @@ class LandmarkStore:
         self.where = self._opened.where
         try:
             meta = self._backend.read_meta()
+            self.mode = resolve_mode(meta if isinstance(meta, dict) else None, mode, encoder, self.where)
+            if self.mode == StoreMode.STATIC:
+                static_encoder = self._static_mode_encoders(meta, encoder, static_encoder)
             if meta is None:
                 alpha = DEFAULT_ALPHA if self._alpha is None else self._alpha
                 self._meta = create_settings(self._backend, self.where, create, lambda: self.encoder, static_encoder,
                                              node_tokens or 256, True if bm25 is None else bm25, alpha, quantization,
-                                             keys or [])
+                                             keys or [], self.mode)
             else:
                 self._meta = check_settings(meta, self._backend, self.where, static_encoder, node_tokens, bm25, keys)
-                if encoder is not None:
-                    check_encoder(self._meta, encoder, self.where)
+                if encoder is not None or self.mode == StoreMode.STATIC:
+                    check_encoder(self._meta, self._encoder, self.where)
             self._vectors = StoreVectors.from_settings(self._meta, static_encoder, self.where)
             repaired = versions.repair(self._backend)
             if repaired:
@@ -138,6 +149,19 @@ class LandmarkStore:
         except BaseException:
             self.close()
             raise
+
+    def _static_mode_encoders(self, meta: Any, encoder: Any, static_encoder: Any) -> Any:
+        """A static store's encoder (given, else rebuilt from its record or the defaults), which is also its static
+        encoder; return that static token encoder."""
+        if static_encoder is not None:
+            raise InvalidInputError(
+                "a static store's token vectors come from its encoder: pass encoder=StaticTokenEncoder(...), "
+                "not static_encoder="
+            )
+        recorded = meta.get("encoder") if isinstance(meta, dict) else None
+        self._encoder = static_document_encoder(encoder, recorded.get("settings") if isinstance(recorded, dict) else None)
+        self.static_encoder = self._encoder.tokens
+        return self.static_encoder
 
     @property
     def _backend(self) -> Backend:
@@ -162,7 +186,7 @@ class LandmarkStore:
 
     @property
     def dim(self) -> int:
-        """Size of the node and chunk vectors."""
+        """Size of the node vectors (and chunk vectors)."""
         return int(self._meta["encoder"]["dim"])
 
     @property
@@ -181,6 +205,11 @@ class LandmarkStore:
         if self._alpha is not None:
             return self._alpha
         return float(self._meta.get("alpha", DEFAULT_ALPHA if self.bm25 else 1.0))
+
+    @property
+    def default_rerank(self) -> Rerank:
+        """The rerank of a search that names none: ``chunks``, or ``static`` in a static store."""
+        return default_rerank(self.mode)
 
     @property
     def text_keys(self) -> list[str]:
@@ -307,7 +336,7 @@ class LandmarkStore:
         self,
         query: str,
         k: int = 10,
-        rerank: Rerank | str = Rerank.CHUNKS,
+        rerank: Rerank | str | None = None,
         filter: FilterLike = None,
         doc_level: bool = True,
         alpha: float | None = None,
@@ -315,10 +344,11 @@ class LandmarkStore:
         """Encode a query once and search in two stages (see :meth:`search_encoded`).
 
         :param query: the query text.
-        :param rerank: ``"chunks"`` (MaxSim over chunk vectors), ``"static"`` (static token MaxSim) or ``"none"``.
+        :param rerank: ``"chunks"`` (MaxSim over chunk vectors), ``"static"`` (static token MaxSim) or ``"none"``;
+            None: the store's :attr:`default_rerank`.
         :return: hits, best first.
         """
-        rerank = check_rerank(rerank)
+        rerank = self.default_rerank if rerank is None else check_rerank(rerank)
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("query must be a non-empty string")
         static_query = self._vectors.static_query(query) if rerank == Rerank.STATIC else None
@@ -329,7 +359,7 @@ class LandmarkStore:
         self,
         query: Any,
         k: int = 10,
-        rerank: Rerank | str = Rerank.CHUNKS,
+        rerank: Rerank | str | None = None,
         filter: FilterLike = None,
         doc_level: bool = True,
         static_query: np.ndarray | None = None,
@@ -342,7 +372,8 @@ class LandmarkStore:
 
         :param query: an :class:`~lmk_rag.EncodedText` (``.vector`` (dim,), ``.chunk_vectors`` (q, dim)).
         :param k: hits returned.
-        :param rerank: ``"chunks"``, ``"static"`` or ``"none"`` (the node vector's cosine).
+        :param rerank: ``"chunks"``, ``"static"`` or ``"none"`` (the node vector's cosine); None: the store's
+            :attr:`default_rerank`.
         :param filter: metadata filter.
         :param doc_level: at most one hit (the best node) per document.
         :param static_query: the query's static token vectors, shape (q, static_dim); needed for ``"static"``.
@@ -352,7 +383,7 @@ class LandmarkStore:
         :return: hits, best first; scores lie in [-1, 1].
         :raises SettingsMismatchError: for ``alpha`` < 1 on a store without BM25.
         """
-        rerank = check_rerank(rerank)
+        rerank = self.default_rerank if rerank is None else check_rerank(rerank)
         check_k(k)
         alpha = self.alpha if alpha is None else check_alpha(alpha)
         if alpha < 1.0 and not self.bm25:
