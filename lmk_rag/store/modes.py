@@ -49,18 +49,28 @@ def is_static_encoder(encoder: Any) -> bool:
     return hasattr(encoder, "encode_query_tokens")
 
 
-def static_document_encoder(encoder: Any, settings: dict[str, Any] | None) -> Any:
+def static_store_encoder(meta: Any, encoder: Any, static_encoder: Any) -> Any:
     """A static store's encoder: the one given (a bare ``StaticTokenEncoder`` is wrapped, chunking as the store
-    records, else by default), else one rebuilt from the recorded settings (or the defaults, for a new store).
+    records, else by default), else one rebuilt from the recorded settings (or the defaults, for a new store). It is
+    also the store's static encoder (its ``tokens``).
 
+    :param meta: the store's settings record, or None for a new store.
     :param encoder: the encoder given, or None.
-    :param settings: the recorded encoder settings, or None.
+    :param static_encoder: the ``static_encoder`` given, which a static store does not take.
     :return: a :class:`~lmk_rag.static.documents.StaticDocumentEncoder`.
+    :raises InvalidInputError: when ``static_encoder`` is given.
     """
     from lmk_rag.static.documents import StaticDocumentEncoder
 
+    if static_encoder is not None:
+        raise InvalidInputError(
+            "a static store's token vectors come from its encoder: pass encoder=StaticTokenEncoder(...), "
+            "not static_encoder="
+        )
     if isinstance(encoder, StaticDocumentEncoder):
         return encoder
+    recorded = meta.get("encoder") if isinstance(meta, dict) else None
+    settings = recorded.get("settings") if isinstance(recorded, dict) else None
     if encoder is not None:
         chunking = {"granularity": settings["granularity"]} if settings and "granularity" in settings else {}
         return StaticDocumentEncoder(tokens=encoder, **chunking)

@@ -29,7 +29,7 @@ from lmk_rag.store.ingest import (
     content_hash,
     upsert_in_batches,
 )
-from lmk_rag.store.modes import default_rerank, resolve_mode, static_document_encoder
+from lmk_rag.store.modes import default_rerank, resolve_mode, static_store_encoder
 from lmk_rag.store.points import StoreVectors
 from lmk_rag.store.query import (
     DEFAULT_ALPHA,
@@ -132,7 +132,8 @@ class LandmarkStore:
             meta = self._backend.read_meta()
             self.mode = resolve_mode(meta if isinstance(meta, dict) else None, mode, encoder, self.where)
             if self.mode == StoreMode.STATIC:
-                static_encoder = self._static_mode_encoders(meta, encoder, static_encoder)
+                self._encoder = static_store_encoder(meta, encoder, static_encoder)
+                static_encoder = self.static_encoder = self._encoder.tokens
             if meta is None:
                 alpha = DEFAULT_ALPHA if self._alpha is None else self._alpha
                 self._meta = create_settings(self._backend, self.where, create, lambda: self.encoder, static_encoder,
@@ -149,19 +150,6 @@ class LandmarkStore:
         except BaseException:
             self.close()
             raise
-
-    def _static_mode_encoders(self, meta: Any, encoder: Any, static_encoder: Any) -> Any:
-        """A static store's encoder (given, else rebuilt from its record or the defaults), which is also its static
-        encoder; return that static token encoder."""
-        if static_encoder is not None:
-            raise InvalidInputError(
-                "a static store's token vectors come from its encoder: pass encoder=StaticTokenEncoder(...), "
-                "not static_encoder="
-            )
-        recorded = meta.get("encoder") if isinstance(meta, dict) else None
-        self._encoder = static_document_encoder(encoder, recorded.get("settings") if isinstance(recorded, dict) else None)
-        self.static_encoder = self._encoder.tokens
-        return self.static_encoder
 
     @property
     def _backend(self) -> Backend:

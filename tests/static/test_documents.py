@@ -1,4 +1,4 @@
-"""StaticDocumentEncoder: landmark-style encodings (chunks, spans, pooled vectors) from the real shipped static model."""
+"""StaticDocumentEncoder: landmark-style encodings (chunks, spans, pooled vectors) from the shipped static model."""
 
 from __future__ import annotations
 

@@ -10,7 +10,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError
