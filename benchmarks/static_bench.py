@@ -116,6 +116,14 @@ def quality(mixer: Path, sets, pipelines) -> list[dict]:
     return rows
 
 
+def _selection(record: dict) -> str:
+    """What the mixer's checkpoint was selected on (records from before the selection was recorded: manpages-short)."""
+    selection = record.get("selection")
+    if selection is None:
+        return "manpages-short 200q/800d"
+    return f"{selection['set']} ({selection['queries']} queries, {selection['docs']} docs)"
+
+
 def _verdict(value: float, target: float) -> str:
     return f"{'met' if value <= target else 'missed'}: {value:.3f}"
 
@@ -134,7 +142,7 @@ def write(out: Path, speeds: dict[str, float], rows: list[dict], full_rows: list
         "Produced by `python benchmarks/static_bench.py`.",
         f"Static model: model2vec distillation of all-MiniLM-L6-v2, 256 dims. Mixer: `{mixer}` "
         f"({record.get('parameters', '?')} parameters, objective {record.get('config', {}).get('objective', '?')}, "
-        f"step {record.get('best_step', '?')} selected by nDCG@10 on manpages-short 200q/800d).",
+        f"step {record.get('best_step', '?')} selected by nDCG@10 on {_selection(record)}).",
         "",
         "## Encoding speed (ms per text line; lines of 100-column manual pages)",
         "",

@@ -18,6 +18,7 @@ from lmk_rag.cli.renamed import old_spelling, renamed
 from lmk_rag.cli.root import app
 
 if TYPE_CHECKING:  # pragma: no cover
+    from lmk_rag.eval.beir import BeirDataset
     from lmk_rag.static import StaticTokenEncoder
     from lmk_rag.static.mixer_torch import ConvMixer
 
@@ -41,9 +42,12 @@ def train_mixer_command(
     train: Path = typer.Option(
         None, "--train", help="Pairs JSONL ({query, positive}) or a BEIR folder (its train split). Required."
     ),
-    select_on: Path = typer.Option(..., help="BEIR folder whose nDCG@10 (static-mixer) picks the checkpoint."),
-    output: Path = typer.Option(None, help="Mixer folder (default: the cache folder static-mixer loads)."),
-    static_model: str = typer.Option(None, help="model2vec folder or hub id (default: distilled MiniLM)."),
+    select_on: Path = typer.Option(
+        None, help="BEIR folder whose nDCG@10 (static-mixer) picks the checkpoint (default: the held-out pairs, "
+        "each query against its positive and the other held-out positives)."
+    ),
+    output: Path = typer.Option(None, help="Mixer folder (default: the user cache folder static-mixer loads)."),
+    static_model: str = typer.Option(None, help="model2vec folder or hub id (default: the shipped model)."),
     objective: str = typer.Option("both", help="distill, contrastive or both."),
     max_steps: int = typer.Option(300, help="Optimiser steps."),
     batch_size: int = typer.Option(32, help="Pairs per step (in-batch negatives)."),
@@ -51,16 +55,22 @@ def train_mixer_command(
     eval_every: int = typer.Option(100, help="Steps between checkpoint evaluations (0: start and end only)."),
     select_queries: int = typer.Option(200, help="Queries of --select-on used for selection (0: all)."),
     select_docs: int = typer.Option(800, help="Documents of --select-on used for selection (0: all)."),
-    heldout_fraction: float = typer.Option(0.1, help="Share of the pairs held out for the validation loss."),
-    seed: int = typer.Option(0, help="Random seed."),
+    heldout_fraction: float = typer.Option(
+        0.1, help="Share of the pairs held out (validation loss; checkpoint selection without --select-on)."
+    ),
+    seed: int = typer.Option(0, help="Random seed (split, batches, subsampling)."),
     pairs: Path = old_spelling("--pairs", "--train"),
     steps: int = old_spelling("--steps", "--max-steps"),
     lr: float = old_spelling("--lr", "--learning-rate"),
     val_fraction: float = old_spelling("--val-fraction", "--heldout-fraction"),
 ) -> None:
-    """Train a ConvMixer on the pairs; keep the checkpoint with the best nDCG@10 on --select-on."""
+    """Train a ConvMixer on the pairs; keep the checkpoint with the best nDCG@10 on the held-out pairs (or
+    --select-on)."""
+    from lmk_rag.eval.beir import load_beir
+    from lmk_rag.eval.pairset import pairs_dataset
+    from lmk_rag.eval.sample import subsample
     from lmk_rag.static import StaticTokenEncoder
-    from lmk_rag.static.mixer import default_mixer_dir
+    from lmk_rag.static.mixer import user_mixer_dir
     from lmk_rag.static.train import TrainConfig, load_pairs, save_training_record, split_pairs, train_mixer
 
     train = renamed(train, pairs, "--pairs", "--train")
@@ -77,35 +87,35 @@ def train_mixer_command(
     heldout_fraction = renamed(heldout_fraction, val_fraction, "--val-fraction", "--heldout-fraction")
     static = StaticTokenEncoder(static_model)
     train_pairs, heldout_pairs = split_pairs(load_pairs(train), heldout_fraction, seed)
+    if select_on is None:
+        dataset = pairs_dataset(heldout_pairs, name=f"held-out pairs of {train}")
+    else:
+        dataset = subsample(load_beir(select_on), select_queries or None, select_docs or None, seed)
+    selection = {"set": dataset.name, "queries": len(dataset.query_ids), "docs": len(dataset.doc_ids), "seed": seed}
+    typer.echo(f"selection: nDCG@10 on {selection['set']} ({selection['queries']} queries, {selection['docs']} docs)")
     with tempfile.TemporaryDirectory(prefix="lmk-rag-mixer-") as checkpoint:
-        select = ndcg_selector(select_on, static, Path(checkpoint), select_queries or None, select_docs or None, seed)
+        select = ndcg_selector(dataset, static, Path(checkpoint))
         result = train_mixer(train_pairs, heldout_pairs, static, config, select=select, log=typer.echo)
-    folder = result.mixer.save(output or default_mixer_dir())
-    save_training_record(folder, config, result, static)
+    folder = result.mixer.save(output or user_mixer_dir())
+    save_training_record(folder, config, result, static, selection)
     typer.echo(json.dumps({"folder": str(folder), "best_step": result.best_step,
                            "parameters": result.mixer.parameter_count, "seconds": round(result.seconds, 1)}))
 
-def ndcg_selector(folder: Path, static: StaticTokenEncoder, checkpoint: Path, max_queries: int | None = 200,
-                  max_docs: int | None = 800, seed: int = 0) -> Callable[[ConvMixer], float]:
-    """A checkpoint scorer: nDCG@10 of the ``static-mixer`` pipeline on a (seeded, subsampled) BEIR set.
+
+def ndcg_selector(dataset: BeirDataset, static: StaticTokenEncoder, checkpoint: Path) -> Callable[[ConvMixer], float]:
+    """A checkpoint scorer: nDCG@10 of the ``static-mixer`` pipeline on a retrieval set.
 
     The pipeline takes folders, not live objects: each checkpoint is saved to ``checkpoint`` and evaluated
     from there, over the static model ``static`` was loaded from.
 
-    :param folder: a BEIR folder (e.g. manpages-short).
+    :param dataset: the selection set (held-out training pairs, or a subsampled BEIR folder).
     :param static: the static encoder whose vectors the mixer runs on.
     :param checkpoint: a scratch folder each scored mixer is saved to (overwritten every call).
-    :param max_queries: queries kept (None: all).
-    :param max_docs: documents kept; relevant ones always are (None: all).
-    :param seed: the subsampling seed.
     :return: a function mapping a mixer to its nDCG@10.
     """
-    from lmk_rag.eval.beir import load_beir
     from lmk_rag.eval.pipelines import PipelineOptions
     from lmk_rag.eval.run import evaluate
-    from lmk_rag.eval.sample import subsample
 
-    dataset = subsample(load_beir(folder), max_queries=max_queries, max_docs=max_docs, seed=seed)
     options = PipelineOptions(encoder={"static_model": static.vectors.source, "mixer": str(checkpoint)})
 
     def score(mixer: ConvMixer) -> float:

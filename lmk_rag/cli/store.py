@@ -105,6 +105,10 @@ def ingest(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print what would happen; change nothing."),
     batch_size: int = typer.Option(8, "--batch-size", min=1, help="Documents encoded and written per batch."),
     bm25: bool = typer.Option(None, "--bm25/--no-bm25", help="BM25 vectors, fused into the ranking (new stores only)."),
+    static: bool = typer.Option(
+        False, "--static", help="A new store without a transformer: static node vectors and token multivectors, "
+        "BM25 (fast CPU ingest; docs/static.md). An existing store keeps its own mode."
+    ),
     backend: str = backend_option(),
     dtype: str = dtype_option(),
 ) -> None:
@@ -112,6 +116,7 @@ def ingest(
 
     A new store records the encoder's settings, ``--backend`` and ``--dtype`` included; an existing store encodes
     with its recorded settings, and other ``--backend`` / ``--dtype`` values than it records are an error.
+    ``--static`` makes a static store (the shipped static model and mixer: no transformer runs).
     """
     start = time.perf_counter()
     files = collect_files(paths, tuple(glob or DEFAULT_GLOBS), folder_prefix)
@@ -121,11 +126,14 @@ def ingest(
         nodes = 0
     else:
         encoder = None
+        if static and (backend is not None or dtype is not None):
+            raise InvalidInputError("--backend and --dtype say how the transformer runs; a --static store has none")
         if backend is not None or dtype is not None:
             from lmk_rag.encoder import LandmarkEncoder
 
             encoder = LandmarkEncoder(**runtime_settings(backend, dtype))
-        with open_store(store, url, location, collection, bm25=bm25, encoder=encoder) as target:
+        mode = "static" if static else None
+        with open_store(store, url, location, collection, bm25=bm25, encoder=encoder, mode=mode) as target:
             changes = target.changes(documents)
             gone = _gone(target, [p for p in paths if p.is_dir()]) if sync else []
             todo = [doc for doc in documents if changes[doc[0]] != "unchanged"]
@@ -171,7 +179,10 @@ def query(
     location: str = typer.Option(None, "--location", help=LOCATION_HELP),
     collection: str = typer.Option("lmk_rag", "--collection", help=COLLECTION_HELP),
     k: int = typer.Option(10, "-k", min=1, help="Hits to return."),
-    rerank: str = typer.Option("chunks", help="chunks | static | none (the old name 'landmarks' still works)."),
+    rerank: str = typer.Option(
+        None, help="chunks | static | none (default: the store's, chunks or static in a --static store; the old name "
+        "'landmarks' still works)."
+    ),
     alpha: float = typer.Option(
         None, min=0.0, max=1.0, help="Weight of the rerank score against BM25 (1 = rerank only, 0 = BM25 only; "
         "default: the store's)."

@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse
 
 from lmk_rag.errors import EmptyTextError, InvalidInputError, VectorSizeError
-from lmk_rag.static.mixer import MixerWeights
+from lmk_rag.static.mixer import MixerWeights, mixer_folder
 from lmk_rag.static.model import StaticVectors, load_static_vectors
 from lmk_rag.vectors import l2_normalize
 
@@ -60,10 +60,11 @@ def tokens_in_chunks(offsets: np.ndarray, spans: Sequence[tuple[int, int]]) -> n
 class StaticTokenEncoder:
     """Static (model2vec) token vectors for late interaction, optionally passed through a ConvMixer.
 
-    :param model: a model2vec folder or hub id; None uses the default model distilled from
-        all-MiniLM-L6-v2 (built and cached on first use, see ``lmk-rag distill-static``).
-    :param mixer: a mixer folder (saved by :meth:`ConvMixer.save`), :class:`MixerWeights`, a torch
-        :class:`ConvMixer` (its weights are copied) or None for raw static vectors.
+    :param model: a model2vec folder or hub id; None uses the shipped model (all-MiniLM-L6-v2 distilled by
+        model2vec at 256 dims, see docs/static.md).
+    :param mixer: a mixer folder (saved by :meth:`ConvMixer.save`), ``"default"`` (the user's trained mixer, else
+        the shipped one), ``"shipped"``, :class:`MixerWeights`, a torch :class:`ConvMixer` (its weights are copied)
+        or None for raw static vectors.
     :raises ModelNotFoundError: if the model or mixer cannot be found locally.
     :raises VectorSizeError: if the mixer's dimension differs from the model's.
     """
@@ -75,7 +76,7 @@ class StaticTokenEncoder:
     ) -> None:
         self.vectors = model if isinstance(model, StaticVectors) else load_static_vectors(model)
         if isinstance(mixer, (str, os.PathLike)):
-            mixer = MixerWeights.load(mixer)
+            mixer = MixerWeights.load(mixer_folder(mixer))
         elif mixer is not None and not isinstance(mixer, MixerWeights):
             mixer = mixer.to_numpy()
         if mixer is not None and mixer.dim != self.vectors.dim:
@@ -148,7 +149,7 @@ class StaticTokenEncoder:
         :return: float32 L2-normalised vectors, shape (q, dim).
         :raises EmptyTextError: if the text is empty or whitespace.
         """
-        _check_text(text)
+        check_text(text)
         return self.tokens(text).vectors
 
     def encode_document_tokens(self, text: str) -> np.ndarray:
@@ -161,7 +162,7 @@ class StaticTokenEncoder:
         :return: float32 L2-normalised vectors, shape (m, dim), in first-occurrence order.
         :raises EmptyTextError: if the text is empty or whitespace.
         """
-        _check_text(text)
+        check_text(text)
         tokens = self.tokens(text)
         return self._distinct(tokens, np.arange(len(tokens.ids)))
 
@@ -176,7 +177,7 @@ class StaticTokenEncoder:
         :return: one float32 (m_c, dim) array per span.
         :raises EmptyTextError: if the text is empty or whitespace.
         """
-        _check_text(text)
+        check_text(text)
         tokens = self.tokens(text)
         chunk = tokens_in_chunks(tokens.offsets, spans)
         return [self._distinct(tokens, np.flatnonzero(chunk == c)) for c in range(len(spans))]
@@ -211,7 +212,7 @@ class StaticTokenEncoder:
         else:
             rows = np.split(flat, np.cumsum(lengths)[:-1])  # one row of ids per text (one empty row for no texts)
             table, columns = np.concatenate([self._token_vectors(row) for row in rows]), np.arange(len(flat))
-        out = l2_normalize(_sum_rows(table, columns, lengths))
+        out = l2_normalize(sum_rows(table, columns, lengths))
         return out[0] if single else out
 
     def _distinct(self, tokens: StaticTokens, rows: np.ndarray) -> np.ndarray:
@@ -223,11 +224,16 @@ class StaticTokenEncoder:
         return tokens.vectors[rows[np.sort(first)]]
 
 
-def _sum_rows(table: np.ndarray, columns: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Sum ``table`` rows per text: text ``i`` sums rows ``columns[offset_i : offset_i + lengths[i]]``.
+def sum_rows(table: np.ndarray, columns: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Sum ``table`` rows per run: run ``i`` sums rows ``columns[offset_i : offset_i + lengths[i]]``.
 
-    One sparse (texts x rows) matrix product: much faster than ``np.add.reduceat`` on many short texts.
-    The mean's division is left out: the result is L2-normalised anyway.
+    One sparse (runs x rows) matrix product: much faster than ``np.add.reduceat`` on many short runs.
+    The mean's division is left out: callers L2-normalise the result.
+
+    :param table: the rows, shape (n_rows, dim).
+    :param columns: the row index of every item, runs one after the other, shape (sum(lengths),).
+    :param lengths: the items per run, shape (n_runs,).
+    :return: float32 sums, shape (n_runs, dim).
     """
     indptr = np.concatenate([[0], np.cumsum(lengths)])
     ones = np.ones(len(columns), dtype=np.float32)
@@ -235,7 +241,12 @@ def _sum_rows(table: np.ndarray, columns: np.ndarray, lengths: np.ndarray) -> np
     return np.asarray(counts @ table, dtype=np.float32)
 
 
-def _check_text(text: str) -> None:
+def check_text(text: str) -> None:
+    """Refuse what cannot be encoded.
+
+    :raises InvalidInputError: for anything but a str.
+    :raises EmptyTextError: for an empty or whitespace-only text.
+    """
     if not isinstance(text, str):
         raise InvalidInputError(f"expected a str, got {type(text).__name__}")
     if not text.strip():

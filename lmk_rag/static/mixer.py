@@ -22,11 +22,39 @@ from lmk_rag.static.model import cache_dir
 
 CONFIG_FILE = "mixer_config.json"
 WEIGHTS_FILE = "mixer.safetensors"
+SHIPPED_MIXER_DIR = Path(__file__).parent / "data" / "mixer"
+"""The mixer that ships with the package, trained on the shipped static model (docs/static.md says how)."""
+
+
+def user_mixer_dir() -> Path:
+    """The folder ``lmk-rag train-mixer`` writes to by default (in the user cache dir)."""
+    return cache_dir() / "mixer-default"
 
 
 def default_mixer_dir() -> Path:
-    """The folder ``lmk-rag train-mixer`` writes to by default and ``static-mixer`` loads from."""
-    return cache_dir() / "mixer-default"
+    """The mixer used when none is named: the user's own (:func:`user_mixer_dir`) once ``lmk-rag train-mixer`` has
+    written one, else the shipped one (:data:`SHIPPED_MIXER_DIR`)."""
+    user = user_mixer_dir()
+    return user if (user / CONFIG_FILE).is_file() and (user / WEIGHTS_FILE).is_file() else SHIPPED_MIXER_DIR
+
+
+DEFAULT_MIXER = "default"
+"""Mixer name: :func:`default_mixer_dir` (the user's trained mixer, else the shipped one)."""
+SHIPPED_MIXER = "shipped"
+"""Mixer name: the shipped mixer (:data:`SHIPPED_MIXER_DIR`), whatever the user has trained."""
+
+
+def mixer_folder(mixer: str | os.PathLike[str]) -> Path:
+    """The folder a mixer name or path means.
+
+    :param mixer: :data:`DEFAULT_MIXER`, :data:`SHIPPED_MIXER` or a mixer folder.
+    :return: the folder.
+    """
+    if mixer == DEFAULT_MIXER:
+        return default_mixer_dir()
+    if mixer == SHIPPED_MIXER:
+        return SHIPPED_MIXER_DIR
+    return Path(mixer)
 
 
 @dataclass(frozen=True)
@@ -36,10 +64,12 @@ class MixerWeights:
     :param config: the mixer config (``dim``, ``kernel_size``, ``gate_bias``).
     :param weights: ``conv.weight`` (dim, 1, k), ``conv.bias`` (dim,), ``linear.weight`` (dim, dim),
         ``linear.bias`` (dim,), ``gate.weight`` (dim, dim), ``gate.bias`` (dim,).
+    :param source: the folder the weights were loaded from (None: copied from a live torch module).
     """
 
     config: dict[str, float | int]
     weights: dict[str, np.ndarray]
+    source: str | None = None
 
     @property
     def dim(self) -> int:
@@ -113,4 +143,4 @@ class MixerWeights:
                 "(`lmk-rag train-mixer` writes one)"
             )
         weights = {k: v.astype(np.float32) for k, v in load_file(str(path / WEIGHTS_FILE)).items()}
-        return cls(json.loads((path / CONFIG_FILE).read_text()), weights)
+        return cls(json.loads((path / CONFIG_FILE).read_text()), weights, str(path))

@@ -1,7 +1,8 @@
 """Find, build and load the static (model2vec) token model: numpy vectors plus a fast tokenizer.
 
-The default model is distilled once from the default transformer (all-MiniLM-L6-v2) with model2vec and
-cached in the user cache dir, next to a ``lmk_rag_static.json`` that records where it came from.
+The default model ships with the package (:data:`SHIPPED_MODEL_DIR`, 15.6 MB: float16 vectors and the tokenizer):
+model2vec's distillation of the default transformer (all-MiniLM-L6-v2) at 256 dims, what ``lmk-rag distill-static``
+writes into the user cache dir, next to a ``lmk_rag_static.json`` that records where it came from.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from lmk_rag.vectors import l2_normalize
 
 DEFAULT_PCA_DIMS = 256
 SOURCE_FILE = "lmk_rag_static.json"
+SHIPPED_MODEL_DIR = Path(__file__).parent / "data" / "model"
+"""The default static model, package data (see docs/static.md for how it was made)."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,8 @@ def cache_dir() -> Path:
 
 
 def default_model_dir(pca_dims: int = DEFAULT_PCA_DIMS) -> Path:
-    """The cache folder of the static model distilled from the default transformer.
+    """The cache folder ``lmk-rag distill-static`` distils the default transformer into (at 256 dims: the shipped
+    model again).
 
     :param pca_dims: the distilled dimension.
     :return: the folder (it may not exist yet).
@@ -129,23 +133,23 @@ def distill_static(
 
 
 def load_static_vectors(name_or_path: str | os.PathLike[str] | None = None) -> StaticVectors:
-    """Load a model2vec model: the default (distilled on first use), a local folder or a hub id.
+    """Load a model2vec model: the shipped default, a local folder or a hub id.
 
     Hub ids are looked up in the local Hugging Face cache only when ``HF_HUB_OFFLINE=1``.
 
-    :param name_or_path: a model2vec folder or hub id; None for the default distilled MiniLM model.
+    :param name_or_path: a model2vec folder or hub id; None for the shipped model (MiniLM distilled at 256 dims).
     :return: the loaded vectors and tokenizer.
     :raises ModelNotFoundError: if the model is neither a folder nor available from the hub or its cache.
     """
     from model2vec import StaticModel
 
-    path = distill_static() if name_or_path is None else name_or_path
+    path = SHIPPED_MODEL_DIR if name_or_path is None else name_or_path
     try:
         model = StaticModel.from_pretrained(path, force_download=False)
     except (OSError, ValueError) as error:
         raise ModelNotFoundError(
             f"static model {str(path)!r} is neither a model2vec folder nor cached from the hub "
-            f"(offline runs need a local copy; `lmk-rag distill-static` builds the default): {error}"
+            f"(offline runs need a local copy; `lmk-rag distill-static` distils one from a transformer): {error}"
         ) from error
     tokenizer = model.tokenizer
     tokenizer.no_truncation()

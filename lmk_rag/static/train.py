@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -252,16 +252,18 @@ def _evaluate(step: int, mixer: ConvMixer, head: nn.Linear, val_data: _Batches, 
     return best
 
 
-def save_training_record(folder: Path, config: TrainConfig, result: TrainResult, static: StaticTokenEncoder) -> None:
-    """Write ``training.json`` (settings, history, selected step, static model) next to the saved mixer.
+def save_training_record(folder: Path, config: TrainConfig, result: TrainResult, static: StaticTokenEncoder,
+                         selection: dict[str, Any]) -> None:
+    """Write ``training.json`` (settings, selection set, history, selected step, static model) beside the mixer.
 
     :param folder: the mixer folder.
     :param config: the training settings.
     :param result: the training result.
     :param static: the static encoder the mixer was trained on.
+    :param selection: what the selection score was measured on (set name, queries, documents, seed).
     """
-    record = {"config": asdict(config), "history": result.history, "best_step": result.best_step,
-              "seconds": round(result.seconds, 1), "static_model": static.vectors.source,
+    record = {"config": asdict(config), "selection": selection, "history": result.history,
+              "best_step": result.best_step, "seconds": round(result.seconds, 1), "static_model": static.vectors.source,
               "static_fingerprint": static.fingerprint,
               "parameters": result.mixer.parameter_count}
     (folder / "training.json").write_text(json.dumps(record, indent=2))

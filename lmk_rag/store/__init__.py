@@ -2,6 +2,6 @@
 
 from lmk_rag.store.filters import FieldCondition, Filter
 from lmk_rag.store.store import LandmarkStore
-from lmk_rag.store.types import Hit, NodeRecord, Rerank
+from lmk_rag.store.types import Hit, NodeRecord, Rerank, StoreMode
 
-__all__ = ["FieldCondition", "Filter", "Hit", "LandmarkStore", "NodeRecord", "Rerank"]
+__all__ = ["FieldCondition", "Filter", "Hit", "LandmarkStore", "NodeRecord", "Rerank", "StoreMode"]

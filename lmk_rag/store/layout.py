@@ -3,9 +3,12 @@
 ====================  ===========  =========================================================  ==================
 name                  kind         what                                                       index
 ====================  ===========  =========================================================  ==================
-``node``              dense        the node vector (normalised mean of its chunk vectors)     HNSW, cosine
-``chunks``            multivector  the node's chunk vectors (one per landmark chunk)          none: rerank only
-``static``            multivector  static token vectors (stores made with a static encoder)   none: rerank only
+``node``              dense        the node vector (normalised mean of its chunk vectors;     HNSW, cosine
+                                   pooled static vectors in a static store)
+``chunks``            multivector  the node's chunk vectors (one per landmark chunk;         none: rerank only
+                                   transformer stores only)
+``static``            multivector  static token vectors (static stores, and transformer       none: rerank only
+                                   stores made with a static encoder)
 ``bm25``              sparse       the node's BM25 term weights (stores with BM25)            IDF modifier
 ====================  ===========  =========================================================  ==================
 
@@ -17,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from lmk_rag.store.types import CollectionSpec
+from lmk_rag.errors import CorruptStoreError
+from lmk_rag.store.types import CollectionSpec, StoreMode
 
 VectorKind = Literal["dense", "multivector", "sparse"]
 
@@ -40,9 +44,11 @@ def vector_layout(spec: CollectionSpec) -> list[VectorSlot]:
     """The named vectors a collection spec asks for, in a fixed order.
 
     :param spec: what the store holds.
-    :return: ``node`` and ``chunks``, then ``static`` and ``bm25`` when the spec has them.
+    :return: ``node``, then ``chunks``, ``static`` and ``bm25`` when the spec has them.
     """
-    slots = [VectorSlot("node", "dense", spec.dim), VectorSlot("chunks", "multivector", spec.dim)]
+    slots = [VectorSlot("node", "dense", spec.dim)]
+    if spec.chunks:
+        slots.append(VectorSlot("chunks", "multivector", spec.dim))
     if spec.static_dim is not None:
         slots.append(VectorSlot("static", "multivector", spec.static_dim))
     if spec.bm25:
@@ -50,9 +56,20 @@ def vector_layout(spec: CollectionSpec) -> list[VectorSlot]:
     return slots
 
 
+def store_mode(meta: dict[str, Any]) -> StoreMode:
+    """The mode a store's settings record (stores from before modes were recorded: ``transformer``).
+
+    :raises CorruptStoreError: for a mode this version does not know.
+    """
+    try:
+        return StoreMode(meta.get("mode", StoreMode.TRANSFORMER.value))
+    except ValueError:
+        raise CorruptStoreError(f"unknown store mode {meta.get('mode')!r} in the settings record") from None
+
+
 def recorded_vectors(meta: dict[str, Any]) -> set[str]:
     """The names of the vectors a store's settings record says its collection holds."""
-    names = {"node", "chunks"}
+    names = {"node"} if store_mode(meta) == StoreMode.STATIC else {"node", "chunks"}
     names |= {"static"} if meta.get("static") else set()
     names |= {"bm25"} if meta.get("bm25") else set()
     return names

@@ -1,5 +1,5 @@
 """A store's named vectors on both sides: node points with every vector the store holds (shapes checked, static
-and BM25 vectors added), and the query's vectors for the rerank and BM25."""
+and BM25 vectors added; a static store holds no chunk vectors), and the query's vectors for the rerank and BM25."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import numpy as np
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import records as rec
 from lmk_rag.store.bm25 import Bm25Encoder
+from lmk_rag.store.layout import recorded_vectors
 from lmk_rag.store.types import Branch, NodeRecord, PointData, Rerank, SparseVector
 
 
@@ -22,13 +23,16 @@ class StoreVectors:
     :param static_encoder: encodes a node's static token vectors when a record carries none (or None).
     :param bm25: the store's BM25 model, or None when the store holds no BM25 vectors.
     :param where: the store, for messages.
+    :param chunks: whether the store holds chunk vectors (False for a static store).
     """
 
     def __init__(
-        self, dim: int, static_dim: int | None, static_encoder: Any, bm25: Bm25Encoder | None, where: str
+        self, dim: int, static_dim: int | None, static_encoder: Any, bm25: Bm25Encoder | None, where: str,
+        chunks: bool = True,
     ) -> None:
         """Keep the store's vector settings."""
         self.dim = dim
+        self.chunks = chunks
         self.static_dim = static_dim
         self.static_encoder = static_encoder
         self.bm25 = bm25
@@ -40,7 +44,8 @@ class StoreVectors:
         tokens)."""
         bm25 = Bm25Encoder(meta.get("bm25_tokenizer") or "word") if meta.get("bm25") else None
         static_dim = None if meta.get("static") is None else int(meta["static"]["dim"])
-        return cls(int(meta["encoder"]["dim"]), static_dim, static_encoder, bm25, where)
+        chunks = "chunks" in recorded_vectors(meta)
+        return cls(int(meta["encoder"]["dim"]), static_dim, static_encoder, bm25, where, chunks)
 
     def check(self, record: NodeRecord) -> None:
         """Raise :class:`VectorSizeError` for vectors of the wrong shape, naming the node."""
@@ -50,18 +55,20 @@ class StoreVectors:
             raise VectorSizeError(
                 f"node {record.node_id!r}: vector of shape {vector.shape}, store expects ({self.dim},)"
             )
-        if chunks.ndim != 2 or chunks.shape[1] != self.dim or len(chunks) == 0:
+        if self.chunks and (chunks.ndim != 2 or chunks.shape[1] != self.dim or len(chunks) == 0):
             raise VectorSizeError(
                 f"node {record.node_id!r}: chunk_vectors of shape {chunks.shape}, store expects (n>=1, {self.dim})"
             )
 
     def points(self, records: list[NodeRecord], version: int, slot: int) -> list[PointData]:
         """The node points of one document's records at a version and id slot."""
-        return [rec.node_point(record, version, slot, self._extra_vectors(record)) for record in records]
+        return [rec.node_point(record, version, slot, self._vectors(record)) for record in records]
 
-    def _extra_vectors(self, record: NodeRecord) -> dict[str, Any]:
-        """The static and BM25 vectors of a node, as the store's settings require."""
-        extra: dict[str, Any] = {}
+    def _vectors(self, record: NodeRecord) -> dict[str, Any]:
+        """Every named vector of a node the store's settings name (static and BM25 vectors made when needed)."""
+        vectors: dict[str, Any] = {"node": np.ascontiguousarray(record.vector, dtype=np.float32)}
+        if self.chunks:
+            vectors["chunks"] = np.ascontiguousarray(record.chunk_vectors, dtype=np.float32)
         if self.static_dim is not None:
             static = record.static_vectors
             if static is None:
@@ -76,10 +83,10 @@ class StoreVectors:
                     f"node {record.node_id!r}: static vectors of shape {static.shape}, "
                     f"store expects (m>=1, {self.static_dim})"
                 )
-            extra["static"] = np.ascontiguousarray(static)
+            vectors["static"] = np.ascontiguousarray(static)
         if self.bm25 is not None:
-            extra["bm25"] = self.bm25.embed_document(record.text)
-        return extra
+            vectors["bm25"] = self.bm25.embed_document(record.text)
+        return vectors
 
     def static_query(self, text: str) -> np.ndarray:
         """The query's static token vectors.
@@ -105,6 +112,10 @@ class StoreVectors:
         if vector.shape != (self.dim,):
             raise VectorSizeError(f"query vector of shape {vector.shape}, store expects ({self.dim},)")
         if rerank == Rerank.CHUNKS:
+            if not self.chunks:
+                raise SettingsMismatchError(
+                    f"{self.where} is a static store: it has no chunk vectors; use rerank='static' or 'none'"
+                )
             return Branch("chunks", np.asarray(query.chunk_vectors, dtype=np.float32).reshape(-1, self.dim).tolist())
         if rerank == Rerank.NONE:
             return Branch("node", vector.tolist())

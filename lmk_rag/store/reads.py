@@ -37,13 +37,14 @@ class StoreReads:
     encoder: Any
     alpha: float
     bm25: bool
+    default_rerank: Rerank
     dim: int
 
     def search(
         self,
         query: str,
         k: int = 10,
-        rerank: Rerank | str = Rerank.CHUNKS,
+        rerank: Rerank | str | None = None,
         filter: FilterLike = None,
         doc_level: bool = True,
         alpha: float | None = None,
@@ -51,10 +52,11 @@ class StoreReads:
         """Encode a query once and search in two stages (see :meth:`search_encoded`).
 
         :param query: the query text.
-        :param rerank: ``"chunks"`` (MaxSim over chunk vectors), ``"static"`` (static token MaxSim) or ``"none"``.
+        :param rerank: ``"chunks"`` (MaxSim over chunk vectors), ``"static"`` (static token MaxSim) or ``"none"``;
+            None: the store's :attr:`default_rerank`.
         :return: hits, best first.
         """
-        rerank = check_rerank(rerank)
+        rerank = self.default_rerank if rerank is None else check_rerank(rerank)
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("query must be a non-empty string")
         static_query = self._vectors.static_query(query) if rerank == Rerank.STATIC else None
@@ -65,7 +67,7 @@ class StoreReads:
         self,
         query: Any,
         k: int = 10,
-        rerank: Rerank | str = Rerank.CHUNKS,
+        rerank: Rerank | str | None = None,
         filter: FilterLike = None,
         doc_level: bool = True,
         static_query: np.ndarray | None = None,
@@ -78,7 +80,8 @@ class StoreReads:
 
         :param query: an :class:`~lmk_rag.EncodedText` (``.vector`` (dim,), ``.chunk_vectors`` (q, dim)).
         :param k: hits returned.
-        :param rerank: ``"chunks"``, ``"static"`` or ``"none"`` (the node vector's cosine).
+        :param rerank: ``"chunks"``, ``"static"`` or ``"none"`` (the node vector's cosine); None: the store's
+            :attr:`default_rerank`.
         :param filter: metadata filter.
         :param doc_level: at most one hit (the best node) per document.
         :param static_query: the query's static token vectors, shape (q, static_dim); needed for ``"static"``.
@@ -88,7 +91,7 @@ class StoreReads:
         :return: hits, best first; scores lie in [-1, 1].
         :raises SettingsMismatchError: for ``alpha`` < 1 on a store without BM25.
         """
-        rerank = check_rerank(rerank)
+        rerank = self.default_rerank if rerank is None else check_rerank(rerank)
         check_k(k)
         alpha = self.alpha if alpha is None else check_alpha(alpha)
         if alpha < 1.0 and not self.bm25:

@@ -104,13 +104,8 @@ def marker_point(payload: dict[str, Any]) -> PointData:
     return PointData(marker_point_id(payload["doc_id"]), {}, payload)
 
 
-def node_point(record: NodeRecord, version: int, slot: int, extra_vectors: dict[str, Any]) -> PointData:
-    """A node point: ``node`` and ``chunks`` vectors (plus ``static``/``bm25`` in ``extra_vectors``) and payload."""
-    vectors: dict[str, Any] = {
-        "node": np.ascontiguousarray(record.vector, dtype=np.float32),
-        "chunks": np.ascontiguousarray(record.chunk_vectors, dtype=np.float32),
-        **extra_vectors,
-    }
+def node_point(record: NodeRecord, version: int, slot: int, vectors: dict[str, Any]) -> PointData:
+    """A node point: its named vectors (built by :class:`~lmk_rag.store.points.StoreVectors`) and payload."""
     payload = {
         "kind": NODE,
         "doc_id": record.doc_id,
@@ -124,16 +119,18 @@ def node_point(record: NodeRecord, version: int, slot: int, extra_vectors: dict[
 
 
 def record_from_point(point: PointData) -> NodeRecord:
-    """A stored node point back as a :class:`NodeRecord` (vectors as float32 arrays)."""
+    """A stored node point back as a :class:`NodeRecord` (vectors as float32 arrays; a static store's nodes have no
+    chunk vectors: shape (0, dim))."""
     payload, vectors = point.payload, point.vectors
     static = vectors.get("static")
+    dim = len(vectors["node"])
     return NodeRecord(
         node_id=payload["node_id"],
         doc_id=payload["doc_id"],
         text=payload.get("text", ""),
         span=(int(payload["span"][0]), int(payload["span"][1])),
         vector=np.asarray(vectors["node"], dtype=np.float32),
-        chunk_vectors=np.asarray(vectors["chunks"], dtype=np.float32).reshape(-1, len(vectors["node"])),
+        chunk_vectors=np.asarray(vectors.get("chunks", []), dtype=np.float32).reshape(-1, dim),
         metadata=payload.get("meta") or {},
         static_vectors=None if static is None else np.asarray(static, dtype=np.float32),
     )

@@ -11,7 +11,7 @@ from lmk_rag.store.bm25 import BM25_TOKENIZER
 from lmk_rag.store.filters import RESERVED_KEYS, payload_key
 from lmk_rag.store.layout import recorded_vectors
 from lmk_rag.store.records import PAYLOAD_INDEXES
-from lmk_rag.store.types import CollectionSpec, Quantization
+from lmk_rag.store.types import CollectionSpec, Quantization, StoreMode
 
 FORMAT = "lmk-rag-store"
 FORMAT_VERSION = 1
@@ -28,6 +28,7 @@ def create_settings(
     alpha: float,
     quantization: Quantization | None,
     text_keys: list[str],
+    mode: StoreMode = StoreMode.TRANSFORMER,
 ) -> dict[str, Any]:
     """Create the collection and its payload indexes, then record the settings (in that order, so a crash
     leaves no settings record without its collection).
@@ -41,6 +42,7 @@ def create_settings(
     :param alpha: the store's default weight of the rerank score (1.0 without BM25).
     :param quantization: quantization of the multivectors, or None.
     :param text_keys: metadata keys to index as full text (words and their prefixes, lowercased).
+    :param mode: the store's mode; a static store has no ``chunks`` vector.
     :return: the settings record (JSON-able).
     :raises StoreError: when ``create`` is False.
     :raises CorruptStoreError: when the collection holds points but no settings record (foreign data).
@@ -51,7 +53,8 @@ def create_settings(
         raise StoreError(f"no lmk-rag store at {where}")
     encoder = encoder()
     static_dim = None if static_encoder is None else static_encoder.dim
-    spec = CollectionSpec(dim=encoder.dim, static_dim=static_dim, bm25=bm25, quantization=quantization)
+    chunks = mode != StoreMode.STATIC
+    spec = CollectionSpec(dim=encoder.dim, static_dim=static_dim, chunks=chunks, bm25=bm25, quantization=quantization)
     if not backend.exists():
         backend.create(spec)
     for key, kind in PAYLOAD_INDEXES:
@@ -61,6 +64,7 @@ def create_settings(
     meta = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
+        "mode": mode.value,
         "encoder": {"settings": encoder.settings, "fingerprint": encoder.fingerprint, "dim": encoder.dim},
         "static": None if static_encoder is None else {"fingerprint": static_encoder.fingerprint, "dim": static_dim},
         "node_tokens": node_tokens,

@@ -3,43 +3,36 @@
 A short facade over modules with one job each: :mod:`~lmk_rag.store.backends` opens the backend (folder checks,
 lock), :mod:`~lmk_rag.store.settings` records and checks how the vectors were made, :mod:`~lmk_rag.store.points`
 builds node points with every vector, :mod:`~lmk_rag.store.versions` writes and deletes documents so that none is
-ever lost or doubled, :mod:`~lmk_rag.store.query` plans a search and fuses its scores, and
-:class:`~lmk_rag.store.reads.StoreReads` (searches and look-ups) is the read half of the class.
+ever lost or doubled, :mod:`~lmk_rag.store.query` plans a search and fuses its scores. The class itself opens the store and holds
+its settings; :class:`~lmk_rag.store.writes.StoreWrites` (writes and deletes) and
+:class:`~lmk_rag.store.reads.StoreReads` (searches and look-ups) are its two halves.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 
-from lmk_rag.errors import InvalidInputError, StoreReadOnlyError
+from lmk_rag.errors import InvalidInputError
 from lmk_rag.store import versions
 from lmk_rag.store.backends import OpenedBackend, open_backend
 from lmk_rag.store.base import Backend
-from lmk_rag.store.filters import FilterLike
 from lmk_rag.store.ledger import Ledger
-from lmk_rag.store.ingest import (
-    Document,
-    add_in_batches,
-    check_documents,
-    check_records,
-    content_hash,
-    upsert_in_batches,
-)
+from lmk_rag.store.modes import default_rerank, resolve_mode, static_store_encoder
 from lmk_rag.store.points import StoreVectors
 from lmk_rag.store.query import DEFAULT_ALPHA, check_alpha
 from lmk_rag.store.reads import StoreReads
+from lmk_rag.store.writes import StoreWrites
 from lmk_rag.store.settings import check_encoder, check_settings, check_text_keys, create_settings
-from lmk_rag.store.types import NodeRecord, Quantization
+from lmk_rag.store.types import Quantization, Rerank, StoreMode
 
 logger = logging.getLogger(__name__)
 
 
-class LandmarkStore(StoreReads):
+class LandmarkStore(StoreReads, StoreWrites):
     """Landmark nodes of documents in Qdrant, searched in two stages.
 
     Exactly one of ``path`` (Qdrant Edge folder; the default ``./lmk_store``), ``url`` (a Qdrant server),
@@ -51,10 +44,16 @@ class LandmarkStore(StoreReads):
     :param api_key: API key for ``url``.
     :param client: an existing ``qdrant_client.QdrantClient``.
     :param location: qdrant-client local mode: ``":memory:"`` or a folder.
-    :param encoder: the :class:`~lmk_rag.LandmarkEncoder`; None rebuilds it from the store's recorded settings
-        (or uses the defaults for a new store). Must match a store's recorded settings.
+    :param encoder: the :class:`~lmk_rag.LandmarkEncoder`, or for a static store a
+        :class:`~lmk_rag.StaticTokenEncoder` or :class:`~lmk_rag.static.documents.StaticDocumentEncoder`; None
+        rebuilds it from the store's recorded settings (or uses the defaults for a new store). Must match a store's
+        recorded settings.
     :param static_encoder: object with ``.dim``, ``.fingerprint``, ``.encode_document_tokens(text)`` and
-        ``.encode_query_tokens(text)``; fills the static MaxSim slot (needed for ``rerank="static"``).
+        ``.encode_query_tokens(text)``; fills the static MaxSim slot of a transformer store (needed for
+        ``rerank="static"``). A static store's encoder is its static encoder.
+    :param mode: ``"transformer"`` or ``"static"`` (no transformer: pooled static node vectors, static token
+        multivectors, BM25; no ``chunks`` vector; see docs/static.md). None = as recorded, else static when
+        ``encoder`` is a static encoder, else transformer.
     :param node_tokens: node size in tokens when the store cuts documents; None = as recorded (256 for new stores).
     :param collection: collection name on qdrant-client backends.
     :param bm25: store a BM25 sparse vector per node, used in the prefetch and fused into the final score;
@@ -76,8 +75,8 @@ class LandmarkStore(StoreReads):
         ``shard_number``, ... see :mod:`lmk_rag.store.server`).
     :raises StoreLockedError: when another process has the store open.
     :raises CorruptStoreError: when the folder or collection is damaged or not a lmk-rag store.
-    :raises SettingsMismatchError: when ``encoder``/``static_encoder``/``bm25``/``node_tokens``/``text_keys`` differ
-        from the store's.
+    :raises SettingsMismatchError: when ``encoder``/``static_encoder``/``mode``/``bm25``/``node_tokens``/``text_keys``
+        differ from the store's.
     """
 
     def __init__(
@@ -90,6 +89,7 @@ class LandmarkStore(StoreReads):
         location: str | None = None,
         encoder: Any = None,
         static_encoder: Any = None,
+        mode: StoreMode | str | None = None,
         node_tokens: int | None = None,
         collection: str = "lmk_rag",
         bm25: bool | None = None,
@@ -119,15 +119,19 @@ class LandmarkStore(StoreReads):
         self.where = self._opened.where
         try:
             meta = self._backend.read_meta()
+            self.mode = resolve_mode(meta if isinstance(meta, dict) else None, mode, encoder, self.where)
+            if self.mode == StoreMode.STATIC:
+                self._encoder = static_store_encoder(meta, encoder, static_encoder)
+                static_encoder = self.static_encoder = self._encoder.tokens
             if meta is None:
                 alpha = DEFAULT_ALPHA if self._alpha is None else self._alpha
                 self._meta = create_settings(self._backend, self.where, create, lambda: self.encoder, static_encoder,
                                              node_tokens or 256, True if bm25 is None else bm25, alpha, quantization,
-                                             keys or [])
+                                             keys or [], self.mode)
             else:
                 self._meta = check_settings(meta, self._backend, self.where, static_encoder, node_tokens, bm25, keys)
-                if encoder is not None:
-                    check_encoder(self._meta, encoder, self.where)
+                if encoder is not None or self.mode == StoreMode.STATIC:
+                    check_encoder(self._meta, self._encoder, self.where)
             self._vectors = StoreVectors.from_settings(self._meta, static_encoder, self.where)
             repaired = 0 if read_only else versions.repair(self._backend)
             if repaired:
@@ -161,7 +165,7 @@ class LandmarkStore(StoreReads):
 
     @property
     def dim(self) -> int:
-        """Size of the node and chunk vectors."""
+        """Size of the node vectors (and chunk vectors)."""
         return int(self._meta["encoder"]["dim"])
 
     @property
@@ -182,6 +186,11 @@ class LandmarkStore(StoreReads):
         return float(self._meta.get("alpha", DEFAULT_ALPHA if self.bm25 else 1.0))
 
     @property
+    def default_rerank(self) -> Rerank:
+        """The rerank of a search that names none: ``chunks``, or ``static`` in a static store."""
+        return default_rerank(self.mode)
+
+    @property
     def text_keys(self) -> list[str]:
         """The metadata keys indexed as full text (see the class docstring)."""
         return list(self._meta.get("text_keys", []))
@@ -190,141 +199,6 @@ class LandmarkStore(StoreReads):
     def backend(self) -> Backend:
         """The backend (for benchmarks and diagnostics)."""
         return self._backend
-
-    # ------------------------------------------------------------------ writing
-
-    def add_document(self, doc_id: str, text: str, metadata: dict[str, Any] | None = None) -> int:
-        """Encode one document, cut it into nodes and write them (replacing an older version; an unchanged
-        document is not written again).
-
-        :return: the number of nodes written.
-        :raises EmptyTextError: when the text is empty.
-        """
-        return self.add_documents([(doc_id, text, metadata)], show_progress_bar=False)
-
-    def add_documents(
-        self,
-        documents: Iterable[Document],
-        *,
-        batch_size: int | None = None,
-        show_progress_bar: bool | None = None,
-        on_ack: Callable[[list[str]], None] | None = None,
-        skip_unchanged: bool = True,
-    ) -> int:
-        """Encode, cut and write ``(doc_id, text, metadata)`` documents in batches, each durable before the next.
-
-        :param batch_size: documents per batch (default: the store's ``batch_size``).
-        :param show_progress_bar: show a tqdm bar (None: only on a terminal).
-        :param on_ack: called with the doc ids of each batch once it is durable.
-        :param skip_unchanged: leave out documents whose text and metadata the store already holds (by the content
-            hash on their marker), without encoding them; False rewrites them.
-        :return: the number of nodes written.
-        :raises InvalidInputError: for a bad document or a doc id given twice.
-        """
-        docs = check_documents(documents)
-        if skip_unchanged:
-            changes = self.changes(docs)
-            docs = [doc for doc in docs if changes[doc[0]] != "unchanged"]
-        return add_in_batches(self.encoder, lambda writes: self._write(writes, on_ack), docs, self.node_tokens,
-                              self._meta["encoder"]["fingerprint"], batch_size or self.batch_size, show_progress_bar)
-
-    def changes(self, documents: Iterable[Document]) -> dict[str, str]:
-        """What writing these documents would do to each: ``"new"``, ``"changed"`` or ``"unchanged"`` (same text,
-        metadata and encoder as the stored version; documents written without a content hash count as changed)."""
-        docs = check_documents(documents)
-        recorded = versions.recorded_hashes(self._backend, [doc_id for doc_id, _, _ in docs])
-        fingerprint = self._meta["encoder"]["fingerprint"]
-        return {
-            doc_id: "new" if doc_id not in recorded
-            else "unchanged" if recorded[doc_id] == content_hash(text, metadata, fingerprint) else "changed"
-            for doc_id, text, metadata in docs
-        }
-
-    def upsert_nodes(self, doc_id: str, records: Sequence[NodeRecord], metadata: dict[str, Any] | None = None) -> int:
-        """Write pre-encoded nodes as the new version of a document, replacing its old nodes safely.
-
-        :param doc_id: the document; every record's ``doc_id`` must equal it.
-        :param records: the document's nodes (node ids unique).
-        :param metadata: the document's metadata (default: the first record's).
-        :return: the number of nodes written.
-        :raises VectorSizeError: when a vector's size differs from the store's.
-        """
-        records = list(records)
-        check_records(doc_id, records)
-        meta = dict(metadata if metadata is not None else records[0].metadata)
-        return self._write([versions.DocumentWrite(doc_id, records, meta)])
-
-    def upsert_documents(
-        self,
-        documents: Iterable[tuple[str, Sequence[NodeRecord]]],
-        *,
-        batch_size: int = 64,
-        on_ack: Callable[[list[str]], None] | None = None,
-    ) -> int:
-        """Write many pre-encoded ``(doc_id, records)`` documents, ``batch_size`` per write (as :meth:`upsert_nodes`;
-        metadata from each document's first record), calling ``on_ack`` with each batch's ids once durable.
-
-        :return: the number of nodes written.
-        """
-        return upsert_in_batches(lambda writes: self._write(writes, on_ack), documents, batch_size)
-
-    def _write(self, writes: list[versions.DocumentWrite], on_ack: Callable[[list[str]], None] | None = None) -> int:
-        """Write the documents as new versions (every record checked first), then acknowledge them."""
-        delta = versions.write_delta(self._backend, writes) if self._ledger.enabled else (0, 0)
-        with self._changing(lambda now: (now[0] + delta[0], now[1] + delta[1])):
-            written = versions.write_documents(self._backend, writes, self._vectors.points, self._vectors.check)
-        if on_ack is not None:
-            on_ack([write.doc_id for write in writes])
-        return written
-
-    def delete_document(self, doc_id: str) -> bool:
-        """Delete a document and its nodes.
-
-        :return: True if the document existed.
-        """
-        with self._changing(None):
-            return versions.delete_document(self._backend, doc_id)
-
-    def delete_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> int:
-        """Delete nodes by id and/or metadata filter (both None: every node); a document left without nodes is
-        deleted, the other documents keep the rest of their nodes.
-
-        :param node_ids: node ids (an empty list deletes nothing).
-        :param filter: metadata filter.
-        :return: the number of nodes deleted.
-        """
-        if node_ids is None and filter is None:
-            deleted = self.count()
-            self.clear()
-            return deleted
-        with self._changing(None):
-            return versions.delete_nodes(self._backend, versions.nodes_filter(self._backend, filter, node_ids))
-
-    def clear(self) -> None:
-        """Delete every document (the settings stay)."""
-        with self._changing(lambda now: (0, 0)):
-            versions.clear(self._backend)
-
-    def optimize(self) -> None:
-        """Build indexes now (Qdrant Edge optimizes only when asked; servers do it on their own)."""
-        self._check_writable()
-        self._backend.optimize()
-
-    def _check_writable(self) -> None:
-        """Refuse writes to a store opened ``read_only``."""
-        if self.read_only:
-            raise StoreReadOnlyError(f"{self.where} was opened read_only; open it without read_only=True to write")
-
-    @contextmanager
-    def _changing(self, after: Callable[[tuple[int, int]], tuple[int, int]] | None) -> Iterator[None]:
-        """A write or delete: refused when read-only; recorded in the ledger with the ``(documents, nodes)`` it will
-        leave, ``after(current counts)`` (None: unknown in advance)."""
-        self._check_writable()
-        upcoming = None
-        if after is not None and self._ledger.enabled:
-            upcoming = after(self._ledger.current() or (self.count_documents(), self.count()))
-        with self._ledger.change(upcoming):
-            yield
 
     # ------------------------------------------------------------------ closing
 

@@ -21,6 +21,15 @@ class Rerank(str, Enum):
     NONE = "none"
 
 
+class StoreMode(str, Enum):
+    """What makes a store's vectors: ``transformer`` (the landmark encoder: node and chunk vectors, optionally static
+    token vectors beside them) or ``static`` (the static model alone: pooled static node vectors and static token
+    multivectors, no ``chunks`` vector; ingest and search never run a transformer)."""
+
+    TRANSFORMER = "transformer"
+    STATIC = "static"
+
+
 @dataclass(frozen=True)
 class Hit:
     """One search result.
@@ -103,6 +112,7 @@ class CollectionSpec:
 
     :param dim: size of the node and chunk vectors.
     :param static_dim: size of the static token vectors, or None for no static slot.
+    :param chunks: whether to create the ``chunks`` multivector (not in a static store).
     :param bm25: whether to create the BM25 sparse vector (IDF modifier).
     :param quantization: quantization of the multivectors, or None for full float32.
     :param hnsw_m: HNSW ``m`` of the node vector.
@@ -111,6 +121,7 @@ class CollectionSpec:
 
     dim: int
     static_dim: int | None = None
+    chunks: bool = True
     bm25: bool = False
     quantization: Quantization | None = None
     hnsw_m: int = 16

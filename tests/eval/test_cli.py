@@ -103,3 +103,18 @@ def test_lmk_rag_pipeline_runs_on_the_int8_onnx_backend(fixture_data: Path, tmp_
                    "int8", "--max-queries", "5", "--max-docs", "10", "--cache-dir", str(tmp_path))
     assert (report["encoder"]["backend"], report["encoder"]["dtype"]) == ("onnx", "int8")
     assert report["queries"] == 5 and report["ndcg@10"] > 0.5
+
+
+def test_static_pipelines_run_on_a_fresh_install(fixture_data: Path, tmp_path: Path, monkeypatch) -> None:
+    from lmk_rag.paths import CACHE_ENV
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "empty-cache"))  # no distilled model, no trained mixer
+    folder = str(fixture_data / "manpages-needle" / "L2048")
+    mixer = _eval(folder, "-p", "static-mixer")
+    assert mixer["queries"] == 10 and mixer["encoder"]["mixer"] is not None and mixer["ndcg@10"] > 0.5
+    store = _eval(folder, "-p", "static-store")
+    assert store["encoder"]["mixer"] == "shipped" and store["encoder"]["rerank"] == "static"
+    assert store["ndcg@10"] > 0.5
+    raw = _eval(folder, "-p", "static-store", "--encoder", "mixer=null")
+    assert raw["encoder"]["mixer"] is None
+    assert not (tmp_path / "empty-cache").exists()

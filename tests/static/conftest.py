@@ -1,5 +1,5 @@
-"""Static fixtures: the real static model distilled from MiniLM (cached in the user cache dir; ~45 s to
-build the first time) and a tiny in-memory model2vec folder (6-word vocabulary) for mechanics."""
+"""Static fixtures: the real static model distilled from MiniLM (shipped with the package) and a tiny in-memory
+model2vec folder (6-word vocabulary) for mechanics."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ TINY_VOCAB = ["[UNK]", "the", "cat", "sat", "on", "mat"]
 
 @pytest.fixture(scope="session")
 def static_vectors() -> StaticVectors:
-    """The default static model (model2vec distillation of the real all-MiniLM-L6-v2, 256 dims)."""
+    """The default static model (model2vec distillation of the real all-MiniLM-L6-v2, 256 dims; package data)."""
     return load_static_vectors()
 
 

@@ -37,12 +37,14 @@ def _beir(folder: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_distill_static_reports_the_cached_default(static_vectors) -> None:
-    result = CliRunner().invoke(app, ["distill-static"])
+def test_distill_static_reproduces_the_shipped_model(static_vectors, tmp_path) -> None:
+    result = CliRunner().invoke(app, ["distill-static", "--output", str(tmp_path / "distilled")])
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
-    assert report["folder"] == static_vectors.source and report["pca_dims"] == 256
+    report = json.loads(result.stdout)
+    assert report["folder"] == str(tmp_path / "distilled") and report["pca_dims"] == 256
     assert report["source"].endswith("model")  # the local all-MiniLM-L6-v2 folder
+    distilled = StaticTokenEncoder(report["folder"])
+    assert distilled.fingerprint == StaticTokenEncoder(static_vectors).fingerprint
 
 
 @pytest.mark.slow
@@ -81,6 +83,24 @@ def test_train_mixer_old_spellings_work_with_a_warning_each(static_vectors, tmp_
     config = json.loads((out / "training.json").read_text())["config"]
     assert (config["max_steps"], config["learning_rate"]) == (1, 0.001)
     assert "--lr" not in CliRunner().invoke(app, ["train-mixer", "--help"]).output
+
+
+@pytest.mark.slow
+def test_train_mixer_selects_on_held_out_pairs_by_default(static_vectors, fixture_data, tmp_path) -> None:
+    out = tmp_path / "mixer"
+    result = CliRunner().invoke(app, [
+        "train-mixer", "--train", str(fixture_data / "manpages-train" / "pairs.jsonl"), "--output", str(out),
+        "--objective", "contrastive", "--max-steps", "2", "--batch-size", "8", "--eval-every", "1",
+        "--heldout-fraction", "0.2", "--seed", "3",
+    ])
+    assert result.exit_code == 0, result.output
+    assert "held-out pairs" in result.stdout and "(20 queries, 20 docs)" in result.stdout
+    record = json.loads((out / "training.json").read_text())
+    assert record["selection"] == {"set": f"held-out pairs of {fixture_data / 'manpages-train' / 'pairs.jsonl'}",
+                                   "queries": 20, "docs": 20, "seed": 3}
+    assert [row["step"] for row in record["history"]] == [0, 1, 2] and record["config"]["seed"] == 3
+    scores = {row["step"]: row["score"] for row in record["history"]}
+    assert scores[record["best_step"]] == max(scores.values())
 
 
 def test_train_mixer_needs_training_pairs(tmp_path) -> None:

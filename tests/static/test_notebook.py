@@ -10,7 +10,7 @@ NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "static_maxsim.ip
 
 
 @pytest.mark.slow
-def test_notebook_executes(static_vectors) -> None:  # the fixture builds the cached default model first
+def test_notebook_executes() -> None:
     import nbformat
     from nbclient import NotebookClient
 

@@ -56,3 +56,34 @@ def test_ingest_query_info(tmp_path, docs):
 
     result = runner.invoke(app, ["query", "x", "--store", str(tmp_path / "nothing")])
     assert result.exit_code == 1 and "no lmk-rag store" in result.stderr
+
+
+def test_ingest_static_makes_a_static_store_that_query_reranks_statically(tmp_path, docs):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    texts = list(docs.values())[:3]
+    for i, text in enumerate(texts):
+        (corpus / f"{i}.txt").write_text(text)
+    runner = CliRunner()
+    store = str(tmp_path / "store")
+    result = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--static"])
+    assert result.exit_code == 0, result.output
+    info = json.loads(runner.invoke(app, ["info", "--store", store]).stdout)
+    assert info["mode"] == "static" and info["encoder"]["dim"] == 256 and info["static"]["dim"] == 256
+
+    query = texts[1].split(". ")[0][:200]
+    hits = {}
+    for rerank in ([], ["--rerank", "static"], ["--rerank", "none"]):
+        result = runner.invoke(app, ["query", query, "--store", store, "-k", "2", "--json", *rerank])
+        assert result.exit_code == 0, result.output
+        hits[tuple(rerank)] = json.loads(result.stdout)["hits"]
+        assert hits[tuple(rerank)][0]["doc_id"] == "1.txt"
+    assert hits[()] == hits[("--rerank", "static")]  # a static store's default rerank
+    result = runner.invoke(app, ["query", query, "--store", store, "--rerank", "chunks"])
+    assert result.exit_code == 1 and "no chunk vectors" in result.stderr
+
+    (corpus / "3.txt").write_text(list(docs.values())[3])
+    result = runner.invoke(app, ["ingest", str(corpus), "--store", store])  # an existing store keeps its mode
+    assert result.exit_code == 0 and "1 new, 0 changed, 3 unchanged" in result.stdout, result.output
+    result = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--static", "--backend", "onnx"])
+    assert result.exit_code == 1 and "--static store has none" in result.stderr

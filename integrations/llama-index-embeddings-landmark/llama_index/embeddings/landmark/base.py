@@ -23,6 +23,11 @@ class LandmarkEmbedding(BaseEmbedding):
     first use (or injected) and shared with :class:`LandmarkNodeParser` and
     :class:`LandmarkVectorStore` through :attr:`encoder`.
 
+    With ``static=True`` no transformer runs: the encoder is the static model's
+    (:class:`lmk_rag.static.documents.StaticDocumentEncoder`: pooled static vectors over chunks of ``granularity``
+    tokens), for a static store (``LandmarkVectorStore(embed_model=LandmarkEmbedding(static=True))``); the other
+    transformer fields are then unused.
+
     Example::
 
         from llama_index.core import Settings
@@ -61,8 +66,12 @@ class LandmarkEmbedding(BaseEmbedding):
         default="auto",
         description="torch: 'auto', 'float32', 'bfloat16', 'float16'; onnx: 'auto' (float32), 'float32', 'int8'.",
     )
+    static: bool = Field(
+        default=False,
+        description="Encode with the shipped static model and mixer instead of a transformer (for a static store).",
+    )
 
-    _encoder: LandmarkEncoder | None = PrivateAttr(default=None)
+    _encoder: Any = PrivateAttr(default=None)
     _device: str | None = PrivateAttr(default=None)
     _empty: list[float] | None = PrivateAttr(default=None)
 
@@ -78,10 +87,11 @@ class LandmarkEmbedding(BaseEmbedding):
         sentence_max_tokens: int = 128,
         backend: Backend | str = Backend.TORCH,
         dtype: str = "auto",
+        static: bool = False,
         embed_batch_size: int = 32,
         device: str | None = None,
         callback_manager: CallbackManager | None = None,
-        encoder: LandmarkEncoder | None = None,
+        encoder: Any = None,
         **kwargs: Any,
     ) -> None:
         """Configure the embedding model; the encoder loads on first use unless one is given.
@@ -98,10 +108,13 @@ class LandmarkEmbedding(BaseEmbedding):
         :param sentence_max_tokens: see :class:`lmk_rag.LandmarkEncoder`.
         :param backend: see :class:`lmk_rag.LandmarkEncoder`.
         :param dtype: see :class:`lmk_rag.LandmarkEncoder`.
+        :param static: encode with the static model (no transformer): a static store's embedding.
         :param embed_batch_size: texts per call to the encoder, and windows per forward pass.
         :param device: ``"cpu"``, ``"cuda"``, ...; default: the best available (not serialised).
         :param callback_manager: LlamaIndex callback manager.
-        :param encoder: an already built encoder to use; the settings fields are then read from it.
+        :param encoder: an already built encoder to use (a :class:`lmk_rag.LandmarkEncoder`, or a
+            :class:`lmk_rag.static.documents.StaticDocumentEncoder`, which means ``static=True``); the settings fields
+            are then read from it.
         :param kwargs: other :class:`BaseEmbedding` fields (e.g. ``num_workers``).
         """
         settings = dict(
@@ -116,9 +129,12 @@ class LandmarkEmbedding(BaseEmbedding):
             backend=backend,
             dtype=dtype,
         )
+        static = static or hasattr(encoder, "encode_query_tokens")
         if encoder is not None:
-            settings.update({key: getattr(encoder, key) for key in settings})
-        super().__init__(embed_batch_size=embed_batch_size, callback_manager=callback_manager, **settings, **kwargs)
+            settings.update({key: getattr(encoder, key) for key in settings if hasattr(encoder, key)})
+        super().__init__(
+            embed_batch_size=embed_batch_size, callback_manager=callback_manager, static=static, **settings, **kwargs
+        )
         self._encoder = encoder
         self._device = device
 
@@ -128,8 +144,13 @@ class LandmarkEmbedding(BaseEmbedding):
         return "LandmarkEmbedding"
 
     @property
-    def encoder(self) -> LandmarkEncoder:
-        """The landmark encoder, built from the fields on first access."""
+    def encoder(self) -> Any:
+        """The landmark encoder (with ``static``: the static document encoder), built from the fields on first
+        access."""
+        if self._encoder is None and self.static:
+            from lmk_rag.static.documents import StaticDocumentEncoder
+
+            self._encoder = StaticDocumentEncoder(granularity=self.granularity)
         if self._encoder is None:
             self._encoder = LandmarkEncoder(
                 model_name=self.model_name,
@@ -153,8 +174,12 @@ class LandmarkEmbedding(BaseEmbedding):
         states of the tokenizer's special tokens alone (``[CLS] [SEP]``). So an empty ``Document`` or an
         ``ImageNode`` without text can be indexed as with any LlamaIndex embedding model.
 
+        With ``static``, a text without words has no tokens: its pooled static vector is zeros, as model2vec gives.
+
         :return: the vector, computed once.
         """
+        if self._empty is None and self.static:
+            self._empty = [0.0] * self.encoder.dim
         if self._empty is None:
             import torch
 

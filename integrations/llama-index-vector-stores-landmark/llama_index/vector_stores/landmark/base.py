@@ -39,8 +39,11 @@ class LandmarkVectorStore(BasePydanticVectorStore):
     embed it first) and runs one Query API call: candidates by node vector and by BM25, each scored by
     a rerank (MaxSim over the nodes' chunk vectors with ``rerank="chunks"``, over static token vectors
     with ``"static"``, which needs a store opened with ``static_encoder=``, or the node vector's cosine
-    with ``"none"``) fused with its BM25 score. Nodes from :class:`LandmarkNodeParser` bring their chunk
-    vectors; other nodes with an embedding are written with that embedding as their only chunk vector.
+    with ``"none"``; by default the store's: ``"chunks"``, or ``"static"`` in a static store) fused with its BM25
+    score. Nodes from :class:`LandmarkNodeParser` bring their chunk vectors; other nodes with an embedding are
+    written with that embedding as their only chunk vector. A static store (no transformer) comes from a static
+    embedding: ``LandmarkVectorStore(path, embed_model=LandmarkEmbedding(static=True))``, parsed by the same
+    :class:`LandmarkNodeParser`.
     Pass ``rerank`` or ``alpha`` per query with ``index.as_retriever(vector_store_kwargs={"rerank": "static"})``.
     Query modes, filters and what is not supported: docs/llamaindex.md.
 
@@ -53,7 +56,9 @@ class LandmarkVectorStore(BasePydanticVectorStore):
 
     stores_text: bool = True
     is_embedding_query: bool = False
-    rerank: Rerank = Field(default=Rerank.CHUNKS, description="Default second stage: chunks, static or none.")
+    rerank: Rerank | None = Field(
+        default=None, description="Default second stage: chunks, static or none (None: the store's)."
+    )
 
     _store: LandmarkStore = PrivateAttr()
     _owns_store: bool = PrivateAttr(default=True)
@@ -70,7 +75,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         store: LandmarkStore | None = None,
         embed_model: LandmarkEmbedding | None = None,
         static_encoder: Any = None,
-        rerank: Rerank | str = Rerank.CHUNKS,
+        rerank: Rerank | str | None = None,
         **store_options: Any,
     ) -> None:
         """Open a store, or wrap one.
@@ -85,14 +90,14 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         :param embed_model: share this model's encoder with the store (else the store builds its own
             from its recorded settings).
         :param static_encoder: a ``StaticTokenEncoder`` to fill and search static token vectors.
-        :param rerank: the default second stage.
+        :param rerank: the default second stage (None: the store's, ``"chunks"`` or ``"static"`` in a static store).
         :param store_options: other :class:`LandmarkStore` arguments (``collection``, ``bm25``, ``alpha``,
             ``text_keys`` (metadata keys indexed for ``TEXT_MATCH``), ...).
         :raises InvalidInputError: when ``store`` is given with location arguments.
         """
         if store is not None and (path, url, client, location) != (None, None, None, None):
             raise InvalidInputError("give either store= or one of path, url, client, location, not both")
-        super().__init__(rerank=check_rerank(rerank))
+        super().__init__(rerank=None if rerank is None else check_rerank(rerank))
         self._owns_store = store is None
         self._store = store or LandmarkStore(
             path,
@@ -285,7 +290,8 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         self, query: VectorStoreQuery, rerank: Rerank | str | None = None, alpha: float | None = None, **kwargs: Any
     ) -> list[Hit]:
         """The store's hits for a LlamaIndex query."""
-        return search(self._store, query, check_rerank(rerank or self.rerank), alpha, **kwargs)
+        rerank = rerank or self.rerank
+        return search(self._store, query, None if rerank is None else check_rerank(rerank), alpha, **kwargs)
 
     def _result(self, hits: list[Hit]) -> VectorStoreQueryResult:
         """LlamaIndex's result from store hits."""

@@ -29,14 +29,14 @@ MMR_DEFAULT = 0.5
 
 
 def search(
-    store: LandmarkStore, query: VectorStoreQuery, rerank: Rerank, alpha: float | None = None, **kwargs: Any
+    store: LandmarkStore, query: VectorStoreQuery, rerank: Rerank | None, alpha: float | None = None, **kwargs: Any
 ) -> list[Hit]:
     """Run a LlamaIndex query on the store (see the module docstring).
 
     :param store: the store.
     :param query: the query; ``doc_ids=[]`` finds nothing, ``node_ids=[]`` restricts nothing (``VectorStoreIndex``'s
         retriever passes the ids its ``index_struct`` holds, which is empty for a store that keeps the text).
-    :param rerank: the rerank of the fused search.
+    :param rerank: the rerank of the fused search (None: the store's).
     :param alpha: the fused search's weight of the rerank (None: the store's); ``VectorStoreQuery.alpha`` overrides
         it in ``hybrid`` mode.
     :param kwargs: ``mmr_threshold`` for ``mmr`` (present, even as None, it overrides the query's).

@@ -1,0 +1,82 @@
+"""A store's mode (:class:`~lmk_rag.store.types.StoreMode`): which one a store has, and the encoders each mode uses.
+
+A ``transformer`` store encodes with the landmark encoder (torch, imported only when it is built); a ``static``
+store encodes with :class:`~lmk_rag.static.documents.StaticDocumentEncoder`, which is also its static token encoder,
+so its ingest and search never import torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lmk_rag.errors import InvalidInputError, SettingsMismatchError
+from lmk_rag.store.layout import store_mode
+from lmk_rag.store.types import Rerank, StoreMode
+
+
+def resolve_mode(meta: dict[str, Any] | None, mode: StoreMode | str | None, encoder: Any, where: str) -> StoreMode:
+    """The mode of the store being opened.
+
+    :param meta: the store's settings record, or None for a new store.
+    :param mode: the mode asked for, or None.
+    :param encoder: the encoder given, or None; a static encoder (one with ``encode_query_tokens``) means ``static``.
+    :param where: the store, for messages.
+    :return: the recorded mode of an existing store, else the one asked for, else the encoder's.
+    :raises InvalidInputError: for an unknown mode, or an encoder of the other mode.
+    :raises SettingsMismatchError: when the mode asked for is not the existing store's.
+    """
+    if mode is not None:
+        try:
+            mode = StoreMode(mode)
+        except ValueError:
+            choices = ", ".join(repr(m.value) for m in StoreMode)
+            raise InvalidInputError(f"mode must be one of {choices}, got {mode!r}") from None
+    given = None if encoder is None else StoreMode.STATIC if is_static_encoder(encoder) else StoreMode.TRANSFORMER
+    if mode is not None and given is not None and mode != given:
+        raise InvalidInputError(f"mode={mode.value!r} with a {given.value} encoder: give one or the other")
+    wanted = mode or given
+    if meta is None:
+        return wanted or StoreMode.TRANSFORMER
+    recorded = store_mode(meta)
+    if wanted is not None and wanted != recorded:
+        raise SettingsMismatchError(f"{where} is a {recorded.value} store, opened as a {wanted.value} one")
+    return recorded
+
+
+def is_static_encoder(encoder: Any) -> bool:
+    """Whether an encoder is a static one (:class:`~lmk_rag.static.StaticTokenEncoder` or
+    :class:`~lmk_rag.static.documents.StaticDocumentEncoder`), by the method only they have."""
+    return hasattr(encoder, "encode_query_tokens")
+
+
+def static_store_encoder(meta: Any, encoder: Any, static_encoder: Any) -> Any:
+    """A static store's encoder: the one given (a bare ``StaticTokenEncoder`` is wrapped, chunking as the store
+    records, else by default), else one rebuilt from the recorded settings (or the defaults, for a new store). It is
+    also the store's static encoder (its ``tokens``).
+
+    :param meta: the store's settings record, or None for a new store.
+    :param encoder: the encoder given, or None.
+    :param static_encoder: the ``static_encoder`` given, which a static store does not take.
+    :return: a :class:`~lmk_rag.static.documents.StaticDocumentEncoder`.
+    :raises InvalidInputError: when ``static_encoder`` is given.
+    """
+    from lmk_rag.static.documents import StaticDocumentEncoder
+
+    if static_encoder is not None:
+        raise InvalidInputError(
+            "a static store's token vectors come from its encoder: pass encoder=StaticTokenEncoder(...), "
+            "not static_encoder="
+        )
+    if isinstance(encoder, StaticDocumentEncoder):
+        return encoder
+    recorded = meta.get("encoder") if isinstance(meta, dict) else None
+    settings = recorded.get("settings") if isinstance(recorded, dict) else None
+    if encoder is not None:
+        chunking = {"granularity": settings["granularity"]} if settings and "granularity" in settings else {}
+        return StaticDocumentEncoder(tokens=encoder, **chunking)
+    return StaticDocumentEncoder(**(settings or {}))
+
+
+def default_rerank(mode: StoreMode) -> Rerank:
+    """The rerank a search uses when none is named: chunk MaxSim, or static MaxSim in a static store."""
+    return Rerank.STATIC if mode == StoreMode.STATIC else Rerank.CHUNKS

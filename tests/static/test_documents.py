@@ -1,0 +1,85 @@
+"""StaticDocumentEncoder: landmark-style encodings (chunks, spans, pooled vectors) from the shipped static model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lmk_rag.errors import EmptyTextError, InvalidInputError, ModelNotFoundError
+from lmk_rag.nodes import group_chunks
+from lmk_rag.static import StaticTokenEncoder
+from lmk_rag.static.documents import StaticDocumentEncoder
+from lmk_rag.static.mixer import SHIPPED_MIXER_DIR, MixerWeights
+
+TEXT = (
+    "The kill() system call can be used to send any signal to any process group or process. "
+    "If pid is positive, then signal sig is sent to the process with the ID specified by pid. "
+) * 12
+
+
+@pytest.fixture(scope="module")
+def encoder() -> StaticDocumentEncoder:
+    return StaticDocumentEncoder()
+
+
+def test_chunks_tile_the_text_in_runs_of_granularity_tokens(encoder: StaticDocumentEncoder) -> None:
+    encoded = encoder.encode_documents(TEXT)
+    n_tokens = len(encoder.tokens.tokenize(TEXT)[0])
+    assert "".join(TEXT[start:end] for start, end in encoded.spans) == TEXT
+    assert encoded.token_counts[:-1] == [64] * (len(encoded.spans) - 1) and sum(encoded.token_counts) == n_tokens
+    assert encoded.chunk_vectors.shape == (len(encoded.spans), 256) and encoded.vector.shape == (256,)
+    np.testing.assert_allclose(np.linalg.norm(encoded.chunk_vectors, axis=1), 1.0, rtol=1e-5)
+
+
+def test_vectors_are_model2vec_pooled_embeddings(encoder: StaticDocumentEncoder) -> None:
+    raw = StaticTokenEncoder(encoder.tokens.vectors)  # pooled vectors ignore the mixer
+    encoded = encoder.encode_documents(TEXT)
+    np.testing.assert_allclose(encoded.vector, raw.encode(TEXT), atol=1e-5)
+    query = encoder.encode_queries("send a signal")
+    np.testing.assert_allclose(query.vector, raw.encode("send a signal"), atol=1e-5)
+    assert query.spans == [(0, 13)] and query.token_counts == [3]
+
+
+def test_nodes_cut_from_a_static_encoding_are_runs_of_whole_chunks(encoder: StaticDocumentEncoder) -> None:
+    nodes = group_chunks(encoder.encode_documents(TEXT), node_tokens=256)
+    assert [node.token_count for node in nodes[:-1]] == [256] * (len(nodes) - 1)
+    assert nodes[0].span[0] == 0 and nodes[-1].span[1] == len(TEXT)
+
+
+def test_token_vectors_come_from_the_mixer(encoder: StaticDocumentEncoder) -> None:
+    assert encoder.tokens.mixer is not None and encoder.tokens.mixer.source == str(SHIPPED_MIXER_DIR)
+    raw = StaticDocumentEncoder(mixer=None)
+    assert encoder.encode_query_tokens("send a signal").shape == (3, 256)
+    assert not np.allclose(encoder.encode_query_tokens("send a signal"), raw.encode_query_tokens("send a signal"))
+    assert raw.fingerprint != encoder.fingerprint
+
+
+def test_settings_rebuild_the_encoder(encoder: StaticDocumentEncoder, tmp_path: Path) -> None:
+    assert encoder.settings == {"static_model": None, "mixer": "shipped", "granularity": 64}
+    assert StaticDocumentEncoder(**encoder.settings).fingerprint == encoder.fingerprint
+    own = tmp_path / "mixer"
+    own.mkdir()
+    for item in SHIPPED_MIXER_DIR.iterdir():
+        (own / item.name).write_bytes(item.read_bytes())
+    copied = StaticDocumentEncoder(mixer=own, granularity="sentence")
+    assert copied.settings["mixer"] == str(own) and copied.settings["granularity"] == "sentence"
+    assert StaticDocumentEncoder(**copied.settings).fingerprint == copied.fingerprint != encoder.fingerprint
+
+
+def test_an_unsaved_mixer_is_recorded_and_cannot_be_rebuilt(encoder: StaticDocumentEncoder) -> None:
+    live = MixerWeights(encoder.tokens.mixer.config, encoder.tokens.mixer.weights)  # no folder
+    unsaved = StaticDocumentEncoder(tokens=StaticTokenEncoder(encoder.tokens.vectors, mixer=live))
+    assert unsaved.settings["mixer"] == "unsaved"
+    with pytest.raises(ModelNotFoundError, match="never saved"):
+        StaticDocumentEncoder(**unsaved.settings)
+
+
+def test_bad_input_names_the_problem(encoder: StaticDocumentEncoder) -> None:
+    with pytest.raises(EmptyTextError):
+        encoder.encode_documents(["fine", "  "])
+    with pytest.raises(InvalidInputError, match="vocabulary"):
+        encoder.encode_documents("\U0001f600\U0001f600")
+    with pytest.raises(InvalidInputError, match="granularity"):
+        StaticDocumentEncoder(granularity="paragraph")
