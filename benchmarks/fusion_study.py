@@ -311,7 +311,13 @@ def decide(corpus: Corpus, depths: Sequence[int], alphas: Sequence[float]) -> di
                 bm25 = node_idx[name].scores(queries[name][q])
                 bm_top = np.argsort(-bm25, kind="stable")[:depth]
                 bm_top = bm_top[bm25[bm_top] > 0]
-                if name == "edge-code":
+                if name == "edge-code":  # BM25 known only for its own top candidates (a plain BM25 search)
+                    cand = np.union1d(dense_top, bm_top)
+                    known = np.zeros_like(bm25)
+                    known[bm_top] = bm25[bm_top]
+                    for alpha in alphas:
+                        fused = fuse("max", alpha, ms[cand], known[cand])
+                        add(f"edge-code bm25-top-only depth {depth} a={alpha}", doc_ranking(cand, fused, corpus.node_doc))
                     pair = np.maximum(bm25, pair_idx.scores(queries[name][q]))
                     pair_top = np.argsort(-pair, kind="stable")[:depth]
                     cand = np.union1d(dense_top, pair_top[pair[pair_top] > 0])

@@ -211,8 +211,12 @@ class EdgeBackend(Backend):
         self.shard.update(qe.UpdateOperation.delete_points_by_filter(native_filter))
 
     def query(self, plan: QueryPlan) -> list[list[ScoredPointData]]:
-        """One Query API call: a batch of one request per scorer, each scoring the union of the prefetches."""
+        """One Query API call: a batch of one request per scorer, each scoring the union of the prefetches, then the
+        plan's plain search."""
         requests = [self._request(plan, scorer) for scorer in plan.scorers]
+        if plan.search is not None:
+            requests.append(qe.QueryRequest(limit=plan.prefetch_limit, query=_nearest(plan.search), filter=plan.filter,
+                                            with_payload=qe.PayloadSelector.Include(plan.payload_keys)))
         if len(requests) == 1:
             results = [self.shard.query(requests[0])]
         else:

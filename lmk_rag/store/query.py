@@ -88,8 +88,9 @@ def plan_search(
     :param filter: the backend-native filter.
     :param payload_keys: payload keys returned with each scored point.
     :param hnsw_ef: HNSW ``ef`` of the dense searches.
-    :return: the plan; BM25 widens the prefetch whenever the query has BM25 terms, and scores the candidates
-        unless ``alpha`` is 1; ``alpha`` 0 is a plain BM25 search of the whole store.
+    :return: the plan; BM25 widens the prefetch whenever the query has BM25 terms; unless ``alpha`` is 1, a plain
+        BM25 search of the same depth runs in the same call and gives the BM25 scores (a candidate outside its
+        top scores 0); ``alpha`` 0 is a plain BM25 search of the whole store.
     """
     lexical = Branch("bm25", sparse) if sparse is not None and sparse.indices else None
     scorers: tuple[Branch, ...] = (scorer,)
@@ -99,7 +100,6 @@ def plan_search(
         prefetch, scorers = (), (lexical,)
     else:
         prefetch = (*dense, lexical)
-        scorers = (scorer, lexical) if alpha < 1.0 else (scorer,)
     return QueryPlan(
         prefetch=prefetch,
         scorers=scorers,
@@ -108,6 +108,7 @@ def plan_search(
         filter=filter,
         payload_keys=payload_keys,
         hnsw_ef=hnsw_ef,
+        search=lexical if lexical is not None and 0.0 < alpha < 1.0 else None,
     )
 
 
@@ -149,7 +150,7 @@ def fuse(plan: QueryPlan, results: list[list[ScoredPointData]], alpha: float) ->
     :param alpha: weight of the dense side; a plan without one of the two sides ranks by the other alone.
     :return: every candidate once, with its final score.
     """
-    sides = dict(zip((scorer.using for scorer in plan.scorers), results))
+    sides = dict(zip([scorer.using for scorer in plan.scorers] + ([plan.search.using] if plan.search else []), results))
     lexical = sides.pop("bm25", None)
     dense = next(iter(sides.values()), None)
     scorer = next((s for s in plan.scorers if s.using != "bm25"), None)

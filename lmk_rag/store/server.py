@@ -154,7 +154,7 @@ def query_requests(plan: QueryPlan) -> list[models.QueryRequest]:
     union of the prefetch branches (or searching the whole collection when there are none); an MMR plan's scorer
     is a nearest query with MMR (qdrant-client's ``diversity`` is ``1 - mmr_lambda``).
 
-    :return: the requests, in scorer order.
+    :return: the requests, in scorer order, then the plan's plain search.
     """
     params = models.SearchParams(hnsw_ef=plan.hnsw_ef) if plan.hnsw_ef else None
     prefetch = [
@@ -167,6 +167,10 @@ def query_requests(plan: QueryPlan) -> list[models.QueryRequest]:
         )
         for branch in plan.prefetch
     ]
+    search = [] if plan.search is None else [models.QueryRequest(
+        query=_query_value(plan.search), using=plan.search.using, filter=plan.filter, limit=plan.prefetch_limit,
+        with_payload=list(plan.payload_keys),
+    )]
     return [
         models.QueryRequest(
             prefetch=prefetch or None,
@@ -181,7 +185,7 @@ def query_requests(plan: QueryPlan) -> list[models.QueryRequest]:
             with_payload=list(plan.payload_keys),
         )
         for scorer in plan.scorers
-    ]
+    ] + search
 
 
 def _query_value(branch: Branch) -> Any:

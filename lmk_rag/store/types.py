@@ -167,4 +167,5 @@ class QueryPlan:
     filter: Any
     payload_keys: list[str]
     hnsw_ef: int | None = None
+    search: Branch | None = None
     mmr_lambda: float | None = None

@@ -138,13 +138,13 @@ def _plan(alpha: float = 0.7, sparse: SparseVector | None = SparseVector([3], [1
     return plan_search(**{**base, **overrides})
 
 
-def test_fused_plan_scores_the_union_of_the_prefetch_twice_in_one_batch():
+def test_fused_plan_is_one_batch_of_the_rerank_and_a_plain_bm25_search():
     fused = query_requests(_plan())
     assert [(r.using, r.query) for r in fused] == [("chunks", [[0.1, 0.2]]), ("bm25", models.SparseVector(
         indices=[3], values=[1.0]))]
-    for request in fused:  # both scorers see the same candidates: the union of the dense and BM25 branches
-        assert [(p.using, p.limit) for p in request.prefetch] == [("node", 100), ("bm25", 100)]
-        assert request.limit == 200
+    rerank, lexical = fused  # the rerank scores the union of the dense and BM25 branches
+    assert [(p.using, p.limit) for p in rerank.prefetch] == [("node", 100), ("bm25", 100)] and rerank.limit == 200
+    assert lexical.prefetch is None and lexical.limit == 100  # BM25 of its own top nodes
     alone = query_requests(_plan(alpha=1.0))  # BM25 widens the prefetch, MaxSim alone ranks
     assert [r.using for r in alone] == ["chunks"] and [p.using for p in alone[0].prefetch] == ["node", "bm25"]
     lexical = query_requests(_plan(alpha=0.0))  # BM25 alone over the whole collection
