@@ -7,7 +7,7 @@ import json
 import typer
 
 from lmk_rag.cli.root import app
-from lmk_rag.cli.runtime import backend_option, dtype_option, runtime_settings
+from lmk_rag.cli.runtime import backend_option, dtype_option, parse_granularity, runtime_settings
 
 
 @app.command()
@@ -15,7 +15,7 @@ def encode(
     text: str = typer.Argument(..., help="The text to encode."),
     model: str = typer.Option(None, help="Model folder or Hugging Face id (default: all-MiniLM-L6-v2)."),
     granularity: str = typer.Option(
-        None, help="Chunk size in tokens, 'sentence' or 'variable' (default: the library's, 64)."
+        None, help="Chunk size in tokens, 'sentence', 'variable' or 'none' (default: the library's, 64)."
     ),
     backend: str = backend_option(),
     dtype: str = dtype_option(),
@@ -23,7 +23,7 @@ def encode(
     """Encode one text and print its chunks as JSON: span, token count, text."""
     from lmk_rag.encoder import LandmarkEncoder
 
-    settings = {} if granularity is None else {"granularity": int(granularity) if granularity.isdigit() else granularity}
+    settings = {} if granularity is None else {"granularity": parse_granularity(granularity)}
     encoded = LandmarkEncoder(model_name=model, **settings, **runtime_settings(backend, dtype)).encode_documents(text)
     chunks = [
         {"span": list(span), "tokens": count, "text": text[span[0] : span[1]]}

@@ -9,24 +9,13 @@ from typing import Any
 import typer
 
 from lmk_rag.cli.root import app
-from lmk_rag.cli.runtime import backend_option, dtype_option, runtime_settings
+from lmk_rag.cli.runtime import backend_option, dtype_option, parse_granularity, runtime_settings
 from lmk_rag.eval.pipelines import pipeline_names
 from lmk_rag.paths import user_cache_dir
 
 
 def _default_cache_dir() -> Path:
     return user_cache_dir("eval")
-
-
-def _parse_granularity(value: str) -> int | str | None:
-    """``"32"`` -> 32, ``"none"`` -> None, ``"sentence"``/``"variable"`` unchanged."""
-    if value.isdigit():
-        return int(value)
-    if value.lower() == "none":
-        return None
-    if value in ("sentence", "variable"):
-        return value
-    raise typer.BadParameter(f"expected a number of tokens, 'sentence', 'variable' or 'none', got {value!r}")
 
 
 def _parse_setting(item: str) -> tuple[str, Any]:
@@ -74,7 +63,7 @@ def eval_command(
 
     encoder: dict[str, Any] = dict(_parse_setting(item) for item in extra or [])
     if granularity is not None:
-        encoder["granularity"] = _parse_granularity(granularity)
+        encoder["granularity"] = parse_granularity(granularity)
     for name, value in (("context", context), ("chunk_vector", chunk_vector), ("window_overlap", window_overlap)):
         if value is not None:
             encoder[name] = value

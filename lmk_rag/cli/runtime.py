@@ -1,4 +1,4 @@
-"""The ``--backend`` and ``--dtype`` options shared by the commands that build an encoder.
+"""The encoder options shared by the commands that build an encoder: ``--backend``, ``--dtype``, ``--granularity``.
 
 Plain strings, checked by the encoder (whose error names the fix): importing the encoder's types here would
 import torch for every command.
@@ -36,3 +36,18 @@ def runtime_settings(backend: str | None, dtype: str | None) -> dict[str, Any]:
     if dtype is not None:
         settings["dtype"] = dtype
     return settings
+
+
+def parse_granularity(value: str) -> int | str | None:
+    """A ``--granularity`` value: a number of tokens (``"32"``, also ``"-3"``, which the encoder then refuses with
+    its own message), ``"sentence"``, ``"variable"`` or ``"none"`` (the plain encoder).
+
+    :raises typer.BadParameter: for anything else.
+    """
+    if value.lstrip("-").isdigit():
+        return int(value)
+    if value.lower() == "none":
+        return None
+    if value in ("sentence", "variable"):
+        return value
+    raise typer.BadParameter(f"expected a number of tokens, 'sentence', 'variable' or 'none', got {value!r}")

@@ -160,10 +160,10 @@ def fuse(plan: QueryPlan, results: list[list[ScoredPointData]], alpha: float) ->
         vectors = _query_vectors(scorer)
         for point in dense:
             points[point.id] = point
-            dense_scores[point.id] = _checked(point, point.score / vectors, COSINE_RANGE)
+            dense_scores[point.id] = checked_score(point, point.score / vectors, COSINE_RANGE)
     lexical_scores: dict[str, float] = {}
     if lexical is not None:
-        top = max((_checked(point, point.score, (0.0, math.inf)) for point in lexical), default=0.0)
+        top = max((checked_score(point, point.score, (0.0, math.inf)) for point in lexical), default=0.0)
         for point in lexical:
             points.setdefault(point.id, point)
             lexical_scores[point.id] = point.score / top if top > 0 else 0.0
@@ -189,7 +189,7 @@ def fuse(plan: QueryPlan, results: list[list[ScoredPointData]], alpha: float) ->
 COSINE_RANGE = (-1.001, 1.001)
 
 
-def _checked(point: ScoredPointData, score: float, bounds: tuple[float, float]) -> float:
+def checked_score(point: ScoredPointData, score: float, bounds: tuple[float, float] = COSINE_RANGE) -> float:
     """A score, or :class:`CorruptStoreError` when it is not finite or outside its range (damaged vectors)."""
     if not (math.isfinite(score) and bounds[0] <= score <= bounds[1]):
         raise CorruptStoreError(

@@ -15,7 +15,16 @@ from lmk_rag.errors import InvalidInputError, SettingsMismatchError, VectorSizeE
 from lmk_rag.store import records as rec
 from lmk_rag.store import versions
 from lmk_rag.store.filters import FilterLike
-from lmk_rag.store.query import best_hits, check_alpha, check_k, check_rerank, fuse, plan_mmr, plan_search
+from lmk_rag.store.query import (
+    best_hits,
+    check_alpha,
+    check_k,
+    check_rerank,
+    checked_score,
+    fuse,
+    plan_mmr,
+    plan_search,
+)
 from lmk_rag.store.types import Branch, Hit, NodeRecord, Rerank
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -144,6 +153,8 @@ class StoreReads:
         plan = plan_mmr(vector.tolist(), lambda_, candidates or max(self.prefetch_limit, 4 * k), k,
                         versions.nodes_filter(self._backend, filter), rec.HIT_KEYS, self.hnsw_ef)
         (picked,) = self._backend.query(plan)
+        for point in picked:
+            checked_score(point, point.score)  # a cosine outside [-1, 1] comes from damaged vectors
         shown = versions.visible(self._backend, picked)
         full = {p.id: p for p in self._backend.retrieve([p.id for p in shown], False)}
         return [rec.hit_from_point(full[p.id], p.score) for p in shown if p.id in full]
