@@ -78,6 +78,8 @@ class StoreWrites:
         if skip_unchanged:
             changes = self.changes(docs)
             docs = [doc for doc in docs if changes[doc[0]] != "unchanged"]
+        if not docs:  # nothing to encode: the model is not even loaded
+            return 0
         return add_in_batches(self.encoder, lambda writes: self._write(writes, on_ack), docs, self.node_tokens,
                               self._meta["encoder"]["fingerprint"], batch_size or self.batch_size, show_progress_bar)
 
