@@ -50,4 +50,5 @@ def parse_granularity(value: str) -> int | str | None:
         return None
     if value in ("sentence", "variable"):
         return value
-    raise typer.BadParameter(f"expected a number of tokens, 'sentence', 'variable' or 'none', got {value!r}")
+    raise typer.BadParameter(f"expected a number of tokens, 'sentence', 'variable' or 'none', got {value!r}",
+                             param_hint="'--granularity'")
