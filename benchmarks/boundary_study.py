@@ -154,7 +154,8 @@ def isolated(data, rows: list[dict]) -> None:
     for position in sorted(set(positions)):
         mask = positions == position
         hits = np.arange(len(qids))[mask]
-        print(f"{position:>8}  {mask.sum():>3}  {np.mean(dense[mask] == hits):.2f} / {np.mean(lexical[mask] == hits):.2f}")
+        same_dense, same_lexical = np.mean(dense[mask] == hits), np.mean(lexical[mask] == hits)
+        print(f"{position:>8}  {mask.sum():>3}  {same_dense:.2f} / {same_lexical:.2f}")
 
 
 def report(rows: list[dict], runs: list[str]) -> None:

@@ -317,13 +317,15 @@ def decide(corpus: Corpus, depths: Sequence[int], alphas: Sequence[float]) -> di
                     known[bm_top] = bm25[bm_top]
                     for alpha in alphas:
                         fused = fuse("max", alpha, ms[cand], known[cand])
-                        add(f"edge-code bm25-top-only depth {depth} a={alpha}", doc_ranking(cand, fused, corpus.node_doc))
+                        add(f"edge-code bm25-top-only depth {depth} a={alpha}",
+                            doc_ranking(cand, fused, corpus.node_doc))
                     pair = np.maximum(bm25, pair_idx.scores(queries[name][q]))
                     pair_top = np.argsort(-pair, kind="stable")[:depth]
                     cand = np.union1d(dense_top, pair_top[pair[pair_top] > 0])
                     for alpha in alphas:
                         fused = fuse("max", alpha, ms[cand], pair[cand])
-                        add(f"edge-code max(node, pair) depth {depth} a={alpha}", doc_ranking(cand, fused, corpus.node_doc))
+                        add(f"edge-code max(node, pair) depth {depth} a={alpha}",
+                            doc_ranking(cand, fused, corpus.node_doc))
                 for docs in (False, True):
                     cand = np.union1d(dense_top, bm_top)
                     cand = np.union1d(cand, doc_top) if docs else cand

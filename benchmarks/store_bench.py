@@ -213,7 +213,8 @@ def write_report(args, rows, recall_rows, over, n_real, n_pages, n_queries, wall
         "# Store benchmark (`benchmarks/store_bench.py`)",
         "",
         f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC. Machine: {os.cpu_count()} CPU cores ({cpu}), "
-        f"load average 0.0 when it started (nothing else running); Python {platform.python_version()}, qdrant-edge-py 0.9.0. "
+        f"load average 0.0 when it started (nothing else running); Python {platform.python_version()}, "
+        "qdrant-edge-py 0.9.0. "
         f"Whole run: {wall_s / 60:.1f} min.",
         "",
         f"Nodes: {n_real} real nodes (256 tokens) of {n_pages} real manual pages (manpages-needle/L2048, default "
@@ -222,7 +223,8 @@ def write_report(args, rows, recall_rows, over, n_real, n_pages, n_queries, wall
         f"once (excluded from latency), each run {args.repeats}x; latency = one `search_encoded` call "
         "(k=10, node level, store defaults: BM25 vectors written) including the marker and payload look-ups. "
         "Modes: **fused** = the product (one Query API call batching two requests: chunk MaxSim over the union of an "
-        "HNSW node prefetch of 100 and a BM25 prefetch of 100, and a plain BM25 search of 100; fused in the store); **alpha1** = "
+        "HNSW node prefetch of 100 and a BM25 prefetch of 100, and a plain BM25 search of 100; fused in the store); "
+        "**alpha1** = "
         "BM25 widens the prefetch, MaxSim alone ranks (one request); **dense** = no query text, so no BM25 "
         "(dense prefetch, MaxSim rerank); **norerank** = node-vector cosine fused with BM25. Index built "
         "(`optimize`) before querying.",

@@ -35,5 +35,7 @@ def __getattr__(name: str) -> Any:
     try:
         module = import_module(module_name)
     except ImportError as error:
-        raise ImportError(f"lmk_rag.{name} needs the '{extra}' extra: pip install 'lmk-rag[{extra}]' ({error})") from error
+        raise ImportError(
+            f"lmk_rag.{name} needs the '{extra}' extra: pip install 'lmk-rag[{extra}]' ({error})"
+        ) from error
     return getattr(module, name)

@@ -48,7 +48,9 @@ class Decoded:
     skipped: str | None = None
 
 
-def collect_files(paths: list[Path], globs: tuple[str, ...] = DEFAULT_GLOBS, folder_prefix: bool = False) -> list[SourceFile]:
+def collect_files(
+    paths: list[Path], globs: tuple[str, ...] = DEFAULT_GLOBS, folder_prefix: bool = False
+) -> list[SourceFile]:
     """The files under the given paths whose names match a glob, with their doc ids, in a stable order.
 
     :param paths: files or folders.

@@ -56,7 +56,8 @@ class CliGroup(TyperGroup):
         except BaseException as error:  # also the engine's panics (pyo3's PanicException is a BaseException)
             if CliGroup.debug:
                 raise
-            typer.echo(f"error: {type(error).__name__}: {error} (rerun with lmk-rag --debug for the traceback)", err=True)
+            hint = "rerun with lmk-rag --debug for the traceback"
+            typer.echo(f"error: {type(error).__name__}: {error} ({hint})", err=True)
         raise typer.Exit(1)
 
 

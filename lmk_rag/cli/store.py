@@ -98,7 +98,9 @@ def ingest(
     url: str = typer.Option(None, "--url", help=URL_HELP),
     location: str = typer.Option(None, "--location", help=LOCATION_HELP),
     collection: str = typer.Option("lmk_rag", "--collection", help=COLLECTION_HELP),
-    glob: list[str] = typer.Option(None, "--glob", help="File name pattern in folders (repeatable; default *.txt, *.md)."),
+    glob: list[str] = typer.Option(
+        None, "--glob", help="File name pattern in folders (repeatable; default *.txt, *.md)."
+    ),
     folder_prefix: bool = typer.Option(False, "--folder-prefix", help="Doc ids start with the folder's name."),
     encoding: str = typer.Option(None, "--encoding", help="Encoding of files that are not UTF-8 (default: skip them)."),
     sync: bool = typer.Option(False, "--sync", help="Also delete documents whose file under these folders is gone."),
@@ -193,7 +195,9 @@ def query(
 ) -> None:
     """Search a store: dense and BM25 prefetch, MaxSim rerank fused with BM25; the best node per document."""
     with open_store(store, url, location, collection, read_only=True) as source:
-        hits = source.search(text, k=k, rerank=rerank, filter=parse_filters(filter or []), doc_level=not nodes, alpha=alpha)
+        hits = source.search(
+            text, k=k, rerank=rerank, filter=parse_filters(filter or []), doc_level=not nodes, alpha=alpha
+        )
     if as_json:
         typer.echo(json.dumps({"query": text, "hits": [asdict(h) for h in hits]}, indent=2, ensure_ascii=False))
         return

@@ -32,7 +32,8 @@ from lmk_rag.encoder.windows import (
 from lmk_rag.errors import EmptyTextError, InvalidInputError
 
 DEFAULT_GRANULARITY = 64
-"""Default chunk size: best mean nDCG@10 of 32/64/128/256 on the dev sets (docs/decisions.md, "eval: encoder defaults")."""
+"""Default chunk size: best mean nDCG@10 of 32/64/128/256 on the dev sets (docs/decisions.md,
+"eval: encoder defaults")."""
 DEFAULT_CONTEXT = Context.DOCUMENT.value
 """Default context: ties ``"chunk"`` in quality and encodes each token once (docs/decisions.md)."""
 

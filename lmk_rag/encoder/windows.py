@@ -122,7 +122,8 @@ def build_windows(
             if one_chunk_per_window:
                 break
         if not members:
-            raise ValueError(f"chunk of {_cost(chunks[next_chunk]) - 1} tokens does not fit a {max_length}-token window")
+            size = _cost(chunks[next_chunk]) - 1
+            raise ValueError(f"chunk of {size} tokens does not fit a {max_length}-token window")
         windows.append(_assemble(text_index, ids, chunks, context, members, special, layout))
     return windows
 

@@ -36,9 +36,9 @@ def evaluate(
     :param keep_per_query: also report ``per_query``: ``{query_id: {metric_key: value}}`` (for intervals).
     :return: the report: ``dataset``, ``pipeline``, ``model``, ``queries``, ``docs``, the metrics of
         :data:`lmk_rag.eval.metrics.METRIC_KEYS`, ``encode_s``, ``cached``, ``query_ms`` (mean
-        search time per query, query encoding included), ``encoder`` (the pipeline's effective encoder settings when it has a ``settings`` attribute,
-        else the overrides), and
-        ``by_position``/``by_length`` when the queries carry that metadata.
+        search time per query, query encoding included), ``encoder`` (the pipeline's effective encoder settings
+        when it has a ``settings`` attribute, else the overrides), and ``by_position``/``by_length`` when the
+        queries carry that metadata.
     :raises lmk_rag.errors.InvalidInputError: for an unknown pipeline name.
     """
     runner = get_pipeline(pipeline, options)

@@ -38,7 +38,9 @@ class Bm25Encoder:
         try:
             import qdrant_edge as qe
         except ImportError as error:
-            raise ImportError("BM25 needs Qdrant's BM25 model from qdrant-edge-py: pip install qdrant-edge-py") from error
+            raise ImportError(
+                "BM25 needs Qdrant's BM25 model from qdrant-edge-py: pip install qdrant-edge-py"
+            ) from error
         kind = qe.TokenizerType.Code if tokenizer == "code" else qe.TokenizerType.Word
         self.tokenizer = tokenizer
         self._model = qe.Bm25(qe.Bm25Config(tokenizer=kind))

@@ -161,7 +161,8 @@ class StoreReads:
 
     def get_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> list[NodeRecord]:
         """Nodes by id and/or metadata filter, with their vectors (in no particular order)."""
-        points = list(versions.scroll(self._backend, versions.nodes_filter(self._backend, filter, node_ids), with_vectors=True))
+        wanted = versions.nodes_filter(self._backend, filter, node_ids)
+        points = list(versions.scroll(self._backend, wanted, with_vectors=True))
         return [rec.record_from_point(p) for p in versions.visible(self._backend, points)]
 
     def doc_ids(self) -> list[str]:

@@ -3,8 +3,8 @@
 A short facade over modules with one job each: :mod:`~lmk_rag.store.backends` opens the backend (folder checks,
 lock), :mod:`~lmk_rag.store.settings` records and checks how the vectors were made, :mod:`~lmk_rag.store.points`
 builds node points with every vector, :mod:`~lmk_rag.store.versions` writes and deletes documents so that none is
-ever lost or doubled, :mod:`~lmk_rag.store.query` plans a search and fuses its scores. The class itself opens the store and holds
-its settings; :class:`~lmk_rag.store.writes.StoreWrites` (writes and deletes) and
+ever lost or doubled, :mod:`~lmk_rag.store.query` plans a search and fuses its scores. The class itself opens the
+store and holds its settings; :class:`~lmk_rag.store.writes.StoreWrites` (writes and deletes) and
 :class:`~lmk_rag.store.reads.StoreReads` (searches and look-ups) are its two halves.
 """
 

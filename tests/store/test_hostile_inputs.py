@@ -41,7 +41,8 @@ LMK_RAG = str(Path(sys.executable).parent / "lmk-rag")
 def filled(tmp_path_factory: pytest.TempPathFactory, minilm_encoder, docs) -> LandmarkStore:
     """A real Edge store of four real pages, open for the whole module."""
     store = LandmarkStore(tmp_path_factory.mktemp("hostile") / "store", encoder=minilm_encoder)
-    store.add_documents([(doc_id, text, {"n": i, "tag": "x"}) for i, (doc_id, text) in enumerate(list(docs.items())[:4])])
+    first = list(docs.items())[:4]
+    store.add_documents([(doc_id, text, {"n": i, "tag": "x"}) for i, (doc_id, text) in enumerate(first)])
     yield store
     store.close()
 
