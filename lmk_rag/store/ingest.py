@@ -17,19 +17,38 @@ from lmk_rag.store.versions import DocumentWrite
 Document = tuple[str, str, "dict[str, Any] | None"]
 
 
-def check_documents(documents: Iterable[Document]) -> list[Document]:
-    """The documents as a list, each checked; a doc id given twice is an error (never "the last one wins").
+def check_documents(documents: Iterable[Document] | Iterable[tuple[str, str]]) -> list[Document]:
+    """The documents as a list of ``(doc_id, text, metadata)``, each checked (``(doc_id, text)`` means no
+    metadata); a doc id given twice is an error (never "the last one wins").
 
     :raises InvalidInputError: naming the document and the problem.
     """
-    docs = list(documents)
+    if isinstance(documents, (str, bytes, dict)) or not isinstance(documents, Iterable):
+        raise InvalidInputError(
+            f"documents must be an iterable of (doc_id, text) or (doc_id, text, metadata) tuples, "
+            f"got {type(documents).__name__}"
+        )
+    docs: list[Document] = []
     seen: set[str] = set()
-    for doc_id, text, metadata in docs:
+    for item in documents:
+        if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
+            raise InvalidInputError(
+                f"a document must be (doc_id, text) or (doc_id, text, metadata), got {_describe(item)}"
+            )
+        doc_id, text, metadata = (*item, None) if len(item) == 2 else item
         check_document(doc_id, text, metadata)
         if doc_id in seen:
             raise InvalidInputError(f"doc_id {doc_id!r} is given twice in one call; give each document once")
         seen.add(doc_id)
+        docs.append((doc_id, text, metadata))
     return docs
+
+
+def _describe(item: Any) -> str:
+    """A short description of a bad document item for messages."""
+    if isinstance(item, (tuple, list)):
+        return f"a {type(item).__name__} of {len(item)} items"
+    return f"{type(item).__name__} {str(item)[:40]!r}"
 
 
 def check_document(doc_id: Any, text: Any, metadata: Any) -> None:

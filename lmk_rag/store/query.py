@@ -40,13 +40,14 @@ def check_alpha(alpha: Any, name: str = "alpha") -> float:
     return float(alpha)
 
 
-def check_k(k: Any) -> int:
-    """Return the number of hits asked for.
+def check_k(k: Any, name: str = "k") -> int:
+    """Return a count asked for: hits (``k``), or candidates (``prefetch_limit``, MMR's ``candidates``).
 
+    :param name: the argument's name, for the message.
     :raises InvalidInputError: for anything but an integer >= 1.
     """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InvalidInputError(f"k must be an integer >= 1, got {k!r}")
+        raise InvalidInputError(f"{name} must be an integer >= 1, got {k!r}")
     return k
 
 

@@ -102,6 +102,8 @@ class StoreReads:
         """
         rerank = self.default_rerank if rerank is None else check_rerank(rerank)
         check_k(k)
+        if prefetch_limit is not None:
+            check_k(prefetch_limit, "prefetch_limit")
         alpha = self.alpha if alpha is None else check_alpha(alpha)
         if alpha < 1.0 and not self.bm25:
             raise SettingsMismatchError(f"{self.where} has no BM25 vectors: alpha must be 1, got {alpha}")
@@ -110,7 +112,7 @@ class StoreReads:
             scorer=self._vectors.scorer(rerank, query, static_query),
             sparse=self._vectors.sparse_query(text),
             alpha=alpha,
-            prefetch_limit=prefetch_limit or max(self.prefetch_limit, 4 * k),
+            prefetch_limit=max(self.prefetch_limit, 4 * k) if prefetch_limit is None else prefetch_limit,
             filter=versions.nodes_filter(self._backend, filter),
             payload_keys=rec.HIT_KEYS,
             hnsw_ef=self.hnsw_ef,
@@ -143,6 +145,8 @@ class StoreReads:
         :return: hits in MMR order; each hit's score is its node vector's cosine to the query, in [-1, 1].
         """
         check_k(k)
+        if candidates is not None:
+            check_k(candidates, "candidates")
         if isinstance(query, str):
             if not query.strip():
                 raise InvalidInputError("query must be a non-empty string")
@@ -150,8 +154,9 @@ class StoreReads:
         vector = np.asarray(query, dtype=np.float32)
         if vector.shape != (self.dim,):
             raise VectorSizeError(f"query vector of shape {vector.shape}, store expects ({self.dim},)")
-        plan = plan_mmr(vector.tolist(), lambda_, candidates or max(self.prefetch_limit, 4 * k), k,
-                        versions.nodes_filter(self._backend, filter), rec.HIT_KEYS, self.hnsw_ef)
+        pool = max(self.prefetch_limit, 4 * k) if candidates is None else candidates
+        plan = plan_mmr(vector.tolist(), lambda_, pool, k, versions.nodes_filter(self._backend, filter), rec.HIT_KEYS,
+                        self.hnsw_ef)
         (picked,) = self._backend.query(plan)
         for point in picked:
             checked_score(point, point.score)  # a cosine outside [-1, 1] comes from damaged vectors

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from lmk_rag.errors import StoreReadOnlyError
+from lmk_rag.errors import InvalidInputError, StoreReadOnlyError
 from lmk_rag.store import versions
 from lmk_rag.store.filters import FilterLike
 from lmk_rag.store.ingest import (
@@ -64,7 +64,8 @@ class StoreWrites:
         on_ack: Callable[[list[str]], None] | None = None,
         skip_unchanged: bool = True,
     ) -> int:
-        """Encode, cut and write ``(doc_id, text, metadata)`` documents in batches, each durable before the next.
+        """Encode, cut and write ``(doc_id, text, metadata)`` documents (or ``(doc_id, text)``: no metadata) in
+        batches, each durable before the next.
 
         :param batch_size: documents per batch (default: the store's ``batch_size``).
         :param show_progress_bar: show a tqdm bar (None: only on a terminal).
@@ -136,7 +137,10 @@ class StoreWrites:
         """Delete a document and its nodes.
 
         :return: True if the document existed.
+        :raises InvalidInputError: for a doc id that is not a non-empty string.
         """
+        if not isinstance(doc_id, str) or not doc_id:
+            raise InvalidInputError(f"doc_id must be a non-empty string, got {doc_id!r}")
         with self._changing(None):
             return versions.delete_document(self._backend, doc_id)
 

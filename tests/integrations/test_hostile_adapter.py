@@ -52,3 +52,13 @@ def test_bad_nodes_are_refused_and_lose_nothing(filled) -> None:
         with pytest.raises(LmkRagError):
             store.add([node])
     assert len(store.get_nodes()) == n_nodes
+
+
+@pytest.mark.parametrize("text", [None, 5, b"bytes", ["a list"]], ids=["none", "int", "bytes", "list"])
+def test_embedding_a_text_that_is_not_a_str_is_a_typed_error(embed_model, text) -> None:
+    from lmk_rag.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="must be a str"):
+        embed_model.get_text_embedding(text)
+    with pytest.raises(InvalidInputError, match="text 1 must be a str"):
+        embed_model.get_text_embedding_batch(["fine", text])

@@ -98,6 +98,44 @@ def test_a_doc_id_twice_in_one_call_is_refused(filled, intact) -> None:
 
 
 @pytest.mark.parametrize(
+    "documents, words",
+    [("a page", "iterable"), ({"d": "text"}, "iterable"), (5, "iterable"), ([("d",)], "1 items"),
+     ([("d", "t", None, "extra")], "4 items"), (["just text"], "str"), ([None], "NoneType")],
+    ids=["str", "dict", "int", "one-item", "four-items", "bare-text", "none-item"],
+)
+def test_documents_of_the_wrong_shape_are_refused(filled, intact, documents, words) -> None:
+    with pytest.raises(InvalidInputError, match=words):
+        filled.add_documents(documents)
+    intact()
+
+
+def test_documents_without_metadata_and_from_a_generator(filled, docs) -> None:
+    doc_id, text = list(docs.items())[5]
+    before = filled.count_documents()
+    assert filled.add_documents(iter([("pair.txt", text)])) >= 1  # (doc_id, text): no metadata
+    assert filled.count_documents() == before + 1
+    assert filled.search(text[:150], k=1)[0].doc_id == "pair.txt"
+    assert filled.delete_document("pair.txt") and filled.count_documents() == before
+
+
+@pytest.mark.parametrize("doc_id", [None, "", 5])
+def test_deleting_a_bad_doc_id_is_refused(filled, intact, doc_id) -> None:
+    with pytest.raises(InvalidInputError, match="doc_id"):
+        filled.delete_document(doc_id)
+    intact()
+
+
+@pytest.mark.parametrize("limit", [0, -3, 2.5, "100", True])
+def test_bad_candidate_counts_are_refused(filled, intact, limit) -> None:
+    query = filled.encoder.encode_queries("archives of files")
+    with pytest.raises(InvalidInputError, match="prefetch_limit"):
+        filled.search_encoded(query, prefetch_limit=limit)
+    with pytest.raises(InvalidInputError, match="candidates"):
+        filled.search_mmr("archives of files", candidates=limit)
+    intact()
+
+
+@pytest.mark.parametrize(
     "kwargs",
     [{"k": "5"}, {"k": 2.5}, {"k": 0}, {"k": -1}, {"k": True}, {"k": None}, {"rerank": "bogus"}, {"alpha": 1.5},
      {"alpha": -0.1}, {"alpha": "0.5"}, {"alpha": math.nan}, {"filter": "section=1"}, {"filter": [("tag", "x")]},

@@ -13,6 +13,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.callbacks import CallbackManager
 from lmk_rag.encoder import DEFAULT_CONTEXT, DEFAULT_GRANULARITY, DEFAULT_MODEL, LandmarkEncoder
 from lmk_rag.encoder.types import Backend, ChunkVector, Context, EncodedText, Pooling
+from lmk_rag.errors import InvalidInputError
 
 
 class LandmarkEmbedding(BaseEmbedding):
@@ -201,7 +202,13 @@ class LandmarkEmbedding(BaseEmbedding):
         return self._embed(texts, self.encoder.encode_documents)
 
     def _embed(self, texts: list[str], encode: Callable[[list[str]], list[EncodedText]]) -> list[Embedding]:
-        """Encode the texts with words in one call; a text without words gets :meth:`empty_text_embedding`."""
+        """Encode the texts with words in one call; a text without words gets :meth:`empty_text_embedding`.
+
+        :raises InvalidInputError: for a text that is not a str.
+        """
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise InvalidInputError(f"text {index} must be a str, got {type(text).__name__}")
         worded = [text for text in texts if text.strip()]
         vectors = iter([encoded.vector.tolist() for encoded in encode(worded)] if worded else [])
         return [next(vectors) if text.strip() else self.empty_text_embedding() for text in texts]
