@@ -103,8 +103,11 @@ class LandmarkEncoder:
             raise InvalidInputError(f"backend='onnx' runs on the CPU; use backend='torch' for device={device!r}")
         pooling = _choice("pooling", pooling, Pooling)
         chunk_vector = _choice("chunk_vector", chunk_vector, ChunkVector)
-        if window_overlap < 0 or batch_size < 1:
-            raise InvalidInputError("window_overlap must be >= 0 and batch_size >= 1")
+        _check_count("window_overlap", window_overlap, 0)
+        _check_count("batch_size", batch_size, 1)
+        _check_count("sentence_max_tokens", sentence_max_tokens, 1)
+        if max_length is not None:
+            _check_count("max_length", max_length, 1)
         self.model_name = str(model_name) if model_name is not None else DEFAULT_MODEL
         self.model_path = resolve_model_path(model_name)
         self.lmk_config = _read_lmk_config(self.model_path)
@@ -125,12 +128,17 @@ class LandmarkEncoder:
         self.sentence_max_tokens = sentence_max_tokens
         self.backend = backend
         self.dtype = dtype
-        self.device = torch.device("cpu" if backend == Backend.ONNX else device or _best_device())
+        self.device = _device("cpu" if backend == Backend.ONNX else device or _best_device())
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         if not self.tokenizer.is_fast:
             raise InvalidInputError(f"model {self.model_path} has no fast tokenizer; char offsets need one")
         self.config = AutoConfig.from_pretrained(self.model_path)
         self.runtime, self.model = load_runtime(self.model_path, self.config, backend, dtype, self.device)
+        positions = getattr(self.config, "max_position_embeddings", None)
+        if max_length is not None and positions is not None and max_length > positions:
+            raise InvalidInputError(
+                f"max_length={max_length} is longer than the model's {positions} positions; use at most {positions}"
+            )
         self.max_length = max_length or _default_max_length(self.model_path, self.tokenizer, self.config)
         self.special = SpecialTokens.from_tokenizer(self.tokenizer)
         self.layout: Layout = "before" if self.pooling == "multicls" else "after"
@@ -367,6 +375,31 @@ def _choice(name: str, value: Any, mode: type[Enum], automatic: bool = True) -> 
     if value not in choices:
         raise InvalidInputError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
     return str(value)
+
+
+def _check_count(name: str, value: Any, minimum: int) -> None:
+    """Refuse anything but an integer >= ``minimum`` for a count setting, naming it."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidInputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def _device(name: str) -> torch.device:
+    """The torch device called ``name``, checked to exist on this machine.
+
+    :raises InvalidInputError: for an unknown device name, or a CUDA/MPS device this machine lacks.
+    """
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError, ValueError) as error:
+        raise InvalidInputError(f"device={name!r} is not a torch device ({error}); use e.g. 'cpu' or 'cuda'") from None
+    available = {
+        "cpu": True,
+        "cuda": torch.cuda.is_available() and (device.index or 0) < torch.cuda.device_count(),
+        "mps": getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available(),
+    }
+    if not available.get(device.type, True):  # other accelerators: torch says when it loads the model
+        raise InvalidInputError(f"device={name!r} is not available on this machine; leave device=None to pick one")
+    return device
 
 
 def _best_device() -> str:

@@ -159,8 +159,8 @@ class StaticDocumentEncoder:
 
 
 def _texts(texts: Sequence[str]) -> list[str]:
-    if not all(isinstance(text, str) for text in texts):
-        raise InvalidInputError("expected a str or a list of str")
+    if not isinstance(texts, Sequence) or not all(isinstance(text, str) for text in texts):
+        raise InvalidInputError(f"expected a str or a list of str, got {type(texts).__name__}")
     return list(texts)
 
 

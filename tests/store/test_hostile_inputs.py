@@ -270,12 +270,24 @@ def test_bad_encoder_inputs(minilm_encoder, texts, error) -> None:
         minilm_encoder.encode_documents(texts)
 
 
+@pytest.mark.parametrize("texts", [None, 5, [None], ["ok", b"bytes"]], ids=["none", "int", "none-item", "bytes-item"])
+def test_bad_static_encoder_inputs(texts) -> None:
+    from lmk_rag.static.documents import StaticDocumentEncoder
+
+    with pytest.raises(InvalidInputError):
+        StaticDocumentEncoder().encode_documents(texts)
+
+
 @pytest.mark.parametrize(
     "kwargs, error",
     [({"granularity": "abc"}, InvalidInputError), ({"granularity": 0}, InvalidInputError),
      ({"granularity": -3}, InvalidInputError), ({"context": "page"}, InvalidInputError),
      ({"pooling": "max"}, InvalidInputError), ({"chunk_vector": "cls"}, InvalidInputError),
      ({"batch_size": 0}, InvalidInputError), ({"window_overlap": -1}, InvalidInputError),
+     ({"window_overlap": "64"}, InvalidInputError), ({"batch_size": 2.5}, InvalidInputError),
+     ({"max_length": 0}, InvalidInputError), ({"max_length": 100_000}, InvalidInputError),
+     ({"sentence_max_tokens": 0}, InvalidInputError), ({"device": "cuda:7"}, InvalidInputError),
+     ({"device": "no-such-device"}, InvalidInputError),
      ({"model_name": "no-such/model-xyz"}, ModelNotFoundError)],
     ids=lambda v: repr(v),
 )
