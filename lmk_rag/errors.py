@@ -35,6 +35,10 @@ class StoreError(LmkRagError):
     """Base class of store errors."""
 
 
+class StoreNotFoundError(StoreError):
+    """No store exists where one was opened without ``create`` (a read-only open, or a server collection)."""
+
+
 class StoreLockedError(StoreError):
     """Another process holds the store's write lock."""
 

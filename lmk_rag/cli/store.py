@@ -19,13 +19,33 @@ import typer
 from lmk_rag.cli.files import DEFAULT_GLOBS, SourceFile, collect_files, read_text
 from lmk_rag.cli.root import app
 from lmk_rag.cli.runtime import backend_option, dtype_option, runtime_settings
-from lmk_rag.errors import CorruptStoreError, InvalidInputError
+from lmk_rag.errors import CorruptStoreError, InvalidInputError, StoreNotFoundError
 
 EVERYDAY = "Everyday commands"
-STORE_HELP = "The store folder (embedded Qdrant Edge)."
-URL_HELP = "A Qdrant server or cluster instead of a folder (API key from $QDRANT_API_KEY)."
-LOCATION_HELP = "qdrant-client local mode instead: a folder, or :memory: (small data and tests)."
-COLLECTION_HELP = "The collection on --url / --location."
+
+
+def store_option() -> Any:
+    """``--store DIR``: the store folder."""
+    return typer.Option(None, "--store", help="The store folder (embedded Qdrant Edge).")
+
+
+def url_option() -> Any:
+    """``--url URL``: a Qdrant server instead of a folder."""
+    return typer.Option(
+        None, "--url", help="A Qdrant server or cluster instead of a folder (API key from $QDRANT_API_KEY)."
+    )
+
+
+def location_option() -> Any:
+    """``--location DIR``: qdrant-client local mode instead of a folder."""
+    return typer.Option(
+        None, "--location", help="qdrant-client local mode instead: a folder, or :memory: (small data and tests)."
+    )
+
+
+def collection_option() -> Any:
+    """``--collection NAME`` on a server or in local mode."""
+    return typer.Option("lmk_rag", "--collection", help="The collection on --url / --location.")
 
 
 def open_store(store: Path | None, url: str | None, location: str | None, collection: str, **options: Any) -> Any:
@@ -94,10 +114,10 @@ def _gone(target: Any, roots: list[Path]) -> list[str]:
 @app.command(rich_help_panel=EVERYDAY)
 def ingest(
     paths: list[Path] = typer.Argument(..., help="Files or folders (folders: files matching --glob, recursively)."),
-    store: Path = typer.Option(None, "--store", help=STORE_HELP),
-    url: str = typer.Option(None, "--url", help=URL_HELP),
-    location: str = typer.Option(None, "--location", help=LOCATION_HELP),
-    collection: str = typer.Option("lmk_rag", "--collection", help=COLLECTION_HELP),
+    store: Path = store_option(),
+    url: str = url_option(),
+    location: str = location_option(),
+    collection: str = collection_option(),
     glob: list[str] = typer.Option(
         None, "--glob", help="File name pattern in folders (repeatable; default *.txt, *.md)."
     ),
@@ -162,24 +182,20 @@ def _plan(
     location: str | None, collection: str,
 ) -> tuple[dict[str, str], list[str]]:
     """What an ingest would do, without creating or changing the store (every document is new when there is none)."""
-    from lmk_rag.errors import StoreError
-
     try:
         with open_store(store, url, location, collection, read_only=True) as target:
             return target.changes(documents), _gone(target, [p for p in sync_roots if p.is_dir()])
-    except StoreError as error:
-        if "no lmk-rag store" not in str(error):
-            raise
+    except StoreNotFoundError:
         return {doc_id: "new" for doc_id, _, _ in documents}, []
 
 
 @app.command(rich_help_panel=EVERYDAY)
 def query(
     text: str = typer.Argument(..., help="The query."),
-    store: Path = typer.Option(None, "--store", help=STORE_HELP),
-    url: str = typer.Option(None, "--url", help=URL_HELP),
-    location: str = typer.Option(None, "--location", help=LOCATION_HELP),
-    collection: str = typer.Option("lmk_rag", "--collection", help=COLLECTION_HELP),
+    store: Path = store_option(),
+    url: str = url_option(),
+    location: str = location_option(),
+    collection: str = collection_option(),
     k: int = typer.Option(10, "-k", min=1, help="Hits to return."),
     rerank: str = typer.Option(
         None, help="chunks | static | none (default: the store's, chunks or static in a --static store; the old name "
@@ -208,10 +224,10 @@ def query(
 
 @app.command(rich_help_panel=EVERYDAY)
 def info(
-    store: Path = typer.Option(None, "--store", help=STORE_HELP),
-    url: str = typer.Option(None, "--url", help=URL_HELP),
-    location: str = typer.Option(None, "--location", help=LOCATION_HELP),
-    collection: str = typer.Option("lmk_rag", "--collection", help=COLLECTION_HELP),
+    store: Path = store_option(),
+    url: str = url_option(),
+    location: str = location_option(),
+    collection: str = collection_option(),
 ) -> None:
     """Print a store's counts and recorded settings as JSON."""
     with open_store(store, url, location, collection, read_only=True) as source:
@@ -220,10 +236,10 @@ def info(
 
 @app.command(rich_help_panel=EVERYDAY)
 def check(
-    store: Path = typer.Option(None, "--store", help=STORE_HELP),
-    url: str = typer.Option(None, "--url", help=URL_HELP),
-    location: str = typer.Option(None, "--location", help=LOCATION_HELP),
-    collection: str = typer.Option("lmk_rag", "--collection", help=COLLECTION_HELP),
+    store: Path = store_option(),
+    url: str = url_option(),
+    location: str = location_option(),
+    collection: str = collection_option(),
 ) -> None:
     """Verify a whole store: every point, vector and count; exit 1 when anything is damaged."""
     with open_store(store, url, location, collection, read_only=True) as source:

@@ -16,6 +16,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import AutoConfig, AutoTokenizer
 
+from lmk_rag.checks import check_count
 from lmk_rag.encoder.planning import LandmarkPlan, check_granularity, plan_landmarks
 from lmk_rag.encoder.pooling import pool_states
 from lmk_rag.encoder.resolve import DEFAULT_MODEL, model_digest, resolve_model_path
@@ -103,11 +104,11 @@ class LandmarkEncoder:
             raise InvalidInputError(f"backend='onnx' runs on the CPU; use backend='torch' for device={device!r}")
         pooling = _choice("pooling", pooling, Pooling)
         chunk_vector = _choice("chunk_vector", chunk_vector, ChunkVector)
-        _check_count("window_overlap", window_overlap, 0)
-        _check_count("batch_size", batch_size, 1)
-        _check_count("sentence_max_tokens", sentence_max_tokens, 1)
+        check_count("window_overlap", window_overlap, minimum=0)
+        check_count("batch_size", batch_size)
+        check_count("sentence_max_tokens", sentence_max_tokens)
         if max_length is not None:
-            _check_count("max_length", max_length, 1)
+            check_count("max_length", max_length)
         self.model_name = str(model_name) if model_name is not None else DEFAULT_MODEL
         self.model_path = resolve_model_path(model_name)
         self.lmk_config = _read_lmk_config(self.model_path)
@@ -375,12 +376,6 @@ def _choice(name: str, value: Any, mode: type[Enum], automatic: bool = True) -> 
     if value not in choices:
         raise InvalidInputError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
     return str(value)
-
-
-def _check_count(name: str, value: Any, minimum: int) -> None:
-    """Refuse anything but an integer >= ``minimum`` for a count setting, naming it."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidInputError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
 def _device(name: str) -> torch.device:

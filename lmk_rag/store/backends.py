@@ -14,7 +14,13 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from lmk_rag.errors import CorruptStoreError, InvalidInputError, StoreError, StoreLockedError, StoreReadOnlyError
+from lmk_rag.errors import (
+    CorruptStoreError,
+    InvalidInputError,
+    StoreLockedError,
+    StoreNotFoundError,
+    StoreReadOnlyError,
+)
 from lmk_rag.store.base import Backend
 
 DEFAULT_PATH = "./lmk_store"
@@ -62,7 +68,7 @@ def open_backend(
     :raises InvalidInputError: for several locations, or server options given to an Edge store.
     :raises StoreLockedError: when another process holds the folder.
     :raises CorruptStoreError: for a folder that is not a lmk-rag store.
-    :raises StoreError: when ``create`` is False and there is no store folder.
+    :raises StoreNotFoundError: when ``create`` is False and there is no store folder.
     """
     given = (("path", path), ("url", url), ("client", client), ("location", location))
     chosen = [name for name, value in given if value is not None]
@@ -98,7 +104,7 @@ def _open_edge(folder: Path, create: bool, read_only: bool) -> OpenedBackend:
         if foreign:
             raise CorruptStoreError(f"{folder}: not a lmk-rag store (holds {', '.join(foreign[:5])})")
     elif not create:
-        raise StoreError(f"no lmk-rag store at {folder}")
+        raise StoreNotFoundError(f"no lmk-rag store at {folder}")
     lock = _lock(folder, read_only)
     try:
         return OpenedBackend(EdgeBackend(folder), str(folder), lock)

@@ -40,17 +40,6 @@ def check_alpha(alpha: Any, name: str = "alpha") -> float:
     return float(alpha)
 
 
-def check_k(k: Any, name: str = "k") -> int:
-    """Return a count asked for: hits (``k``), or candidates (``prefetch_limit``, MMR's ``candidates``).
-
-    :param name: the argument's name, for the message.
-    :raises InvalidInputError: for anything but an integer >= 1.
-    """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InvalidInputError(f"{name} must be an integer >= 1, got {k!r}")
-    return k
-
-
 def check_rerank(rerank: Any) -> Rerank:
     """Return a rerank mode as :class:`Rerank`; the old name ``"landmarks"`` still means ``"chunks"`` (with a
     ``FutureWarning``).

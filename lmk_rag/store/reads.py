@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lmk_rag.checks import check_count
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import records as rec
 from lmk_rag.store import versions
@@ -18,7 +19,6 @@ from lmk_rag.store.filters import FilterLike
 from lmk_rag.store.query import (
     best_hits,
     check_alpha,
-    check_k,
     check_rerank,
     checked_score,
     fuse,
@@ -101,9 +101,7 @@ class StoreReads:
         :raises SettingsMismatchError: for ``alpha`` < 1 on a store without BM25.
         """
         rerank = self.default_rerank if rerank is None else check_rerank(rerank)
-        check_k(k)
-        if prefetch_limit is not None:
-            check_k(prefetch_limit, "prefetch_limit")
+        prefetch_limit = self._candidates(k, prefetch_limit, "prefetch_limit")
         alpha = self.alpha if alpha is None else check_alpha(alpha)
         if alpha < 1.0 and not self.bm25:
             raise SettingsMismatchError(f"{self.where} has no BM25 vectors: alpha must be 1, got {alpha}")
@@ -112,7 +110,7 @@ class StoreReads:
             scorer=self._vectors.scorer(rerank, query, static_query),
             sparse=self._vectors.sparse_query(text),
             alpha=alpha,
-            prefetch_limit=max(self.prefetch_limit, 4 * k) if prefetch_limit is None else prefetch_limit,
+            prefetch_limit=prefetch_limit,
             filter=versions.nodes_filter(self._backend, filter),
             payload_keys=rec.HIT_KEYS,
             hnsw_ef=self.hnsw_ef,
@@ -122,6 +120,12 @@ class StoreReads:
         best = best_hits(fuse(plan, [[p for p in points if p.id in shown] for points in results], alpha), k, doc_level)
         full = {p.id: p for p in self._backend.retrieve([pid for pid, _ in best], False)}
         return [rec.hit_from_point(full[pid], score) for pid, score in best if pid in full]
+
+    def _candidates(self, k: Any, given: Any, name: str) -> int:
+        """Check ``k`` and return how many candidates a search takes: ``given`` (checked, named ``name``), else the
+        store's ``prefetch_limit``, at least ``4 * k``."""
+        check_count("k", k)
+        return max(self.prefetch_limit, 4 * k) if given is None else check_count(name, given)
 
     def search_mmr(
         self,
@@ -144,9 +148,7 @@ class StoreReads:
             ``4 * k``).
         :return: hits in MMR order; each hit's score is its node vector's cosine to the query, in [-1, 1].
         """
-        check_k(k)
-        if candidates is not None:
-            check_k(candidates, "candidates")
+        candidates = self._candidates(k, candidates, "candidates")
         if isinstance(query, str):
             if not query.strip():
                 raise InvalidInputError("query must be a non-empty string")
@@ -154,9 +156,8 @@ class StoreReads:
         vector = np.asarray(query, dtype=np.float32)
         if vector.shape != (self.dim,):
             raise VectorSizeError(f"query vector of shape {vector.shape}, store expects ({self.dim},)")
-        pool = max(self.prefetch_limit, 4 * k) if candidates is None else candidates
-        plan = plan_mmr(vector.tolist(), lambda_, pool, k, versions.nodes_filter(self._backend, filter), rec.HIT_KEYS,
-                        self.hnsw_ef)
+        plan = plan_mmr(vector.tolist(), lambda_, candidates, k, versions.nodes_filter(self._backend, filter),
+                        rec.HIT_KEYS, self.hnsw_ef)
         (picked,) = self._backend.query(plan)
         for point in picked:
             checked_score(point, point.score)  # a cosine outside [-1, 1] comes from damaged vectors

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, StoreError
+from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, StoreNotFoundError
 from lmk_rag.store.base import Backend
 from lmk_rag.store.bm25 import BM25_TOKENIZER
 from lmk_rag.store.filters import RESERVED_KEYS, payload_key
@@ -44,13 +44,13 @@ def create_settings(
     :param text_keys: metadata keys to index as full text (words and their prefixes, lowercased).
     :param mode: the store's mode; a static store has no ``chunks`` vector.
     :return: the settings record (JSON-able).
-    :raises StoreError: when ``create`` is False.
+    :raises StoreNotFoundError: when ``create`` is False.
     :raises CorruptStoreError: when the collection holds points but no settings record (foreign data).
     """
     if backend.exists() and backend.count(None) > 0:
         raise CorruptStoreError(f"{where}: holds points but no lmk-rag settings record (foreign data)")
     if not create:
-        raise StoreError(f"no lmk-rag store at {where}")
+        raise StoreNotFoundError(f"no lmk-rag store at {where}")
     encoder = encoder()
     static_dim = None if static_encoder is None else static_encoder.dim
     chunks = mode != StoreMode.STATIC

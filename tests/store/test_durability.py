@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from lmk_rag.errors import CorruptStoreError, StoreError, StoreLockedError
+from lmk_rag.errors import CorruptStoreError, StoreLockedError, StoreNotFoundError
 from lmk_rag.store import LandmarkStore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -172,7 +172,7 @@ def test_foreign_damaged_and_missing_folders(tmp_path, minilm_encoder):
     (foreign / "notes.csv").write_text("a,b\n")
     with pytest.raises(CorruptStoreError, match="not a lmk-rag store"):
         LandmarkStore(foreign, encoder=minilm_encoder)
-    with pytest.raises(StoreError, match="no lmk-rag store"):
+    with pytest.raises(StoreNotFoundError, match="no lmk-rag store"):
         LandmarkStore(tmp_path / "missing", create=False)
     good = tmp_path / "good"
     LandmarkStore(good, encoder=minilm_encoder).close()
