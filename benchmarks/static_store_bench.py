@@ -2,9 +2,10 @@
 writing timed apart) and whole-set nDCG@10 of both stores.
 
 - Encoding speed: the same real documents (manpages-needle/L2048 haystacks of ~2k tokens) through MiniLM (the
-  landmark encoder at the store's defaults) and through each part of the static store's encoding: pooled static
-  chunk and node vectors (``StaticDocumentEncoder.encode_documents``) and the static token multivectors through the
-  shipped ConvMixer (``encode_document_tokens`` of every node). Tokens are counted with MiniLM's tokenizer (the
+  landmark encoder at the store's defaults) and through a static store's encoding, timed as one job: what its ingest
+  runs before writing (``node_records``: ``StaticDocumentEncoder.encode_documents``, the nodes cut from it, and each
+  node's static token multivector through the shipped ConvMixer, cut from the document's one tokenisation by
+  ``encode_node_tokens``). Its parts are timed alone beside it. Tokens are counted with MiniLM's tokenizer (the
   static model has the same WordPiece vocabulary). Best of ``--repeats`` interleaved rounds.
 - Ingest: a fresh Qdrant Edge store of each kind takes the same documents, ``--batch-size`` per write (the CLI's
   default 8). *Encode* is everything before the store: vectors, nodes and, in a static store, the nodes' static
@@ -31,7 +32,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import argparse  # noqa: E402
-import dataclasses  # noqa: E402
 import datetime  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
@@ -43,17 +43,20 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from lmk_rag.encoder import LandmarkEncoder  # noqa: E402
+from lmk_rag.encoder.types import EncodedText  # noqa: E402
 from lmk_rag.eval.beir import load_beir  # noqa: E402
 from lmk_rag.eval.pipelines import PipelineOptions  # noqa: E402
 from lmk_rag.eval.run import evaluate  # noqa: E402
+from lmk_rag.nodes import DEFAULT_NODE_TOKENS, group_chunks  # noqa: E402
 from lmk_rag.paths import user_cache_dir  # noqa: E402
 from lmk_rag.static.documents import StaticDocumentEncoder  # noqa: E402
 from lmk_rag.store import LandmarkStore, NodeRecord  # noqa: E402
-from lmk_rag.store.records import records_from_encoding  # noqa: E402
+from lmk_rag.store.ingest import node_records  # noqa: E402
 
 SHARED = Path("/work/shared/data")
 DATA = SHARED if SHARED.is_dir() else Path(__file__).resolve().parents[2] / "shared" / "data"
 OUT = Path(__file__).resolve().parent / "results" / "static_store_bench.md"
+NODE_TOKENS = DEFAULT_NODE_TOKENS
 #: (pipeline, settings, column) of the quality table.
 QUALITY = [("static-store", {}, "static store"), ("static-store", {"mixer": None}, "static store, no mixer"),
            ("lmk-rag", {}, "transformer store")]
@@ -77,30 +80,35 @@ def best_seconds(jobs: dict[str, Callable[[], object]], repeats: int) -> dict[st
 
 def speed(minilm: LandmarkEncoder, static: StaticDocumentEncoder, raw: StaticDocumentEncoder, texts: list[str],
           repeats: int) -> dict[str, Any]:
-    """Tokens/s of MiniLM and of each part of the static store's encoding (with and without the mixer)."""
+    """Tokens/s of MiniLM, of a static store's encoding (with and without the mixer) and of each of its parts."""
     tokens = sum(len(minilm.tokenizer(text, add_special_tokens=False)["input_ids"]) for text in texts)
-    node_texts = [text[a:b] for text in texts for a, b in _node_spans(static, text)]
+    encoded = static.encode_documents(texts)
+    spans = [_node_spans(enc) for enc in encoded]
     minilm.encode_documents(texts[:1])  # warm-up: first forward pass, thread pools
-    static.encode_documents(texts[:1]), static.encode_document_tokens(texts[0])
+    store_encoding(static, texts[:1]), store_encoding(raw, texts[:1])
     seconds = best_seconds({
         "MiniLM landmark encoder (vectors and chunk vectors)": lambda: minilm.encode_documents(texts),
+        "static: both (a static store's encoding)": lambda: store_encoding(static, texts),
+        "static: both, no mixer": lambda: store_encoding(raw, texts),
         "static: pooled chunk and node vectors": lambda: static.encode_documents(texts),
-        "static: token multivectors through the mixer": lambda: [static.encode_document_tokens(t) for t in node_texts],
-        "static: raw token multivectors (no mixer)": lambda: [raw.encode_document_tokens(t) for t in node_texts],
+        "static: node token multivectors through the mixer": lambda: [
+            static.encode_node_tokens(enc, node_spans) for enc, node_spans in zip(encoded, spans)
+        ],
+        "static: raw node token multivectors (no mixer)": lambda: [
+            raw.encode_node_tokens(enc, node_spans) for enc, node_spans in zip(encoded, spans)
+        ],
     }, repeats)
-    seconds["static: both (a static store's encoding)"] = (
-        seconds["static: pooled chunk and node vectors"] + seconds["static: token multivectors through the mixer"]
-    )
-    seconds["static: both, no mixer"] = (
-        seconds["static: pooled chunk and node vectors"] + seconds["static: raw token multivectors (no mixer)"]
-    )
     return {"texts": len(texts), "tokens": tokens, "seconds": seconds}
 
 
-def _node_spans(static: StaticDocumentEncoder, text: str) -> list[tuple[int, int]]:
-    from lmk_rag.nodes import group_chunks
+def store_encoding(encoder: StaticDocumentEncoder, texts: list[str]) -> list[list[NodeRecord]]:
+    """What a static store's ingest encodes: each document's vectors and its nodes with their token multivectors."""
+    return [node_records(encoder, str(index), text, enc, NODE_TOKENS)
+            for index, (text, enc) in enumerate(zip(texts, encoder.encode_documents(texts)))]
 
-    return [node.span for node in group_chunks(static.encode_documents(text), 256)]
+
+def _node_spans(encoded: EncodedText) -> list[tuple[int, int]]:
+    return [node.span for node in group_chunks(encoded, NODE_TOKENS)]
 
 
 def ingest(kind: str, encoder: Any, texts: list[str], batch_size: int) -> dict[str, Any]:
@@ -116,9 +124,7 @@ def ingest(kind: str, encoder: Any, texts: list[str], batch_size: int) -> dict[s
             encoded = encoder.encode_documents([text for _, text in batch])
             docs = []
             for (index, text), enc in zip(batch, encoded):
-                records = records_from_encoding(str(index), text, enc, store.node_tokens)
-                if store.mode == "static":
-                    records = [_with_static(record, encoder) for record in records]
+                records = node_records(encoder, str(index), text, enc, store.node_tokens)
                 docs.append((str(index), records))
                 floats += sum(_floats(record, store.mode) for record in records)
             t1 = time.perf_counter()
@@ -140,10 +146,6 @@ def _floats(record: NodeRecord, mode: str) -> int:
     """How many float32 values a node's dense and multivectors hold in the store."""
     multivector = record.static_vectors if mode == "static" else record.chunk_vectors
     return int(record.vector.size + multivector.size)
-
-
-def _with_static(record: NodeRecord, encoder: StaticDocumentEncoder) -> NodeRecord:
-    return dataclasses.replace(record, static_vectors=encoder.encode_document_tokens(record.text))
 
 
 def quality(sets: list[str]) -> list[dict[str, Any]]:
@@ -189,7 +191,9 @@ def render(args: argparse.Namespace, speeds: dict[str, Any], ingests: list[dict[
         rate = speeds["tokens"] / value
         lines.append(f"| {name} | {value:.3f} | {rate:,.0f} | {rate / minilm_rate:.1f}x |")
     both = speeds["tokens"] / seconds["static: both (a static store's encoding)"] / minilm_rate
-    lines += ["", f"Target: a static store's encoding >= 50x MiniLM's tokens/s ({'met' if both >= 50 else 'missed'}: "
+    lines += ["", "A static store's encoding is timed as one job (vectors, node cutting, node multivectors: what its "
+              "ingest runs before writing); its parts are timed alone below it.",
+              "", f"Target: a static store's encoding >= 50x MiniLM's tokens/s ({'met' if both >= 50 else 'missed'}: "
               f"{both:.1f}x).", "",
               f"## Ingest ({args.ingest_docs} {args.ingest_set} documents, {args.batch_size} per write, Qdrant Edge)",
               "", "| store | nodes | encode s | write s | index s | encode docs/s | write docs/s | "

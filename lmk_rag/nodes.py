@@ -16,6 +16,9 @@ from lmk_rag.encoder.types import EncodedText
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.vectors import l2_normalize
 
+DEFAULT_NODE_TOKENS = 256
+"""The node size in tokens of a new store and of the LlamaIndex node parser."""
+
 
 @dataclass(frozen=True)
 class NodeSlice:
@@ -37,7 +40,7 @@ class NodeSlice:
     token_count: int
 
 
-def group_chunks(encoded: EncodedText, node_tokens: int = 256) -> list[NodeSlice]:
+def group_chunks(encoded: EncodedText, node_tokens: int = DEFAULT_NODE_TOKENS) -> list[NodeSlice]:
     """Group a document's landmark chunks into nodes of about ``node_tokens`` tokens.
 
     A node takes whole chunks while it stays within ``node_tokens`` (a chunk longer than that is a

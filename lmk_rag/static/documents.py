@@ -4,9 +4,10 @@ A static store (``LandmarkStore(mode="static")``) and ``LandmarkEmbedding(static
 tokenised once, its tokens are cut into chunks of ``granularity`` tokens by the landmark encoder's own planner
 (:func:`~lmk_rag.encoder.planning.plan_landmarks`, so both stores cut the same nodes), each chunk's vector is its
 pooled static vector (model2vec's embedding: the SIF-weighted mean of its raw token vectors) and the text's vector
-pools all its tokens. The result is an :class:`~lmk_rag.encoder.types.EncodedText`, which the store's node cutting
-and the LlamaIndex node parser take as they take the landmark encoder's. Token multivectors (with the mixer) come
-from :attr:`tokens`. numpy only: no transformer, no torch.
+pools all its tokens. The result, a :class:`StaticEncodedText`, is an :class:`~lmk_rag.encoder.types.EncodedText`
+(the store's node cutting and the LlamaIndex node parser take it as they take the landmark encoder's) that keeps
+the text's static token ids, so that a static store cuts its nodes' token multivectors from the same tokenisation
+(:meth:`StaticDocumentEncoder.encode_node_tokens`). numpy only: no transformer, no torch.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, overload
 
@@ -24,7 +26,7 @@ import numpy as np
 from lmk_rag.encoder.planning import plan_landmarks
 from lmk_rag.encoder.types import EncodedText, Granularity
 from lmk_rag.errors import InvalidInputError, ModelNotFoundError
-from lmk_rag.static.encoder import StaticTokenEncoder, check_text, sum_rows
+from lmk_rag.static.encoder import StaticTokenEncoder, check_text, sum_rows, tokens_in_chunks
 from lmk_rag.static.mixer import DEFAULT_MIXER, SHIPPED_MIXER, SHIPPED_MIXER_DIR
 from lmk_rag.static.model import SHIPPED_MODEL_DIR
 from lmk_rag.vectors import l2_normalize
@@ -34,6 +36,18 @@ DEFAULT_STATIC_GRANULARITY = 64
 cuts the nodes a transformer store cuts."""
 UNSAVED_MIXER = "unsaved"
 """What :attr:`StaticDocumentEncoder.settings` records for a mixer that was never saved to a folder."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StaticEncodedText(EncodedText):
+    """An :class:`EncodedText` that keeps the static tokens it was pooled from.
+
+    :param token_ids: the text's static token ids, shape (n,).
+    :param token_offsets: each token's char span ``(start, end)`` in the text, shape (n, 2).
+    """
+
+    token_ids: np.ndarray
+    token_offsets: np.ndarray
 
 
 class StaticDocumentEncoder:
@@ -96,16 +110,16 @@ class StaticDocumentEncoder:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @overload
-    def encode_documents(self, texts: str) -> EncodedText: ...
+    def encode_documents(self, texts: str) -> StaticEncodedText: ...
 
     @overload
-    def encode_documents(self, texts: Sequence[str]) -> list[EncodedText]: ...
+    def encode_documents(self, texts: Sequence[str]) -> list[StaticEncodedText]: ...
 
-    def encode_documents(self, texts: str | Sequence[str]) -> EncodedText | list[EncodedText]:
+    def encode_documents(self, texts: str | Sequence[str]) -> StaticEncodedText | list[StaticEncodedText]:
         """Encode documents: text vector, one pooled static vector per chunk, chunk spans and token counts.
 
         :param texts: one text or a list of texts.
-        :return: one :class:`EncodedText` per text (a single one for a str).
+        :return: one :class:`StaticEncodedText` per text (a single one for a str).
         :raises EmptyTextError: for an empty or whitespace-only text.
         :raises InvalidInputError: for a text with no token the static model knows.
         """
@@ -114,16 +128,16 @@ class StaticDocumentEncoder:
         return [self._encode(text, self.granularity) for text in _texts(texts)]
 
     @overload
-    def encode_queries(self, texts: str) -> EncodedText: ...
+    def encode_queries(self, texts: str) -> StaticEncodedText: ...
 
     @overload
-    def encode_queries(self, texts: Sequence[str]) -> list[EncodedText]: ...
+    def encode_queries(self, texts: Sequence[str]) -> list[StaticEncodedText]: ...
 
-    def encode_queries(self, texts: str | Sequence[str]) -> EncodedText | list[EncodedText]:
+    def encode_queries(self, texts: str | Sequence[str]) -> StaticEncodedText | list[StaticEncodedText]:
         """Encode queries: the pooled static vector of the whole query (one chunk).
 
         :param texts: one query or a list of queries.
-        :return: one :class:`EncodedText` per query (a single one for a str).
+        :return: one :class:`StaticEncodedText` per query (a single one for a str).
         :raises EmptyTextError: for an empty or whitespace-only query.
         """
         if isinstance(texts, str):
@@ -138,7 +152,28 @@ class StaticDocumentEncoder:
         """A text's distinct static token vectors (see :meth:`StaticTokenEncoder.encode_document_tokens`), (m, dim)."""
         return self.tokens.encode_document_tokens(text)
 
-    def _encode(self, text: str, granularity: Granularity) -> EncodedText:
+    def encode_node_tokens(self, encoded: StaticEncodedText, spans: Sequence[tuple[int, int]]) -> list[np.ndarray]:
+        """Each node's distinct static token vectors, cut from the tokens its document was encoded with.
+
+        A node's tokens are those starting inside its span, mixed among themselves: what
+        :meth:`encode_document_tokens` gives for the node's text, without tokenising it again. A node that starts
+        inside a word keeps that word's piece as the document was tokenised (``##ing``, where the node's text
+        alone reads ``ing``).
+
+        :param encoded: the document's encoding (from :meth:`encode_documents`).
+        :param spans: the nodes' char spans in the document, sorted and non-overlapping.
+        :return: one float32 (m, dim) array per span.
+        :raises InvalidInputError: for an encoding that does not carry static tokens.
+        """
+        if not isinstance(encoded, StaticEncodedText):
+            raise InvalidInputError(
+                f"encode_node_tokens takes an encoding from StaticDocumentEncoder.encode_documents, got "
+                f"{type(encoded).__name__}"
+            )
+        node = tokens_in_chunks(encoded.token_offsets, spans)
+        return [self.tokens.distinct_token_vectors(encoded.token_ids[node == index]) for index in range(len(spans))]
+
+    def _encode(self, text: str, granularity: Granularity) -> StaticEncodedText:
         check_text(text)
         ids, offsets = self.tokens.tokenize(text)
         if len(ids) == 0:
@@ -146,11 +181,13 @@ class StaticDocumentEncoder:
         plan = plan_landmarks(text, offsets.tolist(), granularity, sys.maxsize)
         lengths = np.array([end - start for start, end in plan.chunks], dtype=np.int64)
         sums = sum_rows(self.tokens.vectors.weighted_table, ids, lengths)
-        return EncodedText(
+        return StaticEncodedText(
             vector=l2_normalize(sums.sum(axis=0)),
             chunk_vectors=l2_normalize(sums),
             spans=plan.spans,
             token_counts=lengths.tolist(),
+            token_ids=ids,
+            token_offsets=offsets,
         )
 
     def __repr__(self) -> str:

@@ -155,16 +155,24 @@ class StaticTokenEncoder:
     def encode_document_tokens(self, text: str) -> np.ndarray:
         """The document's distinct token vectors: MaxSim only needs each distinct vector once.
 
-        Without a mixer a vector depends only on the token id, so tokens are deduplicated by id; with a
-        mixer vectors depend on context and only identical rows are dropped.
-
         :param text: the document (or node) text.
         :return: float32 L2-normalised vectors, shape (m, dim), in first-occurrence order.
         :raises EmptyTextError: if the text is empty or whitespace.
         """
         check_text(text)
-        tokens = self.tokens(text)
-        return self._distinct(tokens, np.arange(len(tokens.ids)))
+        return self.distinct_token_vectors(self.tokenize(text)[0])
+
+    def distinct_token_vectors(self, ids: np.ndarray) -> np.ndarray:
+        """The distinct vectors of a token id sequence, mixed among themselves as one text's tokens.
+
+        Without a mixer a vector depends only on the token id, so tokens are deduplicated by id; with a
+        mixer vectors depend on context and only identical rows are dropped.
+
+        :param ids: the token ids (from :meth:`tokenize`), shape (n,).
+        :return: float32 L2-normalised vectors, shape (m, dim), in first-occurrence order.
+        """
+        vectors = self._token_vectors(ids)
+        return vectors[_first_distinct(ids if self.mixer is None else vectors)]
 
     def encode_document_chunks(self, text: str, spans: Sequence[tuple[int, int]]) -> list[np.ndarray]:
         """Distinct token vectors per chunk, for chunk spans from any tokenizer (e.g. the landmark encoder's).
@@ -179,8 +187,10 @@ class StaticTokenEncoder:
         """
         check_text(text)
         tokens = self.tokens(text)
+        keys = tokens.ids if self.mixer is None else tokens.vectors
         chunk = tokens_in_chunks(tokens.offsets, spans)
-        return [self._distinct(tokens, np.flatnonzero(chunk == c)) for c in range(len(spans))]
+        rows = [np.flatnonzero(chunk == c) for c in range(len(spans))]
+        return [tokens.vectors[row[_first_distinct(keys[row])]] for row in rows]
 
     @overload
     def encode(self, texts: str) -> np.ndarray: ...
@@ -215,15 +225,6 @@ class StaticTokenEncoder:
         out = l2_normalize(sum_rows(table, columns, lengths))
         return out[0] if single else out
 
-    def _distinct(self, tokens: StaticTokens, rows: np.ndarray) -> np.ndarray:
-        if self.mixer is None:
-            _, first = np.unique(tokens.ids[rows], return_index=True)
-        else:
-            view = np.ascontiguousarray(tokens.vectors[rows]).view(np.dtype((np.void, 4 * self.dim)))
-            _, first = np.unique(view.ravel(), return_index=True)
-        return tokens.vectors[rows[np.sort(first)]]
-
-
 def sum_rows(table: np.ndarray, columns: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Sum ``table`` rows per run: run ``i`` sums rows ``columns[offset_i : offset_i + lengths[i]]``.
 
@@ -239,6 +240,14 @@ def sum_rows(table: np.ndarray, columns: np.ndarray, lengths: np.ndarray) -> np.
     ones = np.ones(len(columns), dtype=np.float32)
     counts = scipy.sparse.csr_matrix((ones, columns, indptr), shape=(len(lengths), len(table)))
     return np.asarray(counts @ table, dtype=np.float32)
+
+
+def _first_distinct(keys: np.ndarray) -> np.ndarray:
+    """The sorted positions of the first occurrence of each distinct key (token ids, or vector rows)."""
+    if keys.ndim == 2:
+        keys = np.ascontiguousarray(keys).view(np.dtype((np.void, keys.dtype.itemsize * keys.shape[1]))).ravel()
+    _, first = np.unique(keys, return_index=True)
+    return np.sort(first)
 
 
 def check_text(text: str) -> None:

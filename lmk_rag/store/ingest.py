@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.store import records as rec
+from lmk_rag.store.modes import is_static_encoder
 from lmk_rag.store.types import NodeRecord
 from lmk_rag.store.versions import DocumentWrite
+
+if TYPE_CHECKING:
+    from lmk_rag.encoder.types import EncodedText
 
 #: ``(doc_id, text, metadata)`` of a document to encode.
 Document = tuple[str, str, "dict[str, Any] | None"]
@@ -138,13 +143,28 @@ def encode_documents(
     writes = [
         DocumentWrite(
             doc_id,
-            rec.records_from_encoding(doc_id, text, enc, node_tokens, metadata),
+            node_records(encoder, doc_id, text, enc, node_tokens, metadata),
             dict(metadata or {}),
             content_hash(text, metadata, fingerprint),
         )
         for (doc_id, text, metadata), enc in zip(documents, encoded)
     ]
     return writes, sum(sum(enc.token_counts) for enc in encoded)
+
+
+def node_records(
+    encoder: Any, doc_id: str, text: str, encoded: EncodedText, node_tokens: int, metadata: dict[str, Any] | None = None
+) -> list[NodeRecord]:
+    """Cut an encoded document into node records (:func:`~lmk_rag.store.records.records_from_encoding`); a static
+    encoder's records carry their static token vectors, cut from the tokens the document was encoded with.
+
+    :param encoder: the encoder that made ``encoded``.
+    """
+    records = rec.records_from_encoding(doc_id, text, encoded, node_tokens, metadata)
+    if not is_static_encoder(encoder):
+        return records
+    static = encoder.encode_node_tokens(encoded, [record.span for record in records])
+    return [dataclasses.replace(record, static_vectors=vectors) for record, vectors in zip(records, static)]
 
 
 def check_records(doc_id: str, records: Sequence[NodeRecord]) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 
 from lmk_rag.errors import InvalidInputError
+from lmk_rag.nodes import DEFAULT_NODE_TOKENS
 from lmk_rag.store import versions
 from lmk_rag.store.backends import OpenedBackend, open_backend
 from lmk_rag.store.base import Backend
@@ -126,8 +127,8 @@ class LandmarkStore(StoreReads, StoreWrites):
             if meta is None:
                 alpha = DEFAULT_ALPHA if self._alpha is None else self._alpha
                 self._meta = create_settings(self._backend, self.where, create, lambda: self.encoder, static_encoder,
-                                             node_tokens or 256, True if bm25 is None else bm25, alpha, quantization,
-                                             keys or [], self.mode)
+                                             node_tokens or DEFAULT_NODE_TOKENS, True if bm25 is None else bm25, alpha,
+                                             quantization, keys or [], self.mode)
             else:
                 self._meta = check_settings(meta, self._backend, self.where, static_encoder, node_tokens, bm25, keys)
                 if encoder is not None or self.mode == StoreMode.STATIC:

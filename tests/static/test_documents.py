@@ -83,3 +83,40 @@ def test_bad_input_names_the_problem(encoder: StaticDocumentEncoder) -> None:
         encoder.encode_documents("\U0001f600\U0001f600")
     with pytest.raises(InvalidInputError, match="granularity"):
         StaticDocumentEncoder(granularity="paragraph")
+
+
+def test_node_token_vectors_are_cut_from_the_document_tokenisation(encoder: StaticDocumentEncoder) -> None:
+    encoded = encoder.encode_documents(TEXT)
+    spans = [node.span for node in group_chunks(encoded, node_tokens=64)]
+    assert len(spans) > 3
+    at_words = [index for index, (start, _) in enumerate(spans) if start == 0 or not TEXT[start - 1].isalnum()]
+    assert len(at_words) > 3
+    cut = encoder.encode_node_tokens(encoded, spans)
+    for index in at_words:  # a node that starts at a word: the same vectors as encoding the node's text alone
+        start, end = spans[index]
+        np.testing.assert_allclose(cut[index], encoder.encode_document_tokens(TEXT[start:end]), atol=1e-5)
+
+
+def test_a_node_starting_inside_a_word_keeps_the_documents_word_piece() -> None:
+    raw = StaticDocumentEncoder(mixer=None, granularity=5)  # without a mixer a vector is its token id's row
+    text = "lorem ipsum " + "unhyphenatedsupercalifragilistic " * 4
+    encoded = raw.encode_documents(text)
+    inside = [(start, end) for start, end in encoded.spans if start > 0 and text[start - 1].isalnum()]
+    assert inside, "the chunks should cut inside a word"
+    ids, offsets = raw.tokens.tokenize(text)
+    table = raw.tokens.vectors.unit_table
+    for (start, end), vectors in zip(inside, raw.encode_node_tokens(encoded, inside)):
+        own = ids[(offsets[:, 0] >= start) & (offsets[:, 0] < end)]
+        assert raw.tokens.vectors.tokenizer.id_to_token(int(own[0])).startswith("##")
+        np.testing.assert_allclose(vectors, table[list(dict.fromkeys(own.tolist()))], atol=1e-6)
+        assert vectors.shape != raw.encode_document_tokens(text[start:end]).shape or not np.allclose(
+            vectors, raw.encode_document_tokens(text[start:end])
+        )
+
+
+def test_node_token_vectors_need_a_static_encoding(encoder: StaticDocumentEncoder) -> None:
+    from lmk_rag.encoder.types import EncodedText
+
+    plain = EncodedText(vector=np.ones(256), chunk_vectors=np.ones((1, 256)), spans=[(0, 4)], token_counts=[1])
+    with pytest.raises(InvalidInputError, match="encode_documents"):
+        encoder.encode_node_tokens(plain, [(0, 4)])

@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError
@@ -46,6 +47,17 @@ def test_a_static_store_holds_node_static_and_bm25_vectors_only(open_store, docs
     assert node.static_vectors is not None and node.static_vectors.shape[1] == 256
     with pytest.raises(SettingsMismatchError, match="no chunk vectors"):
         store.search("anything", rerank="chunks")
+
+
+def test_a_static_store_writes_the_node_tokens_cut_from_the_document(open_store, docs, static_documents) -> None:
+    store = open_store(encoder=static_documents)
+    text = max(docs.values(), key=len)
+    store.add_document("page", text)
+    nodes = sorted(store.get_nodes(), key=lambda node: node.span)
+    expected = static_documents.encode_node_tokens(static_documents.encode_documents(text), [n.span for n in nodes])
+    assert len(nodes) > 1
+    for node, vectors in zip(nodes, expected):
+        np.testing.assert_allclose(node.static_vectors, vectors, atol=1e-5)
 
 
 def test_static_and_transformer_stores_cut_the_same_nodes(open_store, docs, static_documents, minilm_encoder) -> None:

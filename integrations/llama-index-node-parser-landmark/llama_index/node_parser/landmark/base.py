@@ -25,7 +25,7 @@ from llama_index.core.node_parser import NodeParser
 from llama_index.core.node_parser.interface import IdFuncCallable
 from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, TextNode
 from llama_index.embeddings.landmark import LandmarkEmbedding
-from lmk_rag.nodes import NodeSlice, group_chunks
+from lmk_rag.nodes import DEFAULT_NODE_TOKENS, NodeSlice, group_chunks
 
 CHUNK_VECTORS_KEY = "lmk_chunk_vectors"
 """Node metadata key of the side channel that carries a node's chunk vectors to the vector store."""
@@ -90,7 +90,9 @@ class LandmarkNodeParser(NodeParser):
         default_factory=LandmarkEmbedding, description="The embedding model whose encoder cuts and embeds."
     )
     node_tokens: int = Field(
-        default=256, gt=0, description="Node size in tokens, rounded down to whole landmark chunks (>= one chunk)."
+        default=DEFAULT_NODE_TOKENS,
+        gt=0,
+        description="Node size in tokens, rounded down to whole landmark chunks (>= one chunk).",
     )
     id_func: IdFuncCallable = Field(default=landmark_node_id, description="Function (index, document) -> node id.")
 
