@@ -65,7 +65,8 @@ def open_backend(
     :param read_only: never create the store; a folder is still locked while open (Qdrant Edge cannot share a shard
         between processes, and a second process loading it can damage the first one's files), unless the folder
         cannot be written at all (then no writer can be there either).
-    :raises InvalidInputError: for several locations, or server options given to an Edge store.
+    :raises InvalidInputError: for several locations, server options given to an Edge store, a bad collection name,
+        or a URL or location qdrant-client cannot use.
     :raises StoreLockedError: when another process holds the folder.
     :raises CorruptStoreError: for a folder that is not a lmk-rag store.
     :raises StoreNotFoundError: when ``create`` is False and there is no store folder.
@@ -78,8 +79,11 @@ def open_backend(
         raise InvalidInputError(f"options {sorted(server_options)} only apply to qdrant-client backends")
     if path is not None or not chosen:
         return _open_edge(Path(path if path is not None else DEFAULT_PATH), create and not read_only, read_only)
-    from lmk_rag.store.server import ServerBackend
+    from lmk_rag.store.server import ServerBackend, check_collection
 
+    check_collection(collection)
+    if location not in (None, ":memory:") and not create and not Path(location).is_dir():
+        raise StoreNotFoundError(f"no lmk-rag store at {location}")  # checked before the lock: nothing is written
     lock = _lock(Path(location), read_only) if location not in (None, ":memory:") else None
     try:
         backend = ServerBackend(
@@ -103,8 +107,8 @@ def _open_edge(folder: Path, create: bool, read_only: bool) -> OpenedBackend:
         foreign = [name for name in foreign if not name.startswith(".lmk_rag.")]
         if foreign:
             raise CorruptStoreError(f"{folder}: not a lmk-rag store (holds {', '.join(foreign[:5])})")
-    elif not create:
-        raise StoreNotFoundError(f"no lmk-rag store at {folder}")
+    if not create and not any((folder / name).exists() for name in (META_FILE, SHARD_DIR)):
+        raise StoreNotFoundError(f"no lmk-rag store at {folder}")  # checked before the lock: nothing is written
     lock = _lock(folder, read_only)
     try:
         return OpenedBackend(EdgeBackend(folder), str(folder), lock)

@@ -79,6 +79,43 @@ def client_kwargs(
     return {"path": location}
 
 
+#: Characters Qdrant refuses in a collection name.
+FORBIDDEN_COLLECTION_CHARS = '<>:"/\\|?*\0'
+
+
+def check_collection(collection: str) -> None:
+    """Refuse a collection name Qdrant would refuse (checked before anything is opened).
+
+    :raises InvalidInputError: for a name that is not a non-empty str of at most 255 characters without
+        any of :data:`FORBIDDEN_COLLECTION_CHARS`.
+    """
+    if not isinstance(collection, str) or not collection or len(collection) > 255:
+        raise InvalidInputError(f"collection must be a name of 1 to 255 characters, got {collection!r}")
+    bad = sorted({char for char in collection if char in FORBIDDEN_COLLECTION_CHARS})
+    if bad:
+        raise InvalidInputError(
+            f"collection {collection!r} holds {', '.join(map(repr, bad))}, which Qdrant refuses in collection names; "
+            "use letters, digits, '-' and '_'"
+        )
+
+
+def _client(
+    url: str | None, api_key: str | None, location: str | None, prefer_grpc: bool, timeout: int | None
+) -> QdrantClient:
+    """A new ``QdrantClient`` (see :func:`client_kwargs`).
+
+    :raises InvalidInputError: for a URL or location qdrant-client cannot parse.
+    """
+    try:
+        return QdrantClient(**client_kwargs(url, api_key, location, prefer_grpc, timeout))
+    except ValueError as error:
+        given = f"url {url!r}" if url is not None else f"location {location!r}"
+        raise InvalidInputError(
+            f"qdrant-client cannot use {given} ({error}); give a URL such as http://localhost:6333"
+            if url is not None else f"qdrant-client cannot use {given} ({error}); give a folder or ':memory:'"
+        ) from None
+
+
 def create_collection_request(
     collection: str,
     spec: CollectionSpec,
@@ -231,9 +268,7 @@ class ServerBackend(Backend):
         if upload_parallel < 1 or upload_batch_size < 1:
             raise InvalidInputError("upload_parallel and upload_batch_size must be >= 1")
         self._owns_client = client is None
-        self.client = client if client is not None else QdrantClient(
-            **client_kwargs(url, api_key, location, prefer_grpc, timeout)
-        )
+        self.client = client if client is not None else _client(url, api_key, location, prefer_grpc, timeout)
         self.collection = collection
         self.local = isinstance(getattr(self.client, "_client", None), QdrantLocal)
         self._api = self.client if self.local else Guarded(self.client, _server_error(url or "the Qdrant server"))

@@ -115,8 +115,9 @@ class LandmarkStore(StoreReads, StoreWrites):
         self.hnsw_ef = hnsw_ef
         self.batch_size = batch_size
         self.read_only = read_only
-        self._opened: OpenedBackend = open_backend(path, url, api_key, client, location, collection,
-                                                   create and not read_only, server_options, read_only)
+        create = create and not read_only  # a read-only open never creates anything, folder or collection
+        self._opened: OpenedBackend = open_backend(path, url, api_key, client, location, collection, create,
+                                                   server_options, read_only)
         self.where = self._opened.where
         try:
             meta = self._backend.read_meta()

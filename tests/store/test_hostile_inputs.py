@@ -28,6 +28,7 @@ from lmk_rag.errors import (
     ModelNotFoundError,
     SettingsMismatchError,
     StoreError,
+    StoreNotFoundError,
     StoreReadOnlyError,
     StoreUnavailableError,
     VectorSizeError,
@@ -217,6 +218,32 @@ def test_bad_store_openings(tmp_path: Path, minilm_encoder) -> None:
     assert sorted(p.name for p in (tmp_path / "foreign").iterdir()) == ["notes.txt"]  # nothing written there
 
 
+def test_reading_where_there_is_no_store_writes_nothing(tmp_path: Path, minilm_encoder) -> None:
+    (tmp_path / "empty").mkdir()
+    for make in (
+        lambda: LandmarkStore(tmp_path / "empty", read_only=True),
+        lambda: LandmarkStore(tmp_path / "empty", create=False),
+        lambda: LandmarkStore(location=str(tmp_path / "local"), read_only=True),
+        lambda: LandmarkStore(location=":memory:", read_only=True),
+    ):
+        with pytest.raises(StoreNotFoundError, match="no lmk-rag store"):
+            make().close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"] and not any((tmp_path / "empty").iterdir())
+
+
+@pytest.mark.parametrize("collection", ["", "a/b", "../up", "x:y", "nul\0", "c" * 256, 7])
+def test_bad_collection_names_are_refused_before_anything_is_written(tmp_path: Path, collection) -> None:
+    with pytest.raises(InvalidInputError, match="collection"):
+        LandmarkStore(location=str(tmp_path / "local"), collection=collection)
+    assert not (tmp_path / "local").exists()
+
+
+@pytest.mark.parametrize("url", ["not a url", "ftp://host", "http://[::1"])
+def test_urls_qdrant_client_cannot_parse_are_refused(url) -> None:
+    with pytest.raises(InvalidInputError, match="cannot use url"):
+        LandmarkStore(url=url)
+
+
 def test_a_second_writer_and_a_read_only_handle(tmp_path: Path, minilm_encoder) -> None:
     from lmk_rag.errors import StoreLockedError
 
@@ -330,6 +357,9 @@ CLI_CASES = [
     (["query", "x", "--store", "MISSING"], "no lmk-rag store"),
     (["info", "--store", "MISSING"], "no lmk-rag store"),
     (["check", "--store", "MISSING"], "no lmk-rag store"),
+    (["query", "x", "--store", "STORE_DIR"], "no lmk-rag store"),
+    (["query", "x", "--url", "not a url"], "cannot use url"),
+    (["info", "--location", "MISSING"], "no lmk-rag store"),
     (["ingest", "MISSING", "--store", "NEW"], "no such file"),
     (["query", "x"], "exactly one of"),
     (["nosuchcommand"], "No such command"),
