@@ -9,6 +9,8 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.store import records as rec
 from lmk_rag.store.modes import is_static_encoder
@@ -168,7 +170,8 @@ def node_records(
 
 
 def check_records(doc_id: str, records: Sequence[NodeRecord]) -> None:
-    """Reject the pre-encoded nodes of one document: none, another document's, or repeated node ids."""
+    """Reject the pre-encoded nodes of one document: none, another document's, repeated node ids, bad texts,
+    metadata or spans."""
     if not records:
         raise InvalidInputError(f"document {doc_id!r}: no records; use delete_document to remove a document")
     bad = [r.node_id for r in records if r.doc_id != doc_id]
@@ -181,6 +184,19 @@ def check_records(doc_id: str, records: Sequence[NodeRecord]) -> None:
             raise InvalidInputError(f"document {doc_id!r}: node ids and texts must be non-empty strings / strings")
         _check_unicode(record.text, f"node {record.node_id!r}: text")
         check_metadata(record.metadata, f"node {record.node_id!r}")
+        if not _is_span(record.span):
+            raise InvalidInputError(
+                f"node {record.node_id!r}: span {record.span!r} is not (start, end) with integers 0 <= start <= end"
+            )
+
+
+def _is_span(span: Any) -> bool:
+    """Whether ``span`` is a char span ``(start, end)`` of integers with 0 <= start <= end."""
+    if not isinstance(span, (tuple, list)) or len(span) != 2:
+        return False
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in span):
+        return False
+    return 0 <= span[0] <= span[1]
 
 
 #: Writes a batch of documents durably and returns the number of nodes written.

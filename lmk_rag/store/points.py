@@ -48,7 +48,11 @@ class StoreVectors:
         return cls(int(meta["encoder"]["dim"]), static_dim, static_encoder, bm25, where, chunks)
 
     def check(self, record: NodeRecord) -> None:
-        """Raise :class:`VectorSizeError` for vectors of the wrong shape, naming the node."""
+        """Refuse a node's vectors of the wrong shape, or with values no search can use, naming the node.
+
+        :raises VectorSizeError: for a wrong shape.
+        :raises InvalidInputError: for a vector (or chunk vector) that is not finite or is all zeros.
+        """
         vector = np.asarray(record.vector)
         chunks = np.asarray(record.chunk_vectors)
         if vector.shape != (self.dim,):
@@ -59,6 +63,9 @@ class StoreVectors:
             raise VectorSizeError(
                 f"node {record.node_id!r}: chunk_vectors of shape {chunks.shape}, store expects (n>=1, {self.dim})"
             )
+        check_directions(vector, f"node {record.node_id!r}: vector")
+        if self.chunks:
+            check_directions(chunks, f"node {record.node_id!r}: chunk_vectors")
 
     def points(self, records: list[NodeRecord], version: int, slot: int) -> list[PointData]:
         """The node points of one document's records at a version and id slot."""
@@ -83,6 +90,7 @@ class StoreVectors:
                     f"node {record.node_id!r}: static vectors of shape {static.shape}, "
                     f"store expects (m>=1, {self.static_dim})"
                 )
+            check_directions(static, f"node {record.node_id!r}: static vectors")
             vectors["static"] = np.ascontiguousarray(static)
         if self.bm25 is not None:
             vectors["bm25"] = self.bm25.embed_document(record.text)
@@ -111,12 +119,15 @@ class StoreVectors:
         vector = np.asarray(query.vector, dtype=np.float32)
         if vector.shape != (self.dim,):
             raise VectorSizeError(f"query vector of shape {vector.shape}, store expects ({self.dim},)")
+        check_directions(vector, "query vector")
         if rerank == Rerank.CHUNKS:
             if not self.chunks:
                 raise SettingsMismatchError(
                     f"{self.where} is a static store: it has no chunk vectors; use rerank='static' or 'none'"
                 )
-            return Branch("chunks", np.asarray(query.chunk_vectors, dtype=np.float32).reshape(-1, self.dim).tolist())
+            chunks = np.asarray(query.chunk_vectors, dtype=np.float32).reshape(-1, self.dim)
+            check_directions(chunks, "query chunk_vectors")
+            return Branch("chunks", chunks.tolist())
         if rerank == Rerank.NONE:
             return Branch("node", vector.tolist())
         if self.static_dim is None:
@@ -126,4 +137,19 @@ class StoreVectors:
         tokens = np.asarray(static_query, dtype=np.float32)
         if tokens.ndim != 2 or tokens.shape[1] != self.static_dim or len(tokens) == 0:
             raise VectorSizeError(f"static query of shape {tokens.shape}, store expects (q>=1, {self.static_dim})")
+        check_directions(tokens, "static query")
         return Branch("static", tokens.tolist())
+
+
+def check_directions(vectors: np.ndarray, what: str) -> None:
+    """Refuse vectors a cosine cannot use: any value not finite, or a vector of zeros (it has no direction).
+
+    :param vectors: one vector (dim,) or rows (n, dim).
+    :param what: the vectors, for the message.
+    :raises InvalidInputError: naming ``what`` and the problem.
+    """
+    rows = np.asarray(vectors, dtype=np.float64).reshape(-1, np.shape(vectors)[-1])
+    if not np.all(np.isfinite(rows)):
+        raise InvalidInputError(f"{what} holds NaN or infinite values; encode the text again")
+    if np.any(~rows.any(axis=1)):
+        raise InvalidInputError(f"{what} holds a vector of zeros, which has no direction to compare by cosine")

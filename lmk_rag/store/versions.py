@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lmk_rag.errors import InvalidInputError
 from lmk_rag.store import records as rec
 from lmk_rag.store.base import Backend
 from lmk_rag.store.filters import FilterLike, translate
@@ -169,10 +170,15 @@ def visible(backend: Backend, points: Sequence[Any]) -> list[Any]:
 
 
 def nodes_filter(backend: Backend, filter: FilterLike, node_ids: Sequence[str] | None = None) -> Any:
-    """The native filter of nodes matching a caller's filter (and, when given, some node ids)."""
+    """The native filter of nodes matching a caller's filter (and, when given, some node ids).
+
+    :raises InvalidInputError: for ``node_ids`` that are not a list of str (a str alone would match nothing).
+    """
     b = backend.builder
     extra = [b.match("kind", rec.NODE)]
     if node_ids is not None:
+        if isinstance(node_ids, str) or not all(isinstance(node_id, str) for node_id in node_ids):
+            raise InvalidInputError(f"node_ids must be a list of str, got {node_ids!r:.80}")
         extra.append(b.match_any("node_id", list(node_ids)))
     return translate(filter, b, extra)
 

@@ -29,6 +29,8 @@ BAD_QUERIES = [
     VectorStoreQuery(query_str="archives", similarity_top_k=-3),
     VectorStoreQuery(similarity_top_k=2),  # neither text nor embedding
     VectorStoreQuery(query_embedding=[0.1] * 7, similarity_top_k=2),  # wrong size
+    VectorStoreQuery(query_embedding=[float("nan")] * 384, similarity_top_k=2),  # nothing to compare
+    VectorStoreQuery(query_embedding=[0.0] * 384, similarity_top_k=2),  # no direction
     VectorStoreQuery(query_str="archives", mode=VectorStoreQueryMode.HYBRID, alpha=1.5),
     VectorStoreQuery(query_str="archives", mode=VectorStoreQueryMode.SVM),
     VectorStoreQuery(query_str="archives", filters=MetadataFilters(
@@ -47,10 +49,27 @@ def test_bad_queries_are_typed_errors_and_lose_nothing(filled, query) -> None:
 
 def test_bad_nodes_are_refused_and_lose_nothing(filled) -> None:
     store, n_nodes = filled
-    for node in (TextNode(text="bad metadata", metadata={"when": {1, 2}}),
-                 TextNode(text="lone \ud800 surrogate")):
+    vector = [1.0] + [0.0] * 383  # a valid unit vector of the store's size
+    nan, zeros = [float("nan")] * 384, [0.0] * 384
+    bad = [
+        [TextNode(text="no embedding")],
+        [TextNode(text="bad metadata", embedding=vector, metadata={"when": object()})],
+        [TextNode(text="lone \ud800 surrogate", embedding=vector)],
+        [TextNode(text="nan", embedding=nan)],
+        [TextNode(text="zeros", embedding=zeros)],
+        [TextNode(text="reversed", embedding=vector, start_char_idx=50, end_char_idx=10)],
+        [TextNode(text="fine", embedding=vector), "not a node"],
+        None,
+        "a string",
+        TextNode(text="one node, not a list", embedding=vector),
+    ]
+    for nodes in bad:
         with pytest.raises(LmkRagError):
-            store.add([node])
+            store.add(nodes)
+    assert len(store.get_nodes()) == n_nodes
+    for call in (lambda: store.delete_nodes(node_ids="abc"), lambda: store.get_nodes(node_ids="abc")):
+        with pytest.raises(LmkRagError, match="node_ids"):
+            call()
     assert len(store.get_nodes()) == n_nodes
 
 

@@ -27,7 +27,8 @@ def test_the_flag_builds_the_static_encoder(static_embedding: LandmarkEmbedding)
     assert isinstance(encoder, StaticDocumentEncoder) and encoder.granularity == static_embedding.granularity
     vector = np.asarray(static_embedding.get_text_embedding("send a signal to a process"))
     np.testing.assert_allclose(vector, encoder.encode_documents("send a signal to a process").vector, atol=1e-6)
-    assert static_embedding.get_text_embedding("   ") == [0.0] * 256  # no tokens: model2vec's zero vector
+    empty = np.asarray(static_embedding.get_text_embedding("   "))  # no tokens: the unit mean token vector
+    assert empty.shape == (256,) and abs(float(np.linalg.norm(empty)) - 1.0) < 1e-5
     again = LandmarkEmbedding(encoder=encoder)
     assert again.static and again.encoder is encoder
     assert LandmarkEmbedding.from_dict(static_embedding.to_dict()).static

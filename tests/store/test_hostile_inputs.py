@@ -177,6 +177,15 @@ def test_bad_node_records_are_refused(filled, intact) -> None:
         ("x", [NodeRecord("x#0", "x", "t", (0, 1), good.vector, good.chunk_vectors)] * 2, InvalidInputError),
         ("x", [NodeRecord("x#0", "x", "\ud800", (0, 1), good.vector, good.chunk_vectors)], InvalidInputError),
         ("x", [NodeRecord("x#0", "x", "t", (0, 1), good.vector, good.chunk_vectors, {"d": {1, 2}})], InvalidInputError),
+        ("x", [NodeRecord("x#0", "x", "t", (0, 1), np.full(384, np.nan, np.float32), good.chunk_vectors)],
+         InvalidInputError),
+        ("x", [NodeRecord("x#0", "x", "t", (0, 1), np.zeros(384, np.float32), good.chunk_vectors)], InvalidInputError),
+        ("x", [NodeRecord("x#0", "x", "t", (0, 1), good.vector, np.vstack([good.chunk_vectors, np.zeros(384)]))],
+         InvalidInputError),
+        ("x", [NodeRecord("x#0", "x", "t", (0, 1), good.vector, good.chunk_vectors * np.inf)], InvalidInputError),
+        ("x", [NodeRecord("x#0", "x", "t", (5, 1), good.vector, good.chunk_vectors)], InvalidInputError),
+        ("x", [NodeRecord("x#0", "x", "t", (-1, 1), good.vector, good.chunk_vectors)], InvalidInputError),
+        ("x", [NodeRecord("x#0", "x", "t", (0, 1.5), good.vector, good.chunk_vectors)], InvalidInputError),
     ]
     for doc_id, records, error in cases:
         with pytest.raises(error):
@@ -184,6 +193,13 @@ def test_bad_node_records_are_refused(filled, intact) -> None:
     with pytest.raises(SettingsMismatchError):
         filled.search_encoded(type("Q", (), {"vector": good.vector, "chunk_vectors": good.chunk_vectors})(),
                               rerank="static", static_query=np.ones((2, 16), np.float32))
+    for vector, chunks in ((np.full(384, np.nan), good.chunk_vectors), (np.zeros(384), good.chunk_vectors),
+                           (good.vector, np.zeros((2, 384)))):
+        with pytest.raises(InvalidInputError, match="NaN|zeros"):
+            filled.search_encoded(type("Q", (), {"vector": vector, "chunk_vectors": chunks})())
+    for call in (lambda: filled.get_nodes(node_ids="x#0"), lambda: filled.delete_nodes(node_ids="x#0")):
+        with pytest.raises(InvalidInputError, match="node_ids"):
+            call()
     intact()
 
 

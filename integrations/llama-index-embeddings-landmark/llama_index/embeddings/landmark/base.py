@@ -175,12 +175,14 @@ class LandmarkEmbedding(BaseEmbedding):
         states of the tokenizer's special tokens alone (``[CLS] [SEP]``). So an empty ``Document`` or an
         ``ImageNode`` without text can be indexed as with any LlamaIndex embedding model.
 
-        With ``static``, a text without words has no tokens: its pooled static vector is zeros, as model2vec gives.
+        With ``static``, a text without words has no tokens (model2vec gives it zeros, which no cosine can compare
+        and no store accepts): its vector is the normalised mean of the static model's token vectors.
 
         :return: the vector, computed once.
         """
         if self._empty is None and self.static:
-            self._empty = [0.0] * self.encoder.dim
+            mean = self.encoder.tokens.vectors.unit_table.mean(axis=0)
+            self._empty = (mean / np.linalg.norm(mean)).tolist()
         if self._empty is None:
             import torch
 

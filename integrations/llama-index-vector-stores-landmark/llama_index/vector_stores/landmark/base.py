@@ -170,9 +170,13 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         ``LandmarkStore.upsert_nodes`` replaces a whole document; LlamaIndex's ``add`` only adds, so nodes of a
         document already stored are read back and kept (one read for both lists).
         """
+        if isinstance(nodes, (str, bytes, BaseNode)) or not isinstance(nodes, Sequence):
+            raise InvalidInputError(f"nodes must be a list of LlamaIndex nodes, got {type(nodes).__name__}")
         fingerprint = self._store.settings["encoder"]["fingerprint"]
         owner: dict[str, NodeRecord] = {}
         for node in nodes:
+            if not isinstance(node, BaseNode):
+                raise InvalidInputError(f"nodes must be LlamaIndex nodes (BaseNode), got a {type(node).__name__}")
             owner[node.node_id] = self._to_record(node, fingerprint)  # the last one of an id wins
         if not owner:
             return {}, []
@@ -226,7 +230,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
             span=(start or 0, end if end is not None else (start or 0) + len(text)),
             vector=vector,
             chunk_vectors=chunk_vectors,
-            metadata=node_to_metadata_dict(without_side_channel(node), remove_text=True),
+            metadata=_node_metadata(node),
         )
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
@@ -336,6 +340,20 @@ class LandmarkVectorStore(BasePydanticVectorStore):
     def __exit__(self, *exc: object) -> None:
         """Close on exit."""
         self.close()
+
+
+def _node_metadata(node: BaseNode) -> dict[str, Any]:
+    """The node as LlamaIndex's stores keep it (metadata plus the node's JSON, text left out).
+
+    :raises InvalidInputError: for metadata LlamaIndex cannot serialise, naming the node.
+    """
+    try:
+        return node_to_metadata_dict(without_side_channel(node), remove_text=True)
+    except (ValueError, TypeError) as error:  # pydantic's serialisation errors are ValueErrors
+        raise InvalidInputError(
+            f"node {node.node_id!r}: its metadata cannot be serialised ({error}); use JSON values (str, numbers, "
+            "bool, None, lists and dicts of those)"
+        ) from None
 
 
 def _to_node(node_id: str, doc_id: str, text: str, span: tuple[int, int], metadata: dict[str, Any]) -> BaseNode:
