@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Union
@@ -45,7 +46,9 @@ class FieldCondition:
     value: Any = None
 
     def __post_init__(self) -> None:
-        """Reject unknown operators and values of the wrong shape early, naming the condition."""
+        """Reject unknown operators and keys or values of the wrong shape early, naming the condition."""
+        if not isinstance(self.key, str) or not self.key:
+            raise InvalidInputError(f"a filter key must be a non-empty string, got {self.key!r}")
         if self.op not in OPERATORS:
             raise InvalidInputError(f"unknown filter operator {self.op!r} for key {self.key!r}; use one of {OPERATORS}")
         if self.op in ("in", "nin") and (isinstance(self.value, str) or not isinstance(self.value, Sequence)):
@@ -55,10 +58,14 @@ class FieldCondition:
         ):
             raise InvalidInputError(f"filter {self.key!r} {self.op}: value must be a number, got {self.value!r}")
         values = [self.value] if self.op in ("eq", "ne") else list(self.value) if self.op in ("in", "nin") else []
+        if self.op in ("gt", "gte", "lt", "lte"):
+            values = [self.value]
         odd = [v for v in values if v is not None and not isinstance(v, (str, int, float))]
+        odd += [v for v in values if isinstance(v, float) and not math.isfinite(v)]  # NaN matches nothing
         if odd:
             raise InvalidInputError(
-                f"filter {self.key!r} {self.op}: values must be strings, numbers, booleans or None, got {odd[0]!r}"
+                f"filter {self.key!r} {self.op}: values must be strings, finite numbers, booleans or None, "
+                f"got {odd[0]!r}"
             )
         if self.op == "text" and not isinstance(self.value, str):
             raise InvalidInputError(f"filter {self.key!r} text: value must be a string, got {self.value!r}")

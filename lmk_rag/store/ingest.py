@@ -74,10 +74,15 @@ def check_document(doc_id: Any, text: Any, metadata: Any) -> None:
 MAX_INT = 2**63 - 1
 
 
+#: Characters of a filter key's path syntax, which metadata keys may not hold.
+PATH_CHARS = (".", "[", "]")
+
+
 def check_metadata(metadata: Any, owner: str) -> None:
-    """Accept metadata that Qdrant stores and gives back unchanged: a dict with str keys of str, bool, int (64-bit),
-    finite float, None, and lists and dicts of those; anything else is an error naming the key, not a silent
-    conversion (tuples, sets, bytes, dates, numpy values: convert them yourself, e.g. to lists or strings).
+    """Accept metadata that Qdrant stores and gives back unchanged, and that filters can name: a dict with
+    non-empty str keys without :data:`PATH_CHARS`, of str, bool, int (64-bit), finite float, None, and lists and
+    dicts of those; anything else is an error naming the key, not a silent conversion (tuples, sets, bytes, dates,
+    numpy values: convert them yourself, e.g. to lists or strings).
 
     :param owner: names the document or node in the message.
     :raises InvalidInputError: for the first value that cannot round-trip.
@@ -109,6 +114,12 @@ def _check_value(value: Any, owner: str, path: str) -> None:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise InvalidInputError(f"{owner}: {path} has the key {key!r}; metadata keys must be strings")
+            if not key or any(char in key for char in PATH_CHARS):
+                raise InvalidInputError(
+                    f"{owner}: {path} has the key {key!r}, which no filter can name (an empty key, or one holding "
+                    f"{' or '.join(map(repr, PATH_CHARS))}: filters read 'a.b' as metadata['a']['b']); "
+                    "use another character, such as '_'"
+                )
             _check_value(item, owner, f"{path}[{key!r}]")
         return
     raise InvalidInputError(

@@ -72,7 +72,11 @@ def test_metadata_that_cannot_round_trip_is_refused(filled, intact, value) -> No
     intact()
 
 
-@pytest.mark.parametrize("metadata", [{1: "int key"}, "a string", ["a", "list"]], ids=["int-key", "str", "list"])
+@pytest.mark.parametrize(
+    "metadata",
+    [{1: "int key"}, "a string", ["a", "list"], {"a.b": 1}, {"": 1}, {"x[0]": 1}, {"outer": [{"in.ner": 1}]}],
+    ids=["int-key", "str", "list", "dotted-key", "empty-key", "bracket-key", "nested-dotted-key"],
+)
 def test_metadata_of_the_wrong_shape_is_refused(filled, intact, metadata) -> None:
     with pytest.raises(InvalidInputError):
         filled.add_document("new.txt", "A page about archives.", metadata)
@@ -140,7 +144,8 @@ def test_bad_candidate_counts_are_refused(filled, intact, limit) -> None:
     "kwargs",
     [{"k": "5"}, {"k": 2.5}, {"k": 0}, {"k": -1}, {"k": True}, {"k": None}, {"rerank": "bogus"}, {"alpha": 1.5},
      {"alpha": -0.1}, {"alpha": "0.5"}, {"alpha": math.nan}, {"filter": "section=1"}, {"filter": [("tag", "x")]},
-     {"filter": {"tag": {"nested": 1}}}, {"filter": {"tag": object()}}, {"rerank": "static"}],
+     {"filter": {"tag": {"nested": 1}}}, {"filter": {"tag": object()}}, {"rerank": "static"}, {"k": 2**70},
+     {"filter": {"n": math.nan}}, {"filter": {"n": [1, math.inf]}}, {"filter": {"": 1}}],
     ids=lambda kwargs: repr(kwargs),
 )
 def test_bad_search_arguments_are_typed_errors(filled, intact, kwargs) -> None:
