@@ -49,7 +49,7 @@ def needle_span(text: str, known: set[int]) -> tuple[int, int] | None:
             covered[i : i + SHINGLE] = True
     best, start = (0, 0, 0), None
     gap = 0
-    for i, hit in enumerate(list(covered) + [False]):
+    for i, hit in enumerate([*list(covered), False]):
         if hit:
             start = i if start is None else start
             gap = 0
@@ -124,7 +124,7 @@ def _window_of_chunks(state) -> list[int]:
     """The window index of each chunk: a window's first chunk also owns the window's CLS state."""
     out, window = [], -1
     for size, tokens in zip(state.chunk_sizes, state.token_counts):
-        window += int(round(size)) == tokens + 2
+        window += round(size) == tokens + 2
         out.append(window)
     return out
 
@@ -175,7 +175,7 @@ def report(rows: list[dict], runs: list[str]) -> None:
         two_w = [r for r in found if r["windows"] > 1]
         cells = []
         for name in runs:
-            def r1(group: list[dict]) -> str:
+            def r1(group: list[dict], name: str = name) -> str:
                 return f"{np.mean([r[f'r1:{name}'] for r in group]):.2f}" if group else "-"
             cells.append(f"{r1(found)} / {r1(one)} ({len(one)}) / {r1(two)} ({len(two)})"
                          f" / {r1(one_w)} ({len(one_w)}) / {r1(two_w)} ({len(two_w)})")

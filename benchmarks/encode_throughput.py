@@ -35,10 +35,10 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch  # noqa: E402
-from sentence_transformers import SentenceTransformer  # noqa: E402
+import torch
+from sentence_transformers import SentenceTransformer
 
-from lmk_rag.encoder import DEFAULT_GRANULARITY, LandmarkEncoder  # noqa: E402
+from lmk_rag.encoder import DEFAULT_GRANULARITY, LandmarkEncoder
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 HERE = Path(__file__).resolve().parent
@@ -102,7 +102,7 @@ def run_baselines(model_path: Path, loads: dict[str, dict], args: argparse.Names
     if not BASELINE_PYTHON.is_file():
         venv = BASELINE_PYTHON.relative_to(HERE.parent)
         reason = f"skipped: no {venv} (benchmarks/st_baselines/build_venv.sh builds it)"
-        return {"sentence-transformers onnx / openvino": {name: reason for name in loads}}
+        return {"sentence-transformers onnx / openvino": dict.fromkeys(loads, reason)}
     with tempfile.TemporaryDirectory() as folder:
         request = Path(folder) / "request.json"
         request.write_text(json.dumps({
@@ -115,7 +115,7 @@ def run_baselines(model_path: Path, loads: dict[str, dict], args: argparse.Names
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         reason = f"skipped: the baseline venv failed ({last})"
-        return {"sentence-transformers onnx / openvino": {name: reason for name in loads}}
+        return {"sentence-transformers onnx / openvino": dict.fromkeys(loads, reason)}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

@@ -29,8 +29,8 @@ from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.eval.beir import BeirDataset, load_beir
 from lmk_rag.eval.metrics import per_query_metrics
 from lmk_rag.eval.states import encode_states_cached
-from lmk_rag.paths import user_cache_dir
 from lmk_rag.nodes import group_chunks
+from lmk_rag.paths import user_cache_dir
 
 DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else Path("../shared/data")
 

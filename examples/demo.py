@@ -19,7 +19,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from lmk_rag import LandmarkStore  # noqa: E402
+from lmk_rag import LandmarkStore
 
 PAGES = [
     "tar", "gzip", "grep", "sed", "find", "ls", "cp", "mv", "rm", "chmod", "chown", "ln", "df", "du", "ps",

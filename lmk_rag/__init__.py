@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.static import StaticTokenEncoder  # noqa: F401
     from lmk_rag.store import Hit, LandmarkStore  # noqa: F401
 
-__all__ = ["__version__", *_LAZY]
+__all__ = ["__version__", *_LAZY]  # noqa: PLE0604 (the lazy names are str keys)
 
 
 def __getattr__(name: str) -> Any:

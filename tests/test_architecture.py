@@ -81,7 +81,7 @@ def find_cycle(graph: Mapping[str, set[str]]) -> list[str] | None:
         on_path.add(node)
         for target in sorted(graph.get(node, ())):
             if target in on_path:
-                return path[path.index(target):] + [target]
+                return [*path[path.index(target):], target]
             if target not in done:
                 cycle = visit(target)
                 if cycle is not None:

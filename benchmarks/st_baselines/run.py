@@ -23,8 +23,8 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch  # noqa: E402
-from sentence_transformers import SentenceTransformer, export_dynamic_quantized_onnx_model  # noqa: E402
+import torch
+from sentence_transformers import SentenceTransformer, export_dynamic_quantized_onnx_model
 
 
 def loaders(folder: Path, threads: int) -> dict[str, Callable[[], SentenceTransformer]]:
@@ -71,7 +71,7 @@ def main() -> None:
                 model = load()
             except Exception as error:  # an exporter or runtime that does not install or run here: report why
                 reason = f"skipped: {type(error).__name__}: {str(error).splitlines()[0][:200]}"
-                results[name] = {workload: reason for workload in request["workloads"]}
+                results[name] = dict.fromkeys(request["workloads"], reason)
                 continue
             model.max_seq_length = request["max_length"]
             results[name] = {}

@@ -5,18 +5,20 @@ from __future__ import annotations
 
 from lmk_rag.cli.root import app
 
-
 #: The help panel of every command but the everyday ones (``ingest``, ``query``, ``info``), listed after them.
 MORE = "Evaluation, training and tools"
 
 
 def _register_commands() -> None:
-    """Import the command modules (each adds its commands to ``app``): the everyday store commands first."""
+    """Import the command modules (each adds its commands to ``app``): the everyday store commands first (the
+    import order is the help's order)."""
+    # isort: off
     from lmk_rag.cli import store  # noqa: F401
     from lmk_rag.cli import encode  # noqa: F401
     from lmk_rag.cli import eval  # noqa: F401
     from lmk_rag.cli import finetune  # noqa: F401
     from lmk_rag.cli import static  # noqa: F401
+    # isort: on
 
     for command in app.registered_commands:
         command.rich_help_panel = command.rich_help_panel or MORE

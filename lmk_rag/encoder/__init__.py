@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder.resolve import DEFAULT_MODEL, resolve_model_path  # noqa: F401
     from lmk_rag.encoder.types import ChunkStates, EncodedText  # noqa: F401
 
-__all__ = sorted(_LAZY)
+__all__ = sorted(_LAZY)  # noqa: PLE0605 (a list, built from the lazy names)
 
 
 def __getattr__(name: str) -> Any:

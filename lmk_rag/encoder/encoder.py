@@ -7,8 +7,8 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from enum import Enum
+from pathlib import Path
 from typing import Any, overload
 
 import numpy as np

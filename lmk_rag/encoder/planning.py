@@ -8,6 +8,7 @@ before it, so ``text[s:e]`` over all spans rebuilds the input exactly.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import random
 import re
 from collections.abc import Sequence
@@ -140,4 +141,4 @@ def _tiling_spans(text: str, offsets: Sequence[tuple[int, int]], starts: list[in
     for token_index in starts[1:]:
         cuts.append(max(cuts[-1], offsets[token_index][0]))
     cuts.append(len(text))
-    return list(zip(cuts[:-1], cuts[1:]))
+    return list(itertools.pairwise(cuts))

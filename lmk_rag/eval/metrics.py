@@ -53,7 +53,7 @@ def mean_metrics(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
     :return: ``{metric_key: mean}``; zeros when ``rows`` is empty.
     """
     if not rows:
-        return {key: 0.0 for key in METRIC_KEYS}
+        return dict.fromkeys(METRIC_KEYS, 0.0)
     return {key: sum(row[key] for row in rows) / len(rows) for key in METRIC_KEYS}
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Union
+from typing import Any, Literal, Protocol
 
 from lmk_rag.errors import InvalidInputError
 
@@ -80,8 +80,8 @@ class Filter:
     must_not: Sequence[Condition] = field(default_factory=tuple)
 
 
-Condition = Union[FieldCondition, Filter]
-FilterLike = Union[Filter, Mapping[str, Any], None]
+Condition = FieldCondition | Filter
+FilterLike = Filter | Mapping[str, Any] | None
 
 
 class ConditionBuilder(Protocol):

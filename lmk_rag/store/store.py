@@ -15,7 +15,6 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.nodes import DEFAULT_NODE_TOKENS
 from lmk_rag.store import versions
@@ -26,9 +25,9 @@ from lmk_rag.store.modes import default_rerank, resolve_mode, static_store_encod
 from lmk_rag.store.points import StoreVectors
 from lmk_rag.store.query import DEFAULT_ALPHA, check_alpha
 from lmk_rag.store.reads import StoreReads
-from lmk_rag.store.writes import StoreWrites
 from lmk_rag.store.settings import check_encoder, check_settings, check_text_keys, create_settings
 from lmk_rag.store.types import Quantization, Rerank, StoreMode
+from lmk_rag.store.writes import StoreWrites
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,6 @@ from lmk_rag.store.filters import FilterLike, translate
 from lmk_rag.store.types import NodeRecord, PointData
 
 
-
 @dataclass(frozen=True)
 class DocumentWrite:
     """One document to write.

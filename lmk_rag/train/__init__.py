@@ -3,4 +3,4 @@
 from lmk_rag.train.data import TrainPair, load_training_data
 from lmk_rag.train.trainer import LMK_MARKER, FinetuneConfig, Trainer
 
-__all__ = ["LMK_MARKER", "FinetuneConfig", "Trainer", "TrainPair", "load_training_data"]
+__all__ = ["LMK_MARKER", "FinetuneConfig", "TrainPair", "Trainer", "load_training_data"]

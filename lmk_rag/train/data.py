@@ -155,7 +155,7 @@ def split_heldout(pairs: Sequence[TrainPair], fraction: float, seed: int, max_he
     :param max_heldout: at most this many pairs are held out.
     :return: ``(train, heldout)``.
     """
-    n_heldout = min(int(round(len(pairs) * fraction)), max_heldout, max(len(pairs) - 2, 0))
+    n_heldout = min(round(len(pairs) * fraction), max_heldout, max(len(pairs) - 2, 0))
     order = np.random.default_rng([seed, 7]).permutation(len(pairs))
     heldout = [pairs[i] for i in sorted(order[:n_heldout])]
     train = [pairs[i] for i in sorted(order[n_heldout:])]

@@ -14,8 +14,7 @@ import torch
 from typer.testing import CliRunner
 
 from lmk_rag.cli import app
-from lmk_rag.encoder import LandmarkEncoder
-from lmk_rag.encoder import onnx_export
+from lmk_rag.encoder import LandmarkEncoder, onnx_export
 from lmk_rag.encoder.resolve import model_digest
 from lmk_rag.errors import InvalidInputError, ModelExportError
 from lmk_rag.eval.states import states_key
@@ -149,7 +148,7 @@ def test_an_export_failure_is_a_typed_error(tmp_path: Path, monkeypatch) -> None
 
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     monkeypatch.setattr(torch.onnx, "export", unsupported)
-    with pytest.raises(ModelExportError, match="aten::frobnicate.*use backend='torch'"):
+    with pytest.raises(ModelExportError, match=r"aten::frobnicate.*use backend='torch'"):
         LandmarkEncoder(backend="onnx")
     assert not [*tmp_path.rglob("*.onnx"), *tmp_path.rglob("*.partial")]
 

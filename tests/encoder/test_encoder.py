@@ -160,7 +160,7 @@ def test_unknown_model_offline_names_what_was_tried(monkeypatch, tmp_path):
     with pytest.raises(ModelNotFoundError, match="HF_HUB_OFFLINE") as raised:
         resolve_model_path("no-such-org/no-such-model")
     assert "cache" in str(raised.value)
-    with pytest.raises(ModelNotFoundError, match="no config.json"):
+    with pytest.raises(ModelNotFoundError, match=r"no config\.json"):
         resolve_model_path(tmp_path)
 
 
@@ -192,7 +192,7 @@ def test_lmk_trained_marker_switches_auto_defaults(tmp_path, minilm_path):
     assert measured.pooling == "lmk" and measured.chunk_vector == "mean"
     assert LandmarkEncoder(model_name=tmp_path, chunk_vector="landmark").chunk_vector == "landmark"
     (tmp_path / LMK_CONFIG_FILE).write_text(json.dumps({**marker, "chunk_vector": "best"}))
-    with pytest.raises(InvalidInputError, match="lmk_model.json chunk_vector"):
+    with pytest.raises(InvalidInputError, match=r"lmk_model\.json chunk_vector"):
         LandmarkEncoder(model_name=tmp_path)
 
 

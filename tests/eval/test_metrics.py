@@ -37,8 +37,8 @@ def test_hand_computed_three_query_run() -> None:
 def test_missing_and_empty_results_score_zero() -> None:
     per_query = per_query_metrics(QRELS, {"q1": ["a"], "q2": []})
     assert per_query["q1"]["mrr@10"] == 1.0
-    assert per_query["q2"] == {key: 0.0 for key in METRIC_KEYS}
-    assert per_query["q3"] == {key: 0.0 for key in METRIC_KEYS}
+    assert per_query["q2"] == dict.fromkeys(METRIC_KEYS, 0.0)
+    assert per_query["q3"] == dict.fromkeys(METRIC_KEYS, 0.0)
 
 
 def test_run_order_is_kept_even_against_id_order() -> None:

@@ -45,7 +45,7 @@ def test_registry_lists_builtins_and_rejects_unknown_and_duplicates() -> None:
     for name in ("bm25", "llamaindex-default", "cls", "mean", "lmk", "maxsim-landmark", "maxsim-chunkmean",
                  "maxsim-chunk"):
         assert name in names
-    with pytest.raises(InvalidInputError, match="unknown pipeline 'nope'; known pipelines: .*bm25"):
+    with pytest.raises(InvalidInputError, match=r"unknown pipeline 'nope'; known pipelines: .*bm25"):
         get_pipeline("nope", PipelineOptions())
     with pytest.raises(InvalidInputError, match="registered twice"):
         register_pipeline("bm25")(RecordingPipeline)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from llama_index.core import Document
+
 from llama_index.embeddings.landmark import LandmarkEmbedding
 from llama_index.vector_stores.landmark import LandmarkVectorStore
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from llama_index.core import Settings
 from llama_index.core.base.embeddings.base import BaseEmbedding
+
 from llama_index.embeddings.landmark import LandmarkEmbedding
 
 

@@ -12,6 +12,7 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.schema import ImageNode, MetadataMode, NodeWithScore, TextNode
 from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.core.utils import get_tokenizer
+
 from llama_index.embeddings.landmark import LandmarkEmbedding
 from llama_index.node_parser.landmark import LandmarkNodeParser
 from llama_index.vector_stores.landmark import LandmarkVectorStore, MaxContextTokens

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.ingestion import IngestionPipeline
+
 from llama_index.embeddings.landmark import LandmarkEmbedding
 from llama_index.node_parser.landmark import LandmarkNodeParser
 from llama_index.vector_stores.landmark import LandmarkVectorStore

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilter, MetadataFilters
+
 from llama_index.vector_stores.landmark import to_store_filter
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.store import FieldCondition, Filter

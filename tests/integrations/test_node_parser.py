@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from bisect import bisect_left
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.schema import MetadataMode, NodeRelationship, TextNode
+
 from llama_index.embeddings.landmark import LandmarkEmbedding
 from llama_index.node_parser.landmark import CHUNK_VECTORS_KEY, LandmarkNodeParser, decode_chunk_vectors
 
@@ -40,7 +42,7 @@ def test_nodes_tile_each_document(parsed: list[TextNode], manpage_documents: lis
         assert len(nodes) > 1
         assert nodes[0].start_char_idx == 0
         assert nodes[-1].end_char_idx == len(document.text)
-        for before, after in zip(nodes, nodes[1:]):
+        for before, after in itertools.pairwise(nodes):
             assert before.end_char_idx == after.start_char_idx
         for node in nodes:
             assert node.text == document.text[node.start_char_idx : node.end_char_idx]

@@ -38,6 +38,7 @@ import pytest
 from llama_index.core import StorageContext
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.schema import Document, ImageNode, NodeRelationship, QueryBundle, RelatedNodeInfo, TextNode
+
 from llama_index.embeddings.landmark import LandmarkEmbedding
 from llama_index.node_parser.landmark import LandmarkNodeParser
 from llama_index.vector_stores.landmark import LandmarkVectorStore

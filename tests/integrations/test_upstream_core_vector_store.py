@@ -24,7 +24,7 @@ from __future__ import annotations
 import unittest
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import pytest
@@ -39,6 +39,7 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQuery,
     VectorStoreQueryMode,
 )
+
 from llama_index.embeddings.landmark import LandmarkEmbedding
 from llama_index.vector_stores.landmark import LandmarkVectorStore
 
@@ -260,7 +261,7 @@ def test_query_with_not_filter_returns_matches(simple_vector_store) -> None:
     ],
 )
 def test_query_with_operator_filter_returns_matches(
-    simple_vector_store, key: str, operator: FilterOperator, value: Any, expected: Optional[int]
+    simple_vector_store, key: str, operator: FilterOperator, value: Any, expected: int | None
 ) -> None:
     """The one-operator cases of ``SimpleVectorStoreTest``, one parameter set each (named in the comments)."""
     filters = MetadataFilters(filters=[MetadataFilter(key=key, operator=operator, value=value)])
@@ -325,7 +326,7 @@ def document_nodes(embed) -> list[TextNode]:
 @pytest.mark.parametrize("mode", [VectorStoreQueryMode.DEFAULT, VectorStoreQueryMode.MMR])
 def test_retriever_constrains_source_documents(
     document_nodes: list[TextNode],
-    doc_ids: Optional[list[str]],
+    doc_ids: list[str] | None,
     expected: set[str],
     mode: VectorStoreQueryMode,
     new_store,
@@ -370,7 +371,7 @@ def test_document_node_and_metadata_filters_intersect(document_nodes: list[TextN
 
 @pytest.mark.parametrize(("doc_ids", "expected"), [(None, {"mapped", "unmapped"}), (["a"], {"mapped"})])
 def test_document_filter_handles_missing_source_mapping(
-    doc_ids: Optional[list[str]], expected: set[str], new_store, embed
+    doc_ids: list[str] | None, expected: set[str], new_store, embed
 ) -> None:
     store = new_store()
     # upstream writes SimpleVectorStore's dicts directly: "mapped" ([1, 0]) belongs to document "a", "unmapped"
@@ -416,7 +417,7 @@ _MMR_TEXTS = {
     ],
 )
 def test_mmr_threshold_sources(
-    query_threshold: Optional[float],
+    query_threshold: float | None,
     kwargs: dict[str, Any],
     expected_ids: list[str],
     new_store,

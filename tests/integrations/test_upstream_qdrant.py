@@ -41,6 +41,7 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQuery,
     VectorStoreQueryMode,
 )
+
 from llama_index.embeddings.landmark import LandmarkEmbedding
 from llama_index.vector_stores.landmark import LandmarkVectorStore
 from lmk_rag.store.records import PAYLOAD_INDEXES

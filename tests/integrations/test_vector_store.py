@@ -18,6 +18,7 @@ from llama_index.core.vector_stores.types import (
     MetadataFilters,
     VectorStoreQuery,
 )
+
 from llama_index.embeddings.landmark import LandmarkEmbedding
 from llama_index.node_parser.landmark import (
     CHUNK_VECTORS_KEY,
@@ -183,9 +184,10 @@ def test_wraps_an_injected_store(tmp_path: Path, minilm_encoder, nodes: list[Tex
 def test_static_rerank_runs_through_the_adapter(
     tmp_path: Path, embed_model: LandmarkEmbedding, nodes: list[TextNode], minilm_path: Path, forward_counter
 ) -> None:
-    from lmk_rag.static import StaticTokenEncoder, StaticVectors, maxsim
     from safetensors.numpy import load_file
     from tokenizers import Tokenizer
+
+    from lmk_rag.static import StaticTokenEncoder, StaticVectors, maxsim
 
     weights = load_file(str(minilm_path / "model.safetensors"))
     table = next(value for key, value in weights.items() if key.endswith("word_embeddings.weight"))

@@ -23,7 +23,7 @@ def test_tokens_in_chunks_by_char_offsets() -> None:
 def test_local_folder_loads_and_encodes(tiny_model_dir: Path) -> None:
     encoder = StaticTokenEncoder(tiny_model_dir)
     assert encoder.dim == 4
-    ids, offsets = encoder.tokenize("The cat sat, the dog sat")  # "," and "dog" are unknown: dropped
+    _ids, offsets = encoder.tokenize("The cat sat, the dog sat")  # "," and "dog" are unknown: dropped
     assert offsets.tolist() == [[0, 3], [4, 7], [8, 11], [13, 16], [21, 24]]
     queries = encoder.encode_query_tokens("the cat the cat")
     assert queries.shape == (4, 4)  # never deduplicated
@@ -64,7 +64,7 @@ def test_bad_inputs_and_missing_models(tiny_model_dir: Path, tmp_path: Path, mon
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelNotFoundError, match="offline"):
         StaticTokenEncoder("nobody/not-a-cached-model2vec-model")
-    with pytest.raises(ModelNotFoundError, match="mixer_config.json"):
+    with pytest.raises(ModelNotFoundError, match=r"mixer_config\.json"):
         StaticTokenEncoder(tiny_model_dir, mixer=tmp_path)
 
 

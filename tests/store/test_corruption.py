@@ -60,12 +60,11 @@ def test_damage_is_a_corrupt_store_error(template: Path, tmp_path: Path, minilm_
     shutil.copytree(template, folder, ignore=shutil.ignore_patterns("*.lock"))
     DAMAGE[damage](folder)
     query = next(iter(docs.values()))[:120]
-    with pytest.raises(CorruptStoreError):
-        with LandmarkStore(folder, encoder=minilm_encoder) as store:
-            store.search(query, k=3)  # some damage only shows in the vectors a search reads
-            problems = store.check()
-            if problems:
-                raise CorruptStoreError("; ".join(problems))
+    with pytest.raises(CorruptStoreError), LandmarkStore(folder, encoder=minilm_encoder) as store:
+        store.search(query, k=3)  # some damage only shows in the vectors a search reads
+        problems = store.check()
+        if problems:
+            raise CorruptStoreError("; ".join(problems))
     result = CliRunner().invoke(app, ["check", "--store", str(folder)])
     assert result.exit_code == 1 and result.stderr.startswith("error: ") and "Traceback" not in result.output
 

@@ -115,7 +115,7 @@ def test_documents_of_the_wrong_shape_are_refused(filled, intact, documents, wor
 
 
 def test_documents_without_metadata_and_from_a_generator(filled, docs) -> None:
-    doc_id, text = list(docs.items())[5]
+    _doc_id, text = list(docs.items())[5]
     before = filled.count_documents()
     assert filled.add_documents(iter([("pair.txt", text)])) >= 1  # (doc_id, text): no metadata
     assert filled.count_documents() == before + 1
@@ -200,7 +200,7 @@ def test_bad_node_records_are_refused(filled, intact) -> None:
                               rerank="static", static_query=np.ones((2, 16), np.float32))
     for vector, chunks in ((np.full(384, np.nan), good.chunk_vectors), (np.zeros(384), good.chunk_vectors),
                            (good.vector, np.zeros((2, 384)))):
-        with pytest.raises(InvalidInputError, match="NaN|zeros"):
+        with pytest.raises(InvalidInputError, match=r"NaN|zeros"):
             filled.search_encoded(type("Q", (), {"vector": vector, "chunk_vectors": chunks})())
     for call in (lambda: filled.get_nodes(node_ids="x#0"), lambda: filled.delete_nodes(node_ids="x#0")):
         with pytest.raises(InvalidInputError, match="node_ids"):
@@ -212,8 +212,8 @@ def test_filters_of_the_wrong_shape_are_refused() -> None:
     for make in (lambda: FieldCondition("a", "like", 1), lambda: FieldCondition("a", "in", "abc"),
                  lambda: FieldCondition("a", "gt", "3"), lambda: Filter(must=[("a", 1)])):
         with pytest.raises(InvalidInputError):
-            from lmk_rag.store.filters import translate
             from lmk_rag.store.edge import EdgeConditions
+            from lmk_rag.store.filters import translate
 
             translate(make(), EdgeConditions())
 

@@ -133,8 +133,8 @@ def test_upload_request_is_batched_and_parallel():
 
 
 def _plan(alpha: float = 0.7, sparse: SparseVector | None = SparseVector([3], [1.0]), **overrides):
-    base = dict(dense=[Branch("node", [0.1, 0.2])], scorer=Branch("chunks", [[0.1, 0.2]]), sparse=sparse,
-                alpha=alpha, prefetch_limit=100, filter=None, payload_keys=["doc_id"])
+    base = {"dense": [Branch("node", [0.1, 0.2])], "scorer": Branch("chunks", [[0.1, 0.2]]), "sparse": sparse,
+                "alpha": alpha, "prefetch_limit": 100, "filter": None, "payload_keys": ["doc_id"]}
     return plan_search(**{**base, **overrides})
 
 

@@ -35,7 +35,7 @@ def test_a_static_store_holds_node_static_and_bm25_vectors_only(open_store, docs
     store = open_store(encoder=static_documents)
     assert store.mode == StoreMode.STATIC and store.default_rerank == Rerank.STATIC
     assert store.backend.vector_names() == {"node", "static", "bm25"}
-    assert store.add_documents(list((doc_id, text, {"n": i}) for i, (doc_id, text) in enumerate(docs.items()))) > 0
+    assert store.add_documents([(doc_id, text, {"n": i}) for i, (doc_id, text) in enumerate(docs.items())]) > 0
     assert store.settings["mode"] == "static" and store.info()["mode"] == "static"
     assert store.settings["encoder"]["settings"] == {"static_model": None, "mixer": "shipped", "granularity": 64}
     assert store.settings["static"] == {"fingerprint": static_documents.tokens.fingerprint, "dim": 256}

@@ -172,7 +172,7 @@ def test_other_encoder_settings_are_refused(open_store, doc_records) -> None:
     from lmk_rag.encoder import LandmarkEncoder
 
     store = open_store()
-    _fill(store, {k: v for k, v in list(doc_records.items())[:1]})
+    _fill(store, dict(list(doc_records.items())[:1]))
     store.close()
     with pytest.raises(SettingsMismatchError, match="granularity"):
         open_store(encoder=LandmarkEncoder(granularity=16))

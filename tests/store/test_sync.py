@@ -140,7 +140,7 @@ def test_store_commands_reach_qdrant_client_backends(tmp_path, docs) -> None:
 
 
 def test_the_api_skips_unchanged_documents_and_refuses_repeated_ids(tmp_path, minilm_encoder, docs, calls) -> None:
-    text = list(docs.values())[0][:600]
+    text = next(iter(docs.values()))[:600]
     with LandmarkStore(tmp_path / "store", encoder=minilm_encoder) as store:
         assert store.changes([("p", text, {"n": 1})]) == {"p": "new"}
         written = store.add_documents([("p", text, {"n": 1})])

@@ -16,20 +16,20 @@ from lmk_rag.train.trainer import lmk_marker
 
 
 def _config(pairs_file: Path, tiny_model: Path, output: Path, **overrides) -> FinetuneConfig:
-    settings = dict(
-        train=str(pairs_file),
-        output=str(output),
-        model=str(tiny_model),
-        max_steps=4,
-        batch_size=4,
-        learning_rate=1e-3,
-        warmup_ratio=0.0,
-        heldout_fraction=0.1,
-        eval_every=0,
-        checkpoint_every=0,
-        device="cpu",
-        seed=3,
-    )
+    settings = {
+        "train": str(pairs_file),
+        "output": str(output),
+        "model": str(tiny_model),
+        "max_steps": 4,
+        "batch_size": 4,
+        "learning_rate": 1e-3,
+        "warmup_ratio": 0.0,
+        "heldout_fraction": 0.1,
+        "eval_every": 0,
+        "checkpoint_every": 0,
+        "device": "cpu",
+        "seed": 3,
+    }
     settings.update(overrides)
     return FinetuneConfig(**settings)
 

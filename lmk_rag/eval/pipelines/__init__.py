@@ -46,10 +46,10 @@ from lmk_rag.eval.pipelines.base import (
 )
 
 # One import line per pipeline module; importing a module registers its pipelines.
-from lmk_rag.eval.pipelines import bm25, dense, llamaindex_default  # noqa: E402,F401  isort: skip
-from lmk_rag.eval.pipelines import static_pipelines  # noqa: E402,F401  isort: skip
-from lmk_rag.eval.pipelines import lmk_rag_pipeline  # noqa: E402,F401  isort: skip
-from lmk_rag.eval.pipelines import static_store_pipeline  # noqa: E402,F401  isort: skip
+from lmk_rag.eval.pipelines import bm25, dense, llamaindex_default  # noqa: F401  isort: skip
+from lmk_rag.eval.pipelines import static_pipelines  # noqa: F401  isort: skip
+from lmk_rag.eval.pipelines import lmk_rag_pipeline  # noqa: F401  isort: skip
+from lmk_rag.eval.pipelines import static_store_pipeline  # noqa: F401  isort: skip
 
 __all__ = [
     "IndexStats",

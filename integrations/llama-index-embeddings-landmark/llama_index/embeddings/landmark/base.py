@@ -7,10 +7,10 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
-
 from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.callbacks import CallbackManager
+
 from lmk_rag.encoder import DEFAULT_CONTEXT, DEFAULT_GRANULARITY, DEFAULT_MODEL, LandmarkEncoder
 from lmk_rag.encoder.types import Backend, ChunkVector, Context, EncodedText, Pooling
 from lmk_rag.errors import InvalidInputError
@@ -118,18 +118,18 @@ class LandmarkEmbedding(BaseEmbedding):
             are then read from it.
         :param kwargs: other :class:`BaseEmbedding` fields (e.g. ``num_workers``).
         """
-        settings = dict(
-            model_name=model_name,
-            granularity=granularity,
-            context=context,
-            pooling=pooling,
-            chunk_vector=chunk_vector,
-            max_length=max_length,
-            window_overlap=window_overlap,
-            sentence_max_tokens=sentence_max_tokens,
-            backend=backend,
-            dtype=dtype,
-        )
+        settings = {
+            "model_name": model_name,
+            "granularity": granularity,
+            "context": context,
+            "pooling": pooling,
+            "chunk_vector": chunk_vector,
+            "max_length": max_length,
+            "window_overlap": window_overlap,
+            "sentence_max_tokens": sentence_max_tokens,
+            "backend": backend,
+            "dtype": dtype,
+        }
         static = static or hasattr(encoder, "encode_query_tokens")
         if encoder is not None:
             settings.update({key: getattr(encoder, key) for key in settings if hasattr(encoder, key)})

@@ -24,6 +24,7 @@ from llama_index.core.bridge.pydantic import Field
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.node_parser.interface import IdFuncCallable
 from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, TextNode
+
 from llama_index.embeddings.landmark import LandmarkEmbedding
 from lmk_rag.nodes import DEFAULT_NODE_TOKENS, NodeSlice, group_chunks
 

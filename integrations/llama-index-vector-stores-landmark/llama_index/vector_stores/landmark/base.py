@@ -18,14 +18,14 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryResult,
 )
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
+
 from llama_index.embeddings.landmark import LandmarkEmbedding
 from llama_index.node_parser.landmark import CHUNK_VECTORS_KEY, ENCODER_KEY, decode_chunk_vectors, without_side_channel
+from llama_index.vector_stores.landmark.filters import to_store_filter
+from llama_index.vector_stores.landmark.search import search
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError
 from lmk_rag.store import FieldCondition, Filter, Hit, LandmarkStore, NodeRecord, Rerank
 from lmk_rag.store.query import check_rerank
-
-from llama_index.vector_stores.landmark.filters import to_store_filter
-from llama_index.vector_stores.landmark.search import search
 
 NO_SOURCE = "lmk-rag:no-source:"
 """Prefix of the store document that holds a node without a SOURCE relationship (``NO_SOURCE + node_id``): such a

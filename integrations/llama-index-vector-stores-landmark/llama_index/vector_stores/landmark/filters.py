@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilter, MetadataFilters
+
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.store.filters import Condition, FieldCondition, Filter
 

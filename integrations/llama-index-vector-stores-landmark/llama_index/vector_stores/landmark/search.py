@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryMode
+
+from llama_index.vector_stores.landmark.filters import to_store_filter
 from lmk_rag.encoder.types import EncodedText
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.store import Hit, LandmarkStore, Rerank
-
-from llama_index.vector_stores.landmark.filters import to_store_filter
 
 LEXICAL_MODES = (VectorStoreQueryMode.SPARSE, VectorStoreQueryMode.TEXT_SEARCH)
 MMR_DEFAULT = 0.5
@@ -52,7 +52,7 @@ def search(
     flt = to_store_filter(query.filters, query.node_ids or None, query.doc_ids, text_keys=store.text_keys)
     k = query.similarity_top_k
     if mode == VectorStoreQueryMode.MMR:
-        threshold = kwargs["mmr_threshold"] if "mmr_threshold" in kwargs else query.mmr_threshold
+        threshold = kwargs.get("mmr_threshold", query.mmr_threshold)
         lambda_ = MMR_DEFAULT if threshold is None else threshold
         return store.search_mmr(query.query_str or _embedding(query, mode), k, lambda_=lambda_, filter=flt)
     if mode not in (VectorStoreQueryMode.DEFAULT, VectorStoreQueryMode.HYBRID, *LEXICAL_MODES):
