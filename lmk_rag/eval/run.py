@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lmk_rag.eval.beir import BeirDataset
+from lmk_rag.eval.beir import BeirDataset, DatasetError
 from lmk_rag.eval.metrics import breakdown, mean_metrics, per_query_metrics
 from lmk_rag.eval.pipelines import PipelineOptions, Ranking, get_pipeline
 
@@ -26,8 +26,9 @@ def evaluate(
 ) -> dict[str, Any]:
     """Index the corpus with a pipeline, run the queries and score the rankings.
 
-    The pipeline sees ``dataset.doc_texts`` and ``dataset.query_texts`` only; the ids, qrels and
-    query metadata stay here.
+    The pipeline sees ``dataset.doc_texts`` and ``dataset.query_texts`` only, less those without text (empty or
+    whitespace: no pipeline can rank such a document, and such a query finds nothing and scores 0); the ids,
+    qrels and query metadata stay here.
 
     :param dataset: the (possibly subsampled) dataset.
     :param pipeline: a registered pipeline name.
@@ -40,12 +41,20 @@ def evaluate(
         when it has a ``settings`` attribute, else the overrides), and ``by_position``/``by_length`` when the
         queries carry that metadata.
     :raises lmk_rag.errors.InvalidInputError: for an unknown pipeline name.
+    :raises DatasetError: when no document has any text.
     """
+    docs = [index for index, text in enumerate(dataset.doc_texts) if text.strip()]
+    queries = [index for index, text in enumerate(dataset.query_texts) if text.strip()]
+    if not docs:
+        raise DatasetError(f"{dataset.name}: no document has any text")
     runner = get_pipeline(pipeline, options)
-    stats = runner.index(list(dataset.doc_texts))
+    stats = runner.index([dataset.doc_texts[index] for index in docs])
     start = time.perf_counter()
-    rankings = runner.search(list(dataset.query_texts), RANK_DEPTH)
+    found = runner.search([dataset.query_texts[index] for index in queries], RANK_DEPTH)
     query_s = time.perf_counter() - start
+    rankings: list[Ranking] = [[] for _ in dataset.query_ids]  # a query without text finds nothing
+    for query_index, ranking in zip(queries, found):
+        rankings[query_index] = [(docs[doc_index], score) for doc_index, score in ranking]
     if run_file is not None:
         write_run(run_file, dataset, rankings, pipeline)
     run = {

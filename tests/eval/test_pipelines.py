@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lmk_rag.errors import InvalidInputError
+from lmk_rag.errors import DatasetError, InvalidInputError
 from lmk_rag.eval.beir import load_beir
 from lmk_rag.eval.pipelines import IndexStats, PipelineOptions, Ranking, get_pipeline, pipeline_names, register_pipeline
 from lmk_rag.eval.run import evaluate
@@ -75,6 +75,25 @@ def test_pipeline_sees_only_texts(fixture_data: Path) -> None:
     assert not any(identifier in text for identifier in forbidden for text in recorded["queries"] + recorded["docs"])
     assert report["queries"] == 10 and report["docs"] == 11
     assert set(report["by_position"]) <= {"0.0", "0.25", "0.5", "0.75", "1.0"}
+
+
+def test_texts_without_words_never_reach_a_pipeline(tmp_path: Path, make_beir) -> None:
+    folder = make_beir(
+        tmp_path / "gaps",
+        {"d1": "the cat sat on the mat", "empty": "", "d2": "dogs bark at night", "blank": " \n\t"},
+        [{"_id": "q1", "text": "barking dogs"}, {"_id": "q2", "text": "  "}, {"_id": "q3", "text": "a cat"}],
+        [("q1", "d2", 1), ("q2", "d1", 1), ("q3", "d1", 1)],
+    )
+    RECORDED.clear()
+    report = evaluate(load_beir(folder), "test-recorder", PipelineOptions(), keep_per_query=True)
+    recorded = dict(RECORDED)
+    assert recorded["docs"] == ["the cat sat on the mat", "dogs bark at night"]
+    assert recorded["queries"] == ["barking dogs", "a cat"]
+    assert {q: m["ndcg@10"] for q, m in report["per_query"].items()} == {"q1": 1.0, "q2": 0.0, "q3": 1.0}
+    assert report["docs"] == 4 and report["queries"] == 3
+    blank = make_beir(tmp_path / "blank", {"d1": " "}, [{"_id": "q1", "text": "x"}], [("q1", "d1", 1)])
+    with pytest.raises(DatasetError, match="no document has any text"):
+        evaluate(load_beir(blank), "test-recorder", PipelineOptions())
 
 
 def test_bm25_finds_exact_words(tiny_beir: Path) -> None:

@@ -13,8 +13,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from lmk_rag.eval.pipelines.base import IndexStats, PipelineOptions, Ranking, register_pipeline
 from lmk_rag.eval.scoring import rank_single, top_k
 
@@ -53,7 +51,7 @@ class _StaticPipeline:
         self._encoder = StaticTokenEncoder(self.options.encoder.get("static_model"), mixer=mixer)
         start = time.perf_counter()
         if self._tokens:
-            self._docs = [self._document_tokens(text) for text in docs]
+            self._docs = [self._encoder.encode_document_tokens(text) for text in docs]
         else:
             self._docs = self._encoder.encode(list(docs))
         return IndexStats(encode_s=time.perf_counter() - start)
@@ -70,14 +68,9 @@ class _StaticPipeline:
         assert self._encoder is not None, "index() must be called before search()"
         if not self._tokens:
             return rank_single(self._encoder.encode(list(queries)), self._docs, k)
-        query_tokens = [self._query_tokens(text) for text in queries]
+        query_tokens = [self._encoder.encode_query_tokens(text) for text in queries]
         return top_k(maxsim_matrix(query_tokens, self._docs), k)
 
-    def _document_tokens(self, text: str) -> np.ndarray:
-        return self._encoder.encode_document_tokens(text) if text.strip() else np.zeros((0, self._encoder.dim))
-
-    def _query_tokens(self, text: str) -> np.ndarray:
-        return self._encoder.encode_query_tokens(text) if text.strip() else np.zeros((0, self._encoder.dim))
 
 
 register_pipeline("static")(lambda options: _StaticPipeline(options, tokens=False, mixer=False))

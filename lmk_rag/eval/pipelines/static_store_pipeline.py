@@ -49,8 +49,7 @@ class StaticStorePipeline:
     def index(self, docs: Sequence[str]) -> IndexStats:
         """Encode and write the documents into a fresh static store and build its index.
 
-        :param docs: the document texts; doc ids are their list positions (texts without words are left out: no
-            query can find them).
+        :param docs: the document texts; doc ids are their list positions.
         :return: the time to encode, write and index (never cached).
         """
         from lmk_rag.static.documents import StaticDocumentEncoder
@@ -62,7 +61,7 @@ class StaticStorePipeline:
         self._store = LandmarkStore(folder, encoder=StaticDocumentEncoder(**settings),
                                     alpha=self.options.encoder.get("alpha"), prefetch_limit=self._prefetch_limit)
         weakref.finalize(self, _drop_store, self._store, folder)
-        documents = [(str(index), text, None) for index, text in enumerate(docs) if text.strip()]
+        documents = [(str(index), text, None) for index, text in enumerate(docs)]
         self._store.add_documents(documents, show_progress_bar=self.options.show_progress, skip_unchanged=False)
         self._store.optimize()
         return IndexStats(encode_s=time.perf_counter() - start)
