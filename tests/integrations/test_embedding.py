@@ -92,3 +92,18 @@ def test_backend_and_dtype_fields_build_an_onnx_encoder(onnx_encoders, onnx_cach
     assert LandmarkEmbedding.from_dict(embed_model.to_dict()).encoder.fingerprint == embed_model.encoder.fingerprint
     injected = LandmarkEmbedding(encoder=onnx_encoders["float32"])
     assert (injected.backend, injected.dtype) == ("onnx", "float32")
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [({"granularity": 0}, "granularity"), ({"granularity": "paragraph"}, "granularity"),
+     ({"dtype": "int8"}, "needs backend='onnx'"), ({"backend": "onnx", "dtype": "bfloat16"}, "bfloat16"),
+     ({"static": True, "model_name": "some/model"}, "model_name would be ignored"),
+     ({"static": True, "context": "chunk", "window_overlap": 64}, "context, window_overlap would be ignored")],
+    ids=["granularity-0", "granularity-word", "int8-on-torch", "bf16-on-onnx", "static-model", "static-context"],
+)
+def test_settings_no_encoder_can_use_are_refused_when_made(kwargs, words) -> None:
+    from lmk_rag.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match=words):
+        LandmarkEmbedding(**kwargs)

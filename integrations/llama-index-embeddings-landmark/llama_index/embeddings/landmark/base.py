@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -12,6 +13,8 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.callbacks import CallbackManager
 
 from lmk_rag.encoder import DEFAULT_CONTEXT, DEFAULT_GRANULARITY, DEFAULT_MODEL, LandmarkEncoder
+from lmk_rag.encoder.planning import check_granularity
+from lmk_rag.encoder.runtime import BACKEND_DTYPES, check_dtype
 from lmk_rag.encoder.types import Backend, ChunkVector, Context, EncodedText, Pooling
 from lmk_rag.errors import InvalidInputError
 
@@ -133,6 +136,8 @@ class LandmarkEmbedding(BaseEmbedding):
         static = static or hasattr(encoder, "encode_query_tokens")
         if encoder is not None:
             settings.update({key: getattr(encoder, key) for key in settings if hasattr(encoder, key)})
+        else:
+            _check_settings(settings, static)
         super().__init__(
             embed_batch_size=embed_batch_size, callback_manager=callback_manager, static=static, **settings, **kwargs
         )
@@ -143,6 +148,7 @@ class LandmarkEmbedding(BaseEmbedding):
     def class_name(cls) -> str:
         """The name LlamaIndex serialises this class under."""
         return "LandmarkEmbedding"
+
 
     @property
     def encoder(self) -> Any:
@@ -223,3 +229,24 @@ class LandmarkEmbedding(BaseEmbedding):
 
     async def _aget_text_embeddings(self, texts: list[str]) -> list[Embedding]:
         return await asyncio.to_thread(self._get_text_embeddings, texts)
+
+
+def _check_settings(settings: dict[str, Any], static: bool) -> None:
+    """Refuse now, not at the first text, a granularity or dtype the encoder cannot use, and transformer settings
+    given to a static embedding (which would ignore them).
+
+    :raises InvalidInputError: naming the setting.
+    """
+    check_granularity(settings["granularity"])
+    if static:
+        defaults = inspect.signature(LandmarkEmbedding.__init__).parameters
+        ignored = [key for key, value in settings.items() if key != "granularity" and value != defaults[key].default]
+        if ignored:
+            raise InvalidInputError(
+                f"static=True encodes with the shipped static model and takes only granularity; "
+                f"{', '.join(ignored)} would be ignored"
+            )
+        return
+    backend = getattr(settings["backend"], "value", settings["backend"])
+    if backend in BACKEND_DTYPES:  # another backend is pydantic's to refuse
+        check_dtype(backend, settings["dtype"])
