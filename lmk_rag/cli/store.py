@@ -20,6 +20,7 @@ from lmk_rag.cli.files import DEFAULT_GLOBS, SourceFile, collect_files, read_tex
 from lmk_rag.cli.root import app
 from lmk_rag.cli.runtime import backend_option, dtype_option, runtime_settings
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, StoreNotFoundError
+from lmk_rag.store.types import DEFAULT_COLLECTION
 
 EVERYDAY = "Everyday commands"
 
@@ -45,13 +46,15 @@ def location_option() -> Any:
 
 def collection_option() -> Any:
     """``--collection NAME`` on a server or in local mode."""
-    return typer.Option("lmk_rag", "--collection", help="The collection on --url / --location.")
+    return typer.Option(None, "--collection", help="The collection on --url / --location (default: lmk_rag).")
 
 
-def open_store(store: Path | None, url: str | None, location: str | None, collection: str, **options: Any) -> Any:
+def open_store(
+    store: Path | None, url: str | None, location: str | None, collection: str | None, **options: Any
+) -> Any:
     """The store that exactly one of ``--store``, ``--url``, ``--location`` names.
 
-    :raises InvalidInputError: when none or several are given.
+    :raises InvalidInputError: when none or several are given, or ``--collection`` with ``--store``.
     """
     from lmk_rag.store import LandmarkStore
 
@@ -59,7 +62,10 @@ def open_store(store: Path | None, url: str | None, location: str | None, collec
     if len(given) != 1:
         raise InvalidInputError(f"give exactly one of --store, --url, --location (got {', '.join(given) or 'none'})")
     if store is not None:
+        if collection is not None:
+            raise InvalidInputError("--collection names a collection on --url or --location; --store holds one")
         return LandmarkStore(store, **options)
+    collection = collection or DEFAULT_COLLECTION
     if url is not None:
         return LandmarkStore(url=url, api_key=os.environ.get("QDRANT_API_KEY"), collection=collection, **options)
     return LandmarkStore(location=location, collection=collection, **options)
@@ -117,7 +123,7 @@ def ingest(
     store: Path = store_option(),
     url: str = url_option(),
     location: str = location_option(),
-    collection: str = collection_option(),
+    collection: str | None = collection_option(),
     glob: list[str] = typer.Option(
         None, "--glob", help="File name pattern in folders (repeatable; default *.txt, *.md)."
     ),
@@ -179,7 +185,7 @@ def ingest(
 
 def _plan(
     documents: list[tuple[str, str, dict[str, Any]]], sync_roots: list[Path], store: Path | None, url: str | None,
-    location: str | None, collection: str,
+    location: str | None, collection: str | None,
 ) -> tuple[dict[str, str], list[str]]:
     """What an ingest would do, without creating or changing the store (every document is new when there is none)."""
     try:
@@ -195,7 +201,7 @@ def query(
     store: Path = store_option(),
     url: str = url_option(),
     location: str = location_option(),
-    collection: str = collection_option(),
+    collection: str | None = collection_option(),
     k: int = typer.Option(10, "-k", min=1, help="Hits to return."),
     rerank: str = typer.Option(
         None, help="chunks | static | none (default: the store's, chunks or static in a --static store; the old name "
@@ -227,7 +233,7 @@ def info(
     store: Path = store_option(),
     url: str = url_option(),
     location: str = location_option(),
-    collection: str = collection_option(),
+    collection: str | None = collection_option(),
 ) -> None:
     """Print a store's counts and recorded settings as JSON."""
     with open_store(store, url, location, collection, read_only=True) as source:
@@ -239,7 +245,7 @@ def check(
     store: Path = store_option(),
     url: str = url_option(),
     location: str = location_option(),
-    collection: str = collection_option(),
+    collection: str | None = collection_option(),
 ) -> None:
     """Verify a whole store: every point, vector and count; exit 1 when anything is damaged."""
     with open_store(store, url, location, collection, read_only=True) as source:

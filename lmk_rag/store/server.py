@@ -21,7 +21,15 @@ from lmk_rag.store.base import Backend, Guarded, IndexKind
 from lmk_rag.store.filters import ConditionBuilder
 from lmk_rag.store.layout import vector_layout
 from lmk_rag.store.records import META_POINT_ID, STORE
-from lmk_rag.store.types import Branch, CollectionSpec, PointData, QueryPlan, ScoredPointData, SparseVector
+from lmk_rag.store.types import (
+    DEFAULT_COLLECTION,
+    Branch,
+    CollectionSpec,
+    PointData,
+    QueryPlan,
+    ScoredPointData,
+    SparseVector,
+)
 
 _INDEX_TYPES = {
     "keyword": models.PayloadSchemaType.KEYWORD,
@@ -255,7 +263,7 @@ class ServerBackend(Backend):
         api_key: str | None = None,
         client: QdrantClient | None = None,
         location: str | None = None,
-        collection: str = "lmk_rag",
+        collection: str = DEFAULT_COLLECTION,
         prefer_grpc: bool = False,
         timeout: int | None = None,
         shard_number: int | None = None,

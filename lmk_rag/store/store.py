@@ -26,7 +26,7 @@ from lmk_rag.store.points import StoreVectors
 from lmk_rag.store.query import DEFAULT_ALPHA, check_alpha
 from lmk_rag.store.reads import StoreReads
 from lmk_rag.store.settings import check_encoder, check_settings, check_text_keys, create_settings
-from lmk_rag.store.types import Quantization, Rerank, StoreMode
+from lmk_rag.store.types import DEFAULT_COLLECTION, Quantization, Rerank, StoreMode
 from lmk_rag.store.writes import StoreWrites
 
 logger = logging.getLogger(__name__)
@@ -91,7 +91,7 @@ class LandmarkStore(StoreReads, StoreWrites):
         static_encoder: Any = None,
         mode: StoreMode | str | None = None,
         node_tokens: int | None = None,
-        collection: str = "lmk_rag",
+        collection: str = DEFAULT_COLLECTION,
         bm25: bool | None = None,
         alpha: float | None = None,
         quantization: Quantization | None = None,

@@ -10,6 +10,8 @@ from typing import Any, Literal
 import numpy as np
 
 Quantization = Literal["int8", "binary"]
+DEFAULT_COLLECTION = "lmk_rag"
+"""The collection of a store on a Qdrant server or in qdrant-client local mode when none is named."""
 
 
 class Rerank(str, Enum):

@@ -381,6 +381,7 @@ CLI_CASES = [
     (["query", "x", "--store", "STORE_DIR"], "no lmk-rag store"),
     (["query", "x", "--url", "not a url"], "cannot use url"),
     (["info", "--location", "MISSING"], "no lmk-rag store"),
+    (["query", "x", "--store", "STORE", "--collection", "other"], "--collection names a collection"),
     (["ingest", "MISSING", "--store", "NEW"], "no such file"),
     (["query", "x"], "exactly one of"),
     (["nosuchcommand"], "No such command"),
