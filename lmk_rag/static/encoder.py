@@ -225,6 +225,7 @@ class StaticTokenEncoder:
         out = l2_normalize(sum_rows(table, columns, lengths))
         return out[0] if single else out
 
+
 def sum_rows(table: np.ndarray, columns: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Sum ``table`` rows per run: run ``i`` sums rows ``columns[offset_i : offset_i + lengths[i]]``.
 

@@ -36,6 +36,7 @@ class DocumentWrite:
     metadata: dict[str, Any] = field(default_factory=dict)
     content_hash: str | None = None
 
+
 #: Makes the node points of one document's records at a version and id slot.
 NodePoints = Callable[[list[NodeRecord], int, int], list[PointData]]
 

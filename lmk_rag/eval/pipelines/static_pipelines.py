@@ -72,7 +72,6 @@ class _StaticPipeline:
         return top_k(maxsim_matrix(query_tokens, self._docs), k)
 
 
-
 register_pipeline("static")(lambda options: _StaticPipeline(options, tokens=False, mixer=False))
 register_pipeline("static-maxsim")(lambda options: _StaticPipeline(options, tokens=True, mixer=False))
 register_pipeline("static-mixer")(lambda options: _StaticPipeline(options, tokens=True, mixer=True))

@@ -149,7 +149,6 @@ class LandmarkEmbedding(BaseEmbedding):
         """The name LlamaIndex serialises this class under."""
         return "LandmarkEmbedding"
 
-
     @property
     def encoder(self) -> Any:
         """The landmark encoder (with ``static``: the static document encoder), built from the fields on first

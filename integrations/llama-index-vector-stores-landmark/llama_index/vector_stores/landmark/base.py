@@ -32,6 +32,7 @@ NO_SOURCE = "lmk-rag:no-source:"
 node is a document of its own, which ``delete(ref_doc_id)`` never reaches. Reserved: no ``ref_doc_id`` may start
 with it."""
 
+
 class LandmarkVectorStore(BasePydanticVectorStore):
     """Landmark nodes in Qdrant (Edge in-process, or a server), searched in two stages.
 
