@@ -17,7 +17,8 @@ import numpy as np
 from filelock import FileLock
 from tokenizers import Tokenizer
 
-from lmk_rag.errors import ModelNotFoundError
+from lmk_rag.checks import check_count
+from lmk_rag.errors import InvalidInputError, ModelNotFoundError
 from lmk_rag.paths import user_cache_dir
 from lmk_rag.vectors import l2_normalize
 
@@ -108,6 +109,7 @@ def distill_static(
     :return: the folder holding the static model.
     :raises ModelNotFoundError: if ``source`` cannot be loaded offline.
     """
+    check_count("pca_dims", pca_dims)
     source_path = _default_transformer_dir() if source is None else Path(source)
     source_name = str(source_path) if source_path.exists() else str(source)
     if output is None:
@@ -126,6 +128,8 @@ def distill_static(
             model = distill(source_name, pca_dims=pca_dims)
         except OSError as error:
             raise ModelNotFoundError(f"cannot load transformer {source_name!r} for distillation: {error}") from error
+        if model.dim != pca_dims:
+            raise InvalidInputError(f"pca_dims={pca_dims} is more than {source_name} has: it distils to {model.dim}")
         model.save_pretrained(out)
         record = {"source": source_name, "pca_dims": pca_dims, "tool": "model2vec.distill"}
         (out / SOURCE_FILE).write_text(json.dumps(record, indent=2))

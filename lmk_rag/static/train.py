@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from lmk_rag.checks import check_count, check_positive
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.static.encoder import StaticTokenEncoder
 from lmk_rag.static.mixer_torch import ConvMixer
@@ -54,6 +55,20 @@ class TrainConfig:
     kernel_size: int = 7
     eval_every: int = 100
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        """Check the numbers a run cannot start with."""
+        if self.objective not in ("distill", "contrastive", "both"):
+            raise InvalidInputError(f"unknown objective {self.objective!r}: use distill, contrastive or both")
+        check_count("max_steps", self.max_steps)
+        check_count("batch_size", self.batch_size, minimum=2)  # in-batch negatives need a second pair
+        check_count("max_tokens", self.max_tokens)
+        check_count("kernel_size", self.kernel_size)
+        check_count("eval_every", self.eval_every, minimum=0)
+        check_positive("learning_rate", self.learning_rate)
+        check_positive("temperature", self.temperature)
+        if self.objective == "both":
+            check_positive("distill_loss_weight", self.distill_loss_weight)
 
 
 @dataclass(frozen=True)
@@ -194,12 +209,10 @@ def train_mixer(
         every ``eval_every`` steps and at the end; None keeps the last checkpoint.
     :param log: receives one line per evaluation.
     :return: the selected mixer, the history and timing.
-    :raises InvalidInputError: for fewer than two training pairs or an unknown objective.
+    :raises InvalidInputError: for fewer than two training pairs.
     """
     if len(train) < 2:
         raise InvalidInputError("training needs at least two pairs (in-batch negatives)")
-    if config.objective not in ("distill", "contrastive", "both"):
-        raise InvalidInputError(f"unknown objective {config.objective!r}: use distill, contrastive or both")
     start = time.perf_counter()
     torch.manual_seed(config.seed)
     rng = random.Random(config.seed)

@@ -16,6 +16,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
+from lmk_rag.checks import check_count, check_positive
 from lmk_rag.encoder import LMK_CONFIG_FILE, LandmarkEncoder
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.train.data import GRANULARITIES, Batch, BatchSampler, HaystackBuilder, load_training_data, split_heldout
@@ -98,10 +99,11 @@ class FinetuneConfig:
 
     def __post_init__(self) -> None:
         """Check the numbers a run cannot start with."""
-        if self.max_steps < 1:
-            raise InvalidInputError(f"max_steps must be >= 1, got {self.max_steps}")
-        if self.temperature <= 0:
-            raise InvalidInputError(f"temperature must be > 0, got {self.temperature}")
+        check_count("max_steps", self.max_steps)
+        check_positive("learning_rate", self.learning_rate)
+        check_positive("temperature", self.temperature)
+        if Path(self.output).is_file():
+            raise InvalidInputError(f"output {self.output} is a file; give a folder for the fine-tuned model")
         if not 0 <= self.heldout_fraction < 1:
             raise InvalidInputError(f"heldout_fraction must be in [0, 1), got {self.heldout_fraction}")
         if not self.granularities or min(self.granularities) < 1:

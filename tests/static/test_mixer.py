@@ -81,3 +81,27 @@ def test_a_few_training_steps_lower_the_held_out_loss(static_encoder, fixture_da
     assert result.best_step == config.max_steps and result.mixer.parameter_count == 133_632
     mixed = StaticTokenEncoder(static_encoder.vectors, mixer=result.mixer)
     assert mixed.encode_query_tokens("list directory contents").shape == (3, 256)
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [({"max_steps": 0}, "max_steps"), ({"batch_size": 1}, "batch_size"), ({"learning_rate": float("nan")},
+     "learning_rate"), ({"learning_rate": -1.0}, "learning_rate"), ({"temperature": 0.0}, "temperature"),
+     ({"objective": "nope"}, "objective"), ({"eval_every": -1}, "eval_every"), ({"max_tokens": 0}, "max_tokens")],
+    ids=lambda value: str(value),
+)
+def test_training_settings_no_run_can_use_are_refused(kwargs, words) -> None:
+    from lmk_rag.errors import InvalidInputError
+    from lmk_rag.static.train import TrainConfig
+
+    with pytest.raises(InvalidInputError, match=words):
+        TrainConfig(**kwargs)
+
+
+def test_distilling_to_no_dimensions_is_refused(tmp_path) -> None:
+    from lmk_rag.errors import InvalidInputError
+    from lmk_rag.static.model import distill_static
+
+    with pytest.raises(InvalidInputError, match="pca_dims"):
+        distill_static(output=tmp_path / "d0", pca_dims=0)
+    assert not (tmp_path / "d0").exists()

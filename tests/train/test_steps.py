@@ -141,3 +141,8 @@ def test_config_rejects_bad_settings(pairs_file: Path, tmp_path: Path) -> None:
         FinetuneConfig(train=str(pairs_file), output=str(tmp_path), temperature=0)
     with pytest.raises(ValueError, match="max_steps"):
         FinetuneConfig(train=str(pairs_file), output=str(tmp_path), max_steps=0)
+    for rate in (0, -1e-4, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="learning_rate"):
+            FinetuneConfig(train=str(pairs_file), output=str(tmp_path), learning_rate=rate)
+    with pytest.raises(ValueError, match="is a file"):
+        FinetuneConfig(train=str(pairs_file), output=str(pairs_file))
