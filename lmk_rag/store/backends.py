@@ -82,9 +82,10 @@ def open_backend(
     from lmk_rag.store.server import ServerBackend, check_collection
 
     check_collection(collection)
-    if location not in (None, ":memory:") and not create and not Path(location).is_dir():
+    folder = None if location in (None, ":memory:") else Path(location)  # local mode on disk: a locked folder
+    if folder is not None and not create and not folder.is_dir():
         raise StoreNotFoundError(f"no lmk-rag store at {location}")  # checked before the lock: nothing is written
-    lock = _lock(Path(location), read_only) if location not in (None, ":memory:") else None
+    lock = _lock(folder, read_only) if folder is not None else None
     try:
         backend = ServerBackend(
             url=url, api_key=api_key, client=client, location=location, collection=collection, **server_options

@@ -57,8 +57,11 @@ class FieldCondition:
             isinstance(self.value, bool) or not isinstance(self.value, (int, float))
         ):
             raise InvalidInputError(f"filter {self.key!r} {self.op}: value must be a number, got {self.value!r}")
-        values = [self.value] if self.op in ("eq", "ne") else list(self.value) if self.op in ("in", "nin") else []
-        if self.op in ("gt", "gte", "lt", "lte"):
+        if self.op in ("in", "nin"):
+            values = list(self.value)
+        elif self.op in ("text", "is_empty"):
+            values = []
+        else:  # eq, ne and the ranges compare one value
             values = [self.value]
         odd = [v for v in values if v is not None and not isinstance(v, (str, int, float))]
         odd += [v for v in values if isinstance(v, float) and not math.isfinite(v)]  # NaN matches nothing

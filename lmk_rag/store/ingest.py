@@ -58,11 +58,16 @@ def _describe(item: Any) -> str:
     return f"{type(item).__name__} {str(item)[:40]!r}"
 
 
-def check_document(doc_id: Any, text: Any, metadata: Any) -> None:
-    """Reject a document the store cannot hold, naming it."""
+def check_doc_id(doc_id: Any) -> None:
+    """Reject a doc id the store cannot hold: anything but a non-empty, valid Unicode str."""
     if not isinstance(doc_id, str) or not doc_id:
         raise InvalidInputError(f"doc_id must be a non-empty string, got {doc_id!r}")
     _check_unicode(doc_id, f"doc_id {doc_id!r}")
+
+
+def check_document(doc_id: Any, text: Any, metadata: Any) -> None:
+    """Reject a document the store cannot hold, naming it."""
+    check_doc_id(doc_id)
     if not isinstance(text, str):
         raise InvalidInputError(f"document {doc_id!r}: text must be a str, got {type(text).__name__}")
     _check_unicode(text, f"document {doc_id!r}: text")

@@ -16,6 +16,7 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ApiException
 from qdrant_client.local.qdrant_local import QdrantLocal
 
+from lmk_rag.checks import check_count
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, StoreUnavailableError, VectorSizeError
 from lmk_rag.store.base import Backend, Guarded, IndexKind
 from lmk_rag.store.filters import ConditionBuilder
@@ -117,11 +118,11 @@ def _client(
     try:
         return QdrantClient(**client_kwargs(url, api_key, location, prefer_grpc, timeout))
     except ValueError as error:
-        given = f"url {url!r}" if url is not None else f"location {location!r}"
-        raise InvalidInputError(
-            f"qdrant-client cannot use {given} ({error}); give a URL such as http://localhost:6333"
-            if url is not None else f"qdrant-client cannot use {given} ({error}); give a folder or ':memory:'"
-        ) from None
+        given, fix = (
+            (f"url {url!r}", "give a URL such as http://localhost:6333")
+            if url is not None else (f"location {location!r}", "give a folder or ':memory:'")
+        )
+        raise InvalidInputError(f"qdrant-client cannot use {given} ({error}); {fix}") from None
 
 
 def create_collection_request(
@@ -273,8 +274,8 @@ class ServerBackend(Backend):
         upload_batch_size: int = 64,
     ) -> None:
         """Connect (or wrap ``client``)."""
-        if upload_parallel < 1 or upload_batch_size < 1:
-            raise InvalidInputError("upload_parallel and upload_batch_size must be >= 1")
+        check_count("upload_parallel", upload_parallel)
+        check_count("upload_batch_size", upload_batch_size)
         self._owns_client = client is None
         self.client = client if client is not None else _client(url, api_key, location, prefer_grpc, timeout)
         self.collection = collection

@@ -11,12 +11,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from lmk_rag.errors import InvalidInputError, StoreReadOnlyError
+from lmk_rag.errors import StoreReadOnlyError
 from lmk_rag.store import versions
 from lmk_rag.store.filters import FilterLike
 from lmk_rag.store.ingest import (
     Document,
     add_in_batches,
+    check_doc_id,
     check_documents,
     check_records,
     content_hash,
@@ -139,8 +140,7 @@ class StoreWrites:
         :return: True if the document existed.
         :raises InvalidInputError: for a doc id that is not a non-empty string.
         """
-        if not isinstance(doc_id, str) or not doc_id:
-            raise InvalidInputError(f"doc_id must be a non-empty string, got {doc_id!r}")
+        check_doc_id(doc_id)
         with self._changing(None):
             return versions.delete_document(self._backend, doc_id)
 
