@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from lmk_rag.cli import app
-from lmk_rag.static import StaticTokenEncoder
+from lmk_rag.static import StaticTokenEncoder, StaticVectors, load_static_vectors
 
 PAGES = {
     "kill": ("send signal to a process", "The kill() system call can be used to send any signal to any process."),
@@ -17,6 +18,8 @@ PAGES = {
     "chmod": ("change file permissions", "The chmod() call changes the mode bits of a file: read, write, execute."),
     "nice": ("change process priority", "The nice() call adds inc to the nice value of the calling thread."),
 }
+
+NEIGHBOUR_WORDS = ["signal", "process", "memory", "file", "permission", "network", "archive", "compress"]
 
 
 def _pairs(folder: Path) -> Path:
@@ -43,8 +46,27 @@ def test_distill_static_reproduces_the_shipped_model(static_vectors, tmp_path) -
     report = json.loads(result.stdout)
     assert report["folder"] == str(tmp_path / "distilled") and report["pca_dims"] == 256
     assert report["source"].endswith("model")  # the local all-MiniLM-L6-v2 folder
-    distilled = StaticTokenEncoder(report["folder"])
-    assert distilled.fingerprint == StaticTokenEncoder(static_vectors).fingerprint
+    distilled = load_static_vectors(report["folder"])
+    # The same vocabulary and shapes; the vectors agree row by row up to the CPU's float kernels (PCA and the
+    # forward passes differ in their last bits between AVX2 and AVX-512 machines, so no bit-exact hash).
+    assert distilled.tokenizer.get_vocab() == static_vectors.tokenizer.get_vocab()
+    assert distilled.embedding.shape == static_vectors.embedding.shape
+    assert (distilled.weights is None) == (static_vectors.weights is None)
+    if static_vectors.weights is not None:
+        np.testing.assert_allclose(distilled.weights, static_vectors.weights, rtol=1e-3, atol=1e-5)
+    cosines = np.sum(distilled.unit_table * static_vectors.unit_table, axis=1)
+    assert cosines.min() >= 0.999, f"{int(np.sum(cosines < 0.999))} token vectors moved (min cosine {cosines.min()})"
+    # and behave the same: every word of a fixed list has the same nearest tokens
+    for word in NEIGHBOUR_WORDS:
+        assert _nearest_tokens(distilled, word) == _nearest_tokens(static_vectors, word), word
+
+
+def _nearest_tokens(vectors: StaticVectors, word: str, n: int = 3) -> list[str]:
+    """The ``n`` tokens whose unit vectors are nearest to the first token of ``word``, excluding itself."""
+    token_id = vectors.tokenizer.encode(word, add_special_tokens=False).ids[0]
+    similarities = vectors.unit_table @ vectors.unit_table[token_id]
+    similarities[token_id] = -np.inf
+    return [vectors.tokenizer.id_to_token(int(i)) for i in np.argsort(-similarities, kind="stable")[:n]]
 
 
 @pytest.mark.slow

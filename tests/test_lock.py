@@ -1,0 +1,40 @@
+"""The installed packages are exactly the versions of requirements/lock.txt (what `make test` installs with -c)."""
+
+from __future__ import annotations
+
+import re
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+LOCK = Path(__file__).resolve().parents[1] / "requirements" / "lock.txt"
+PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
+
+
+def _pins() -> dict[str, str]:
+    pins = {}
+    for line in LOCK.read_text().splitlines():
+        match = PIN.match(line)
+        if match:
+            pins[match.group(1)] = match.group(2)
+    return pins
+
+
+def test_the_lock_pins_every_direct_dependency_and_the_cpu_torch() -> None:
+    pins = _pins()
+    assert pins["torch"] == "2.13.0+cpu"
+    assert not [name for name in pins if name.startswith("nvidia-")], "the lock holds CUDA packages"
+    for name in ("numpy", "qdrant-edge-py", "transformers", "model2vec", "llama-index-core", "pytest", "ruff"):
+        assert name in pins, name
+    assert "lmk-rag" not in pins and "file://" not in LOCK.read_text()
+
+
+def test_every_installed_version_equals_its_pin() -> None:
+    wrong = []
+    for name, pinned in _pins().items():
+        try:
+            installed = version(name)
+        except PackageNotFoundError:
+            installed = "not installed"
+        if installed != pinned:
+            wrong.append(f"{name}: {installed}, pinned {pinned}")
+    assert not wrong, f"the venv differs from {LOCK.name} (run `make install`): " + "; ".join(wrong)
