@@ -4,7 +4,8 @@
 as the landmark encoder, and ``QdrantVectorStore`` over ``qdrant-client`` in local (in-memory)
 mode (the client comes from :mod:`lmk_rag.store.server`, the one module that imports ``qdrant_client``);
 documents are ranked by their best node. Node embeddings go through the eval disk cache
-(same vectors, computed once per model and corpus).
+(same vectors, computed once per model and corpus). The steps shared with the chunked baselines
+(:mod:`~lmk_rag.eval.pipelines.llamaindex_chunked`) are in :mod:`~lmk_rag.eval.pipelines.llamaindex_nodes`.
 """
 
 from __future__ import annotations
@@ -12,12 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
-from lmk_rag.eval.cache import cached_arrays
 from lmk_rag.eval.pipelines.base import IndexStats, PipelineOptions, Ranking, register_pipeline
-
-_COLLECTION = "lmk_rag_eval"
+from lmk_rag.eval.pipelines.llamaindex_nodes import document_scores, embed_and_index, split_documents, top_documents
 
 
 @register_pipeline("llamaindex-default")
@@ -39,34 +36,22 @@ class LlamaIndexDefaultPipeline:
         :param docs: the document texts.
         :return: the cold embedding time and whether the cache was hit.
         """
-        from llama_index.core import Document, StorageContext, VectorStoreIndex
         from llama_index.core.node_parser import SentenceSplitter
-        from llama_index.core.schema import MetadataMode
         from llama_index.embeddings.huggingface import HuggingFaceEmbedding
-        from llama_index.vector_stores.qdrant import QdrantVectorStore
 
         from lmk_rag.encoder import resolve_model_path
         from lmk_rag.encoder.resolve import model_digest
-        from lmk_rag.store.server import ServerBackend
 
         model_path = resolve_model_path(self.options.model)
         embed_model = HuggingFaceEmbedding(model_name=str(model_path), embed_batch_size=self.options.batch_size)
         splitter = SentenceSplitter()
-        nodes = splitter.get_nodes_from_documents([Document(text=text, id_=str(i)) for i, text in enumerate(docs)])
-        texts = [node.get_content(metadata_mode=MetadataMode.EMBED) for node in nodes]
+        nodes = split_documents(docs, splitter)
         key = {"kind": "llamaindex-default", "model": model_digest(model_path),
                "chunk_size": splitter.chunk_size, "chunk_overlap": splitter.chunk_overlap}
-        result = cached_arrays(self.options.cache_dir, key, texts, lambda: {
-            "embeddings": np.asarray(embed_model.get_text_embedding_batch(texts), dtype=np.float32)})
-        for node, embedding in zip(nodes, result.arrays["embeddings"]):
-            node.embedding = embedding.tolist()
-        client = ServerBackend(location=":memory:", collection=_COLLECTION).client
-        store = QdrantVectorStore(client=client, collection_name=_COLLECTION)
-        self._index = VectorStoreIndex(
-            nodes, storage_context=StorageContext.from_defaults(vector_store=store), embed_model=embed_model
-        )
+        built = embed_and_index(nodes, embed_model, self.options, key)
+        self._index = built.index
         self._n_nodes = len(nodes)
-        return IndexStats(encode_s=result.encode_s, cached=result.cached)
+        return IndexStats(encode_s=built.encode_s, cached=built.cached)
 
     def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
         """Retrieve nodes and rank documents by their best node.
@@ -84,11 +69,7 @@ class LlamaIndexDefaultPipeline:
     def _rank(self, query: str, k: int) -> Ranking:
         depth = min(k, self._n_nodes)
         while True:
-            best: dict[int, float] = {}
-            for hit in self._index.as_retriever(similarity_top_k=depth).retrieve(query):
-                doc = int(hit.node.ref_doc_id)
-                if doc not in best:
-                    best[doc] = float(hit.score)
+            best = document_scores(self._index.as_retriever(similarity_top_k=depth).retrieve(query))
             if len(best) >= k or depth >= self._n_nodes:
-                return sorted(best.items(), key=lambda item: (-item[1], item[0]))[:k]
+                return top_documents(best, k)
             depth = min(4 * depth, self._n_nodes)
