@@ -7,9 +7,14 @@ paired difference of ``lmk-rag`` to its baselines), ``quality.json`` (every run'
 metrics) and ``needle_recall1_by_position.png`` / ``needle_ndcg10_by_position.png`` (one line per pipeline
 with its interval, one panel per needle length)::
 
-    python benchmarks/report.py                      # the four dev sets, whole
+    python benchmarks/report.py                      # the dev sets of both domains, whole
     python benchmarks/report.py --long               # adds manpages-needle/L32768 (200 haystacks of ~32k tokens)
     python benchmarks/report.py --size manpages-short=50,150 --pipelines bm25,lmk-rag   # a quick subsample
+    python benchmarks/report.py --long --resume      # keep the runs quality.json holds, run only the missing ones
+
+The manual-page sets are read from ``--data`` (``../shared/data``), the perldoc sets from ``benchmarks/data``
+(built by ``benchmarks/build_perldoc.py``). The report is rewritten after every run, so an interrupted report
+keeps what it measured and ``--resume`` goes on from there.
 
 Other pipelines (``lmk-rag-dense``, ``maxsim-*``, static ones, ...) are for ``lmk-rag eval``.
 """
@@ -37,6 +42,8 @@ from lmk_rag.eval.sample import subsample
 from lmk_rag.paths import user_cache_dir
 
 DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else Path("../shared/data")
+#: The sets this repository builds and ships (the perldoc domain).
+SHIPPED_DATA = Path(__file__).parent / "data"
 RESULTS = Path(__file__).parent / "results"
 CACHE = user_cache_dir("eval")
 SEED = 0
@@ -46,12 +53,20 @@ SETS: dict[str, tuple[int | None, int | None]] = {
     "manpages-needle/L8192": (None, None),
     "manpages-longdoc": (None, None),
     "manpages-short": (None, None),
+    "perldoc-longdoc": (None, None),
+    "perldoc-ref": (None, None),
 }
 LONG_SET = ("manpages-needle/L32768", (None, None))
-#: What a reader compares: the product, the product before fusion, plain BM25, LlamaIndex's default and the
-#: best single-vector pipeline (mean pooling, see baselines.md).
-PIPELINES = ["bm25", "llamaindex-default", "mean", "lmk-rag-alpha1", "lmk-rag"]
-PRODUCT, BASELINES = "lmk-rag", ("bm25", "lmk-rag-alpha1")
+#: The pipelines a well-informed LlamaIndex user builds from stock parts with the same model
+#: (:mod:`lmk_rag.eval.pipelines.llamaindex_chunked`), with plain BM25 the bar the product must clear.
+STOCK = ["bm25", "llamaindex-chunked", "llamaindex-chunked-bm25", "llamaindex-hybrid-relative",
+         "llamaindex-hybrid-rrf", "llamaindex-fused"]
+#: What a reader compares: the stock pipelines, LlamaIndex's default, the best single-vector pipeline (mean
+#: pooling, see baselines.md), the product before fusion and the product.
+PIPELINES = [*STOCK, "llamaindex-default", "mean", "lmk-rag-alpha1", "lmk-rag"]
+PRODUCT, BASELINES = "lmk-rag", (*STOCK, "lmk-rag-alpha1")
+#: The row pairing the product with the best stock pipeline of each set (by that set's nDCG@10).
+BEST_STOCK = "best stock"
 #: Pipelines rerun with ``--finetuned DIR`` (those that encode with the landmark encoder).
 FINETUNED_PIPELINES = ["mean", "lmk-rag"]
 #: Plot layout: inches per panel, inches for the legend column, resolution.
@@ -92,7 +107,7 @@ def evaluate_cell(cell: Cell, data: Path = DATA, cache_dir: Path = CACHE,
     :return: the eval report with ``per_query`` metrics, plus ``positions`` (each query's needle position, when
         the set has them), ``max_queries``, ``max_docs``, ``seed``, ``wall_s`` and ``label``.
     """
-    dataset = subsample(load_beir(data / cell.folder), cell.max_queries, cell.max_docs, seed=SEED)
+    dataset = subsample(load_beir(set_folder(cell.folder, data)), cell.max_queries, cell.max_docs, seed=SEED)
     start = time.perf_counter()
     options = PipelineOptions(model=cell.model, cache_dir=cache_dir, encoder=dict(encoder or {}))
     report = evaluate(dataset, cell.pipeline, options, keep_per_query=True)
@@ -105,9 +120,28 @@ def evaluate_cell(cell: Cell, data: Path = DATA, cache_dir: Path = CACHE,
     return report
 
 
+def set_folder(folder: str, data: Path = DATA) -> Path:
+    """Where a dev set lives: under ``data`` (the manual-page sets) or under :data:`SHIPPED_DATA` (perldoc).
+
+    :param folder: the set's folder name (``manpages-short``, ``perldoc-ref``, ...).
+    :param data: the folder holding the shared dev sets.
+    :return: the set's folder.
+    """
+    shipped = SHIPPED_DATA / folder
+    return shipped if shipped.is_dir() and not (data / folder).is_dir() else data / folder
+
+
+def same_cell(cell: Cell, report: dict[str, Any]) -> bool:
+    """Whether an earlier run measured this cell: same set, row label, model and sample sizes."""
+    return (report["dataset"], report["label"], report["max_queries"], report["max_docs"]) == (
+        cell.folder, cell.label or cell.pipeline, cell.max_queries, cell.max_docs) and (
+        cell.model is None or report["model"] == cell.model)
+
+
 def plan(sets: dict[str, tuple[int | None, int | None]], pipelines: Sequence[str],
          finetuned: Path | None = None) -> list[Cell]:
-    """Every (set, pipeline) cell of the report, fine-tuned rows after the base rows.
+    """Every (set, pipeline) cell of the report, set by set (the slow long sets last when listed last),
+    fine-tuned rows after the base rows.
 
     :param sets: folder -> (max_queries, max_docs).
     :param pipelines: the base-model pipelines.
@@ -117,8 +151,8 @@ def plan(sets: dict[str, tuple[int | None, int | None]], pipelines: Sequence[str
     rows = [(name, None, name) for name in pipelines]
     if finetuned is not None:
         rows += [(name, str(finetuned), f"{name} (fine-tuned)") for name in FINETUNED_PIPELINES]
-    return [Cell(folder, *sizes, pipeline, model, label) for pipeline, model, label in rows
-            for folder, sizes in sets.items()]
+    return [Cell(folder, *sizes, pipeline, model, label) for folder, sizes in sets.items()
+            for pipeline, model, label in rows]
 
 
 def machine() -> str:
@@ -169,18 +203,22 @@ def differences(reports: Sequence[dict[str, Any]], metric: str = "ndcg@10") -> s
     interval (empty when the product or no baseline ran)."""
     runs = {(report["label"], report["dataset"]): report for report in reports}
     sets = list(dict.fromkeys(report["dataset"] for report in reports))
+    best = {name: max((runs[label, name] for label in STOCK if (label, name) in runs), default=None,
+                      key=lambda report: report[metric]) for name in sets}
     rows = []
-    for baseline in BASELINES:
+    for baseline in (BEST_STOCK, *BASELINES):
         cells = []
         for name in sets:
-            product, other = runs.get((PRODUCT, name)), runs.get((baseline, name))
+            product = runs.get((PRODUCT, name))
+            other = best[name] if baseline == BEST_STOCK else runs.get((baseline, name))
             if product is None or other is None:
                 cells.append("-")
                 continue
             qids = list(product["per_query"])
             diff, low, high = paired_difference([product["per_query"][q][metric] for q in qids],
                                                 [other["per_query"][q][metric] for q in qids])
-            cells.append(f"{diff:+.3f} [{low:+.3f}, {high:+.3f}]")
+            named = f" ({other['label']})" if baseline == BEST_STOCK else ""
+            cells.append(f"{diff:+.3f} [{low:+.3f}, {high:+.3f}]{named}")
         if any(cell != "-" for cell in cells):
             rows.append(f"| {PRODUCT} - {baseline} | " + " | ".join(cells) + " |")
     if not rows:
@@ -236,7 +274,7 @@ def plot_positions(reports: Sequence[dict[str, Any]], metric: str, path: Path) -
 def write_report(reports: Sequence[dict[str, Any]], out: Path, command: str) -> list[Path]:
     """Write ``quality.md``, ``quality.json`` and the position plots.
 
-    :param reports: eval reports carrying a ``label``.
+    :param reports: eval reports carrying a ``label``; a run kept from an earlier report carries ``date``.
     :param out: the output folder.
     :param command: the command line that produced the reports (quoted in the markdown).
     :return: the files written.
@@ -249,9 +287,13 @@ def write_report(reports: Sequence[dict[str, Any]], out: Path, command: str) -> 
     sizes = dict.fromkeys(f"{r['dataset']} {r['queries']} queries / {r['docs']} docs" for r in reports)
     whole = all(r["max_queries"] is None and r["max_docs"] is None for r in reports)
     models = sorted({report["model"] for report in reports if report["pipeline"] != "bm25"})
+    today = datetime.date.today().isoformat()
     lines = [
         "# Retrieval quality", "",
         f"- Date: {datetime.date.today().isoformat()}. Machine: {machine()}.",
+        *([f"- Kept from earlier reports (`--resume`): {kept}."] if (kept := "; ".join(
+            f"{r['label']} on {r['dataset']} ({r['date']})" for r in reports if r.get("date", today) != today))
+          else []),
         f"- Models: {', '.join(models)}; encoder and store defaults. The lmk-rag pipelines search at the product's "
         "depth (the prefetch of a k=10 query: 100 candidates per branch).",
         ("- **Whole sets**: " if whole else f"- **Subsampled**, seed {SEED}: ") + "; ".join(sizes) + ".",
@@ -261,7 +303,9 @@ def write_report(reports: Sequence[dict[str, Any]], out: Path, command: str) -> 
     ]
     paired = differences(reports)
     if paired:
-        lines += ["## lmk-rag against its baselines (nDCG@10, paired over the same queries)", "", paired, ""]
+        lines += ["## lmk-rag against its baselines (nDCG@10, paired over the same queries)", "",
+                  f"`{BEST_STOCK}`: the stock pipeline ({', '.join(STOCK)}) with the best nDCG@10 on that set.",
+                  "", paired, ""]
     lines += [f"![{metric} by needle position]({name})" for metric, name in PLOT_METRICS.items() if name in plots]
     (out / "quality.md").write_text("\n".join(lines) + "\n")
     return [out / "quality.md", *written]
@@ -290,6 +334,9 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--cache-dir", type=Path, default=CACHE)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the runs the output's quality.json holds (those of other cells too); "
+                             "run only the missing cells")
     args = parser.parse_args(argv)
     sets = dict(SETS)
     if args.long:
@@ -298,16 +345,24 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     if args.only:
         sets = {name: sizes for name, sizes in sets.items() if name in args.only}
     pipelines = args.pipelines.split(",") if args.pipelines else PIPELINES
-    reports = []
-    for cell in plan(sets, pipelines, args.finetuned):
-        # A fine-tuned model gets its own cache folder: its states must never be mixed with another model's.
-        cache_dir = args.cache_dir / ("finetuned-" + Path(cell.model).name if cell.model else "")
-        report = evaluate_cell(cell, args.data, cache_dir)
-        print(f"{cell.folder} {report['label']}: ndcg@10={report['ndcg@10']:.3f} cached={report['cached']} "
-              f"wall_s={report['wall_s']}", flush=True)
-        reports.append(report)
+    earlier = json.loads((args.out / "quality.json").read_text()) if args.resume else []
     command = "python benchmarks/report.py" + (" " + " ".join(argv) if argv else "")
-    return write_report(reports, args.out, command)
+    cells = plan(sets, pipelines, args.finetuned)
+    others = [run for run in earlier if not any(same_cell(cell, run) for cell in cells)]
+    reports: list[dict[str, Any]] = []
+    written: list[Path] = []
+    for cell in cells:
+        report = next((run for run in earlier if same_cell(cell, run)), None)
+        if report is None:
+            # A fine-tuned model gets its own cache folder: its states must never be mixed with another model's.
+            cache_dir = args.cache_dir / ("finetuned-" + Path(cell.model).name if cell.model else "")
+            report = evaluate_cell(cell, args.data, cache_dir)
+            report["date"] = datetime.date.today().isoformat()
+            print(f"{cell.folder} {report['label']}: ndcg@10={report['ndcg@10']:.3f} cached={report['cached']} "
+                  f"wall_s={report['wall_s']}", flush=True)
+        reports.append(report)
+        written = write_report(reports + others, args.out, command)
+    return written
 
 
 if __name__ == "__main__":

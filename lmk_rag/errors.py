@@ -19,6 +19,11 @@ class ModelNotFoundError(LmkRagError, OSError):
     """A model name or folder could not be resolved to local files (or the hub, when online)."""
 
 
+class ModelLoadError(LmkRagError, OSError):
+    """A model folder exists but cannot be loaded: a damaged config or marker file, no weights, weights that would
+    run code."""
+
+
 class ModelExportError(LmkRagError, RuntimeError):
     """A model could not be exported to ONNX (for ``backend="onnx"``); the torch backend still runs it."""
 
@@ -51,6 +56,14 @@ class StoreUnavailableError(StoreError):
     """The Qdrant server cannot be reached, or refused the request."""
 
 
+class StoreFullError(StoreError):
+    """The disk has not enough free space for what the store was about to do; nothing was written."""
+
+
+class StoreClosedError(StoreError):
+    """The store was closed (``close()``, or the end of its ``with`` block) and then used."""
+
+
 class CorruptStoreError(StoreError):
     """The store folder is damaged, foreign or was written by an incompatible version."""
 
@@ -61,3 +74,17 @@ class SettingsMismatchError(StoreError, ValueError):
 
 class DatasetError(LmkRagError, ValueError):
     """A BEIR folder is missing a file or holds a bad line; the message names the file and line."""
+
+
+def invalid_fields(owner: str, error: Exception) -> InvalidInputError:
+    """A pydantic ``ValidationError`` of an adapter's fields (``LandmarkEmbedding(max_length=0)``) as an
+    :class:`InvalidInputError` naming each field, the value given and what it must be.
+
+    :param owner: the class whose fields were given.
+    :param error: the ``ValidationError`` (read through its ``errors()``, so pydantic is not imported here).
+    """
+    problems = [
+        f"{'.'.join(str(part) for part in item.get('loc', ())) or 'arguments'}={item.get('input')!r}: {item.get('msg')}"
+        for item in error.errors()  # type: ignore[attr-defined]
+    ]
+    return InvalidInputError(f"{owner}: {'; '.join(problems)}")

@@ -1,10 +1,13 @@
 """The files ``lmk-rag ingest`` reads: which ones, under which doc ids, and their text (decoded, never garbled).
 
 A file inside a folder given gets its path relative to that folder as doc id (``--folder-prefix`` puts the
-folder's name in front); a file given directly gets its name. Binary files are skipped. A file that is not UTF-8 is
-decoded with the encoding the user names (``--encoding``), else skipped with a warning that names
-charset-normalizer's guess: guesses are not trusted for single-byte encodings (it read a latin-1 French paragraph
-as cp1250 and a latin-1 line as cp1257), and a text is never decoded with replacement characters.
+folder's name in front); a file given directly gets its name. Symbolic links inside a folder are followed when
+they lead to a file inside that folder (the document is the link: its path is recorded, not the target's); links
+leading out of the folder, dangling links and links to folders are skipped and reported. Binary files are skipped.
+A file that is not UTF-8 is decoded with the encoding the user names (``--encoding``), else skipped with a warning
+that names charset-normalizer's guess: guesses are not trusted for single-byte encodings (it read a latin-1 French
+paragraph as cp1250 and a latin-1 line as cp1257), and a text is never decoded with replacement characters. A file
+that cannot be read is skipped and reported.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from pathlib import Path
 from lmk_rag.errors import InvalidInputError
 
 DEFAULT_GLOBS = ("*.txt", "*.md")
+#: Why a link to a folder is skipped (folders are walked without following links, so no file is reached twice).
+FOLDER_LINK = "a link to a folder (not followed)"
 #: Bytes read to tell binary from text.
 SNIFF_BYTES = 8192
 
@@ -50,20 +55,31 @@ class Decoded:
 
 def collect_files(
     paths: list[Path], globs: tuple[str, ...] = DEFAULT_GLOBS, folder_prefix: bool = False
-) -> list[SourceFile]:
-    """The files under the given paths whose names match a glob, with their doc ids, in a stable order.
+) -> tuple[list[SourceFile], list[str]]:
+    """The files under the given paths whose names match a glob, with their doc ids, in a stable order, and the
+    symbolic links left out.
 
     :param paths: files or folders.
     :param globs: file name patterns (``*.txt``); a file given directly is taken whatever its name.
     :param folder_prefix: prefix each doc id with the name of the folder it was found in.
+    :return: the files, and one ``"<link>: <why>"`` line per link skipped (see the module docstring).
     :raises InvalidInputError: for a missing path, or two files that would get the same doc id (naming both and
         the fix).
     """
     found: list[SourceFile] = []
+    skipped: list[str] = []
     for path in paths:
         if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.is_file() and _matches(p.name, globs))
-            prefix = f"{path.resolve().name}/" if folder_prefix else ""
+            root = path.resolve()
+            files = []
+            for candidate in sorted(path.rglob("*")):
+                why = _link_problem(candidate, root) if candidate.is_symlink() else None
+                if why is None:
+                    if candidate.is_file() and _matches(candidate.name, globs):
+                        files.append(candidate)
+                elif why == FOLDER_LINK or _matches(candidate.name, globs):
+                    skipped.append(f"{candidate}: {why}")
+            prefix = f"{root.name}/" if folder_prefix else ""
             found.extend(SourceFile(prefix + p.relative_to(path).as_posix(), p, path) for p in files)
         elif path.is_file():
             found.append(SourceFile(path.name, path, None))
@@ -77,7 +93,19 @@ def collect_files(
                 f"{other} and {source.path} would both be stored as doc id {source.doc_id!r}; "
                 "use --folder-prefix (doc ids start with the folder's name) or ingest the folders separately"
             )
-    return list({source.doc_id: source for source in found}.values())  # a file reached twice is read once
+    return list({source.doc_id: source for source in found}.values()), skipped  # a file reached twice: read once
+
+
+def _link_problem(link: Path, root: Path) -> str | None:
+    """Why a symbolic link found in the folder ``root`` is not ingested (None: it is, as a file inside ``root``)."""
+    target = link.resolve()
+    if not target.exists():
+        return "a dangling link"
+    if target.is_dir():
+        return FOLDER_LINK
+    if not target.is_relative_to(root):
+        return f"a link to {target}, outside the folder"
+    return None
 
 
 def read_text(path: Path, encoding: str | None = None) -> Decoded:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -23,6 +24,9 @@ from lmk_rag.errors import CorruptStoreError, InvalidInputError, StoreNotFoundEr
 from lmk_rag.store.types import DEFAULT_COLLECTION
 
 EVERYDAY = "Everyday commands"
+#: ``--filter`` values read as numbers (see :func:`filter_value`).
+INTEGER = re.compile(r"[+-]?[0-9]+")
+DECIMAL = re.compile(r"[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][+-]?[0-9]+)?")
 
 
 def store_option() -> Any:
@@ -72,7 +76,7 @@ def open_store(
 
 
 def parse_filters(values: list[str]) -> dict[str, Any] | None:
-    """``key=value`` options as a filter dict (numbers parsed; repeated keys mean any of)."""
+    """``key=value`` options as a filter dict (values read by :func:`filter_value`; repeated keys mean any of)."""
     if not values:
         return None
     out: dict[str, Any] = {}
@@ -80,12 +84,28 @@ def parse_filters(values: list[str]) -> dict[str, Any] | None:
         key, sep, raw = item.partition("=")
         if not sep or not key:
             raise typer.BadParameter(f"--filter {item!r}: expected key=value")
-        value: Any = json.loads(raw) if raw.lstrip("-").replace(".", "", 1).isdigit() else raw
+        value = filter_value(raw)
         if key in out:
             previous = out[key] if isinstance(out[key], list) else [out[key]]
             value = [*previous, value]
         out[key] = value
     return out
+
+
+def filter_value(raw: str) -> Any:
+    """A ``--filter`` value as a user means it: ``true``/``false`` are booleans, ``null`` is None, a decimal
+    integer (``7``, ``-5``, ``007``) is an integer, a decimal number (``.5``, ``5.``, ``1e5``) a float; anything
+    else (``--5``, ``nan``, ``0x10``, words) is the string itself. Numbers match stored integers and floats alike
+    (``2`` finds a stored ``2.0``)."""
+    if raw in ("true", "false"):
+        return raw == "true"
+    if raw == "null":
+        return None
+    if INTEGER.fullmatch(raw):
+        return int(raw)
+    if DECIMAL.fullmatch(raw):
+        return float(raw)
+    return raw
 
 
 def _read(
@@ -94,27 +114,29 @@ def _read(
     """The documents of the files that decode to text, and one line per skipped file with the reason."""
     documents, skipped = [], []
     for source in files:
-        decoded = read_text(source.path, encoding)
+        try:
+            decoded = read_text(source.path, encoding)
+        except OSError as error:
+            skipped.append(f"{source.path}: cannot be read ({error.strerror or error})")
+            continue
         if decoded.text is None:
             skipped.append(f"{source.path}: {decoded.skipped}")
         elif not decoded.text.strip():
             skipped.append(f"{source.path}: empty")
         else:
-            documents.append((source.doc_id, decoded.text, {"path": str(source.path.resolve())}))
+            documents.append((source.doc_id, decoded.text, {"path": str(source.path.absolute())}))
             if decoded.encoding != "utf-8":
                 typer.echo(f"note: {source.path} decoded as {decoded.encoding}", err=True)
     return documents, skipped
 
 
 def _gone(target: Any, roots: list[Path]) -> list[str]:
-    """Stored documents whose recorded source file lies under one of ``roots`` and no longer exists."""
-    folders = [root.resolve() for root in roots]
-    gone = []
-    for doc_id, metadata in target.documents().items():
-        path = metadata.get("path")
-        if isinstance(path, str) and any(Path(path).is_relative_to(f) for f in folders) and not Path(path).exists():
-            gone.append(doc_id)
-    return sorted(gone)
+    """Stored documents that an ingest read from a file under one of ``roots`` (their recorded source, never their
+    metadata, which API writers fill as they like) and whose file no longer exists (a removed or dangling link
+    counts as gone)."""
+    folders = [root.absolute() for root in roots]
+    return sorted(doc_id for doc_id, source in target.sources().items()
+                  if any(Path(source).is_relative_to(f) for f in folders) and not Path(source).exists())
 
 
 @app.command(rich_help_panel=EVERYDAY)
@@ -147,8 +169,9 @@ def ingest(
     ``--static`` makes a static store (the shipped static model and mixer: no transformer runs).
     """
     start = time.perf_counter()
-    files = collect_files(paths, tuple(glob or DEFAULT_GLOBS), folder_prefix)
+    files, skipped_links = collect_files(paths, tuple(glob or DEFAULT_GLOBS), folder_prefix)
     documents, skipped = _read(files, encoding)
+    skipped = skipped_links + skipped
     if dry_run:
         changes, gone = _plan(documents, paths if sync else [], store, url, location, collection)
         nodes = 0
@@ -164,11 +187,11 @@ def ingest(
         with open_store(store, url, location, collection, bm25=bm25, encoder=encoder, mode=mode) as target:
             changes = target.changes(documents)
             gone = _gone(target, [p for p in paths if p.is_dir()]) if sync else []
-            todo = [doc for doc in documents if changes[doc[0]] != "unchanged"]
-            nodes = target.add_documents(todo, batch_size=batch_size, show_progress_bar=True, skip_unchanged=False)
+            nodes = target.add_documents(documents, batch_size=batch_size, show_progress_bar=True,
+                                         sources={doc_id: metadata["path"] for doc_id, _, metadata in documents})
             for doc_id in gone:
                 target.delete_document(doc_id)
-            if todo or gone:
+            if gone or any(change != "unchanged" for change in changes.values()):
                 target.optimize()
     for line in skipped:
         typer.echo(f"skipped {line}", err=True)

@@ -6,6 +6,7 @@ import functools
 import hashlib
 import json
 import logging
+import pickle
 from collections.abc import Iterator, Sequence
 from enum import Enum
 from pathlib import Path
@@ -30,7 +31,7 @@ from lmk_rag.encoder.windows import (
     special_token_count,
     tokenize_with_offsets,
 )
-from lmk_rag.errors import EmptyTextError, InvalidInputError
+from lmk_rag.errors import EmptyTextError, InvalidInputError, ModelLoadError
 
 DEFAULT_GRANULARITY = 64
 """Default chunk size: best mean nDCG@10 of 32/64/128/256 on the dev sets (docs/decisions.md,
@@ -130,11 +131,17 @@ class LandmarkEncoder:
         self.backend = backend
         self.dtype = dtype
         self.device = _device("cpu" if backend == Backend.ONNX else device or _best_device())
-        self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
+            self.config = AutoConfig.from_pretrained(self.model_path)
+            self.runtime, self.model = load_runtime(self.model_path, self.config, backend, dtype, self.device)
+        except (OSError, ValueError, pickle.UnpicklingError) as error:  # transformers' and torch's load errors
+            raise ModelLoadError(
+                f"cannot load the model in {self.model_path} ({type(error).__name__}: {str(error)[:300]}); give a "
+                "model folder with its config, tokenizer and safetensors weights"
+            ) from error
         if not self.tokenizer.is_fast:
             raise InvalidInputError(f"model {self.model_path} has no fast tokenizer; char offsets need one")
-        self.config = AutoConfig.from_pretrained(self.model_path)
-        self.runtime, self.model = load_runtime(self.model_path, self.config, backend, dtype, self.device)
         positions = getattr(self.config, "max_position_embeddings", None)
         if max_length is not None and positions is not None and max_length > positions:
             raise InvalidInputError(
@@ -417,7 +424,13 @@ def _read_lmk_config(model_path: Path) -> dict[str, Any]:
         if not path.is_file():
             return {}
         logger.warning("%s: the LMK model marker is now named %s; please rename the file", path, LMK_CONFIG_FILE)
-    return json.loads(path.read_text())
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise ModelLoadError(f"{path}: unreadable LMK model marker ({error}); restore it or delete it") from error
+    if not isinstance(config, dict):
+        raise ModelLoadError(f"{path}: the LMK model marker must be a JSON object")
+    return config
 
 
 def _default_max_length(model_path: Path, tokenizer: Any, config: Any) -> int:

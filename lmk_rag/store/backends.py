@@ -7,6 +7,7 @@ picks the backend. Folders are locked for one writing process at a time.
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from filelock import FileLock, Timeout
 from lmk_rag.errors import (
     CorruptStoreError,
     InvalidInputError,
+    StoreClosedError,
     StoreLockedError,
     StoreNotFoundError,
     StoreReadOnlyError,
@@ -41,11 +43,35 @@ class OpenedBackend:
     lock: FileLock | None
 
     def release(self) -> None:
-        """Close the backend, then release the lock (idempotent)."""
-        self.backend.close()
-        if self.lock is not None:
-            self.lock.release()
-            self.lock = None
+        """Close the backend, then release the lock (idempotent); the store's later calls raise
+        :class:`StoreClosedError`."""
+        if isinstance(self.backend, ClosedBackend):
+            return
+        backend, self.backend = self.backend, ClosedBackend(self.where)  # type: ignore[assignment]
+        try:
+            backend.close()
+        finally:
+            if self.lock is not None:
+                self.lock.release()
+                self.lock = None
+
+
+class ClosedBackend:
+    """What a closed store's backend becomes: any use raises :class:`StoreClosedError`.
+
+    :param where: the store, for the message.
+    """
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    @property
+    def name(self) -> str:
+        """The backend's name in ``repr``."""
+        return "closed"
+
+    def __getattr__(self, attribute: str) -> Any:
+        raise StoreClosedError(f"{self.where}: this store is closed; open it again (LandmarkStore(...)) to use it")
 
 
 def open_backend(
@@ -73,6 +99,7 @@ def open_backend(
     """
     given = (("path", path), ("url", url), ("client", client), ("location", location))
     chosen = [name for name, value in given if value is not None]
+    check_locations(path, url, api_key, location)
     if len(chosen) > 1:
         raise InvalidInputError(f"give only one of path, url, client, location; got {', '.join(chosen)}")
     if server_options and (path is not None or not chosen):
@@ -95,6 +122,22 @@ def open_backend(
             lock.release()
         raise
     return OpenedBackend(backend, f"collection {collection!r}", lock)
+
+
+def check_locations(path: Any, url: Any, api_key: Any, location: Any) -> None:
+    """Refuse locations of the wrong type before anything is opened.
+
+    :raises InvalidInputError: for a ``path`` that is not a str or path (bytes included) or holds a NUL byte, or a
+        ``url``, ``api_key`` or ``location`` that is not a str.
+    """
+    if path is not None:
+        if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
+            raise InvalidInputError(f"path must be a folder path (str or pathlib.Path), got {path!r}")
+        if "\0" in os.fspath(path):
+            raise InvalidInputError(f"path {os.fspath(path)!r} holds a NUL byte, which no file system accepts")
+    for name, value in (("url", url), ("api_key", api_key), ("location", location)):
+        if value is not None and not isinstance(value, str):
+            raise InvalidInputError(f"{name} must be a string, got {value!r}")
 
 
 def _open_edge(folder: Path, create: bool, read_only: bool) -> OpenedBackend:
@@ -134,6 +177,8 @@ def acquire_lock(folder: Path) -> FileLock:
 
     :raises StoreLockedError: when another process holds it.
     """
+    if (folder / LOCK_FILE).is_dir():
+        raise CorruptStoreError(f"{folder / LOCK_FILE} is a folder, not the store's lock file; remove it")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(folder / LOCK_FILE), timeout=0)
@@ -146,5 +191,15 @@ def acquire_lock(folder: Path) -> FileLock:
         raise StoreReadOnlyError(
             f"{folder} is not writable ({error.strerror}); open it with read_only=True (lmk-rag query and info do) "
             "to read, or copy it somewhere writable"
+        ) from error
+    except OSError as error:
+        if error.errno == errno.EROFS:
+            raise StoreReadOnlyError(
+                f"{folder} is on a read-only file system; Qdrant Edge needs to write to open a store: copy it to "
+                "writable storage, or serve it from a Qdrant server"
+            ) from error
+        raise InvalidInputError(
+            f"cannot create or open the store folder {folder} ({error.strerror or error}); give a folder you can "
+            "write, not one under a file or in a system folder"
         ) from error
     return lock

@@ -7,7 +7,7 @@ logic; a backend only moves backend-neutral points and plans in and out of one Q
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from lmk_rag.store.filters import ConditionBuilder
@@ -53,6 +53,15 @@ class Backend(ABC):
     def create_payload_index(self, key: str, kind: IndexKind) -> None:
         """Index a payload path for fast filtering; ``"text"`` is a full-text index of lowercased words and their
         prefixes (a ``text`` filter then matches word prefixes in any case)."""
+
+    def reserve(self, points: Sequence[PointData], what: str) -> None:
+        """Make sure the backend has room for a change that writes ``points`` (none for a delete) before any of it is
+        written; a server manages its own disks, so by default nothing is checked.
+
+        :param what: the change, for the message.
+        :raises StoreFullError: when the room is not there.
+        """
+        return None
 
     @abstractmethod
     def upsert(self, points: list[PointData]) -> None:

@@ -7,6 +7,7 @@ where the store wrote unit vectors).
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from typing import Any
 
@@ -20,6 +21,8 @@ from lmk_rag.store.base import Backend
 NORM_TOLERANCE = 1e-2
 #: Problems listed per kind at most (the count is always given).
 SHOWN = 5
+#: Nodes an open reads from each of two places in the id order to look for damaged vectors.
+SAMPLE = 32
 
 
 def verify(backend: Backend, committed: tuple[int, int] | None) -> list[str]:
@@ -58,6 +61,23 @@ def verify(backend: Backend, committed: tuple[int, int] | None) -> list[str]:
             problems.append(f"the store committed {committed[0]} documents and {committed[1]} nodes, "
                             f"it holds {held[0]} and {held[1]}")
     return problems
+
+
+def sample_problem(backend: Backend, size: int = SAMPLE) -> str | None:
+    """The first damaged vector among a sample of stored nodes (``size`` from the start of the id order and
+    ``size`` from a random id on), or None: the cheap check of an open, where :func:`verify` reads every point.
+
+    :return: ``"<node id>: <problem>"``, or None when the sample is sound.
+    """
+    b = backend.builder
+    nodes = b.combine([b.match("kind", rec.NODE)], [], [])
+    for offset in (None, str(uuid.uuid4())):
+        points, _ = backend.scroll(nodes, True, size, offset)
+        for point in points:
+            problem = _vector_problem(point.vectors)
+            if problem:
+                return f"{point.payload.get('node_id', point.id)}: {problem}"
+    return None
 
 
 def _vector_problem(vectors: dict[str, Any]) -> str | None:

@@ -5,19 +5,22 @@ Qdrant Edge is beta; keep every use of its API in this file.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import qdrant_edge as qe
 
-from lmk_rag.errors import CorruptStoreError, StoreLockedError, StoreReadOnlyError, VectorSizeError
+from lmk_rag.errors import CorruptStoreError, StoreFullError, StoreLockedError, StoreReadOnlyError, VectorSizeError
 from lmk_rag.store.base import Backend, Guarded, IndexKind
 from lmk_rag.store.filters import ConditionBuilder
 from lmk_rag.store.layout import vector_layout
+from lmk_rag.store.space import NEW_SHARD, WRITE_FACTOR, points_bytes, require_space, shard_bytes
 from lmk_rag.store.types import Branch, CollectionSpec, PointData, QueryPlan, ScoredPointData, SparseVector
 
 META_FILE = "lmk_rag.json"
@@ -109,6 +112,7 @@ class EdgeBackend(Backend):
         self._shard: qe.EdgeShard | None = None
         self._conditions = EdgeConditions()
         if (self.folder / SHARD_DIR).exists():
+            require_space(self.folder, "open the store")  # loading replays the WAL into sparse pages
             self._shard = self._load()
 
     @property
@@ -125,7 +129,13 @@ class EdgeBackend(Backend):
         return Guarded(self._shard, self._engine_error)
 
     def _engine_error(self, name: str, error: BaseException) -> Exception:
-        """An engine failure as :class:`CorruptStoreError` naming the folder and the call."""
+        """An engine failure as :class:`CorruptStoreError` naming the folder and the call (a full disk as
+        :class:`StoreFullError`: the data is intact, the advice is to free space)."""
+        if "No space left" in str(error):
+            return StoreFullError(
+                f"{self.folder}: the disk is full ({name}: {error}); the documents acknowledged before are intact: "
+                "free space and retry"
+            )
         return CorruptStoreError(
             f"{self.folder}: Qdrant Edge failed in {name} ({error}); the store may be damaged: run "
             f"lmk-rag check --store {self.folder}"
@@ -141,7 +151,7 @@ class EdgeBackend(Backend):
             message = str(error)
             if "WouldBlock" in message:
                 raise StoreLockedError(f"{self.folder}: the shard is open in another process ({error})") from error
-            if "Permission denied" in message:
+            if "Permission denied" in message or "Read-only file system" in message:
                 raise StoreReadOnlyError(
                     f"{self.folder}: Qdrant Edge cannot open a store it may not write (it maps its storage "
                     "writable); copy the folder somewhere writable, or serve the data from a Qdrant server"
@@ -157,6 +167,7 @@ class EdgeBackend(Backend):
 
     def create(self, spec: CollectionSpec) -> None:
         """Create the shard with the spec's named vectors."""
+        require_space(self.folder, "create a store", NEW_SHARD)
         self._shard = qe.EdgeShard.create(str(self.folder / SHARD_DIR), edge_config(spec))
 
     def vector_names(self) -> set[str]:
@@ -184,11 +195,24 @@ class EdgeBackend(Backend):
         """Write ``lmk_rag.json`` atomically (temp file, fsync, rename)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".lmk_rag.", suffix=".tmp")
-        with os.fdopen(fd, "w") as handle:
-            json.dump(meta, handle, indent=2, sort_keys=True)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.folder / META_FILE)
+        try:
+            with os.fdopen(fd, "w") as handle:
+                json.dump(meta, handle, indent=2, sort_keys=True)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, self.folder / META_FILE)
+        except OSError as error:
+            Path(tmp).unlink(missing_ok=True)
+            if error.errno == errno.ENOSPC:
+                raise StoreFullError(
+                    f"{self.folder}: the disk is full (writing the settings record); the previous record and the "
+                    "documents are intact: free space and retry"
+                ) from error
+            raise
+
+    def reserve(self, points: Sequence[PointData], what: str) -> None:
+        """Check the free space a change needs (see :mod:`lmk_rag.store.space`) before any of it is written."""
+        require_space(self.folder, what, WRITE_FACTOR * points_bytes(points))
 
     def create_payload_index(self, key: str, kind: IndexKind) -> None:
         """Index a payload path."""
@@ -270,6 +294,7 @@ class EdgeBackend(Backend):
 
     def optimize(self) -> bool:
         """Build the HNSW index and merge segments in-process (blocking: Edge has no background optimizer)."""
+        require_space(self.folder, "optimize the store", shard_bytes(self.folder)[1])  # segments are rewritten
         return bool(self.shard.optimize())
 
     def flush(self) -> None:

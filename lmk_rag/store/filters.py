@@ -27,6 +27,10 @@ Operator = Literal["eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "text", "i
 OPERATORS: tuple[str, ...] = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "text", "is_empty")
 RESERVED_KEYS = frozenset({"doc_id", "node_id"})
 META_PREFIX = "meta."
+#: The largest integer a float holds exactly: integer equality is a numeric range up to here.
+FLOAT_EXACT = 2**53
+#: Qdrant's integers are 64-bit: a filter value beyond this range can never match.
+INT64 = (-(2**63), 2**63 - 1)
 
 
 @dataclass(frozen=True)
@@ -65,10 +69,11 @@ class FieldCondition:
             values = [self.value]
         odd = [v for v in values if v is not None and not isinstance(v, (str, int, float))]
         odd += [v for v in values if isinstance(v, float) and not math.isfinite(v)]  # NaN matches nothing
+        odd += [v for v in values if isinstance(v, int) and not INT64[0] <= v <= INT64[1]]  # beyond the engine's
         if odd:
             raise InvalidInputError(
-                f"filter {self.key!r} {self.op}: values must be strings, finite numbers, booleans or None, "
-                f"got {odd[0]!r}"
+                f"filter {self.key!r} {self.op}: values must be strings, finite numbers (integers within 64 bits), "
+                f"booleans or None, got {odd[0]!r}"
             )
         if self.op == "text" and not isinstance(self.value, str):
             raise InvalidInputError(f"filter {self.key!r} text: value must be a string, got {self.value!r}")
@@ -81,6 +86,17 @@ class Filter:
     must: Sequence[Condition] = field(default_factory=tuple)
     should: Sequence[Condition] = field(default_factory=tuple)
     must_not: Sequence[Condition] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        """Reject clauses that are not lists of conditions (``Filter(must=FieldCondition(...))``)."""
+        for name in ("must", "should", "must_not"):
+            clause = getattr(self, name)
+            if not isinstance(clause, Sequence) or isinstance(clause, str) or not all(
+                    isinstance(condition, (FieldCondition, Filter)) for condition in clause):
+                raise InvalidInputError(
+                    f"Filter({name}=...) must be a list of FieldCondition or Filter, got {clause!r}; "
+                    f"write Filter({name}=[condition])"
+                )
 
 
 Condition = FieldCondition | Filter
@@ -193,22 +209,29 @@ def _translate_condition(condition: Condition, builder: ConditionBuilder) -> Any
 
 
 def _equal(key: str, value: Any, builder: ConditionBuilder) -> Any:
-    """``key == value`` for any JSON scalar: None means missing, null or empty; a float is the range [v, v] (Qdrant
-    matches only strings, integers and booleans exactly; the range also matches the integer of equal value)."""
+    """``key == value`` for any JSON scalar: None means missing, null or empty; a number is the range [v, v], so
+    that ``2`` and ``2.0`` match each other whichever was stored (Qdrant matches only strings, integers and
+    booleans exactly); an integer too large for a float to hold exactly is matched exactly."""
     if value is None:
         return builder.is_empty(key)
-    if isinstance(value, float):
-        return builder.range(key, {"gte": value, "lte": value})
+    if isinstance(value, float) or _exact_in_float(value):
+        return builder.range(key, {"gte": float(value), "lte": float(value)})
     return builder.match(key, value)
 
 
+def _exact_in_float(value: Any) -> bool:
+    """Whether ``value`` is an integer (not a bool) that a float holds exactly (``|value| <= 2**53``)."""
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= FLOAT_EXACT
+
+
 def _any_of(key: str, values: list[Any], builder: ConditionBuilder) -> Any:
-    """``key`` equal to any of ``values``: one match-any per kind Qdrant can list (strings, integers), one
-    :func:`_equal` per other value (booleans, floats, None); an empty list matches nothing."""
+    """``key`` equal to any of ``values``: one match-any of the strings (and of integers too large for a float), one
+    :func:`_equal` per other value (numbers as ranges, booleans, None); an empty list matches nothing."""
     strings = [v for v in values if isinstance(v, str)]
-    integers = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
-    conditions = [builder.match_any(key, group) for group in (strings, integers) if group]
-    conditions += [_equal(key, v, builder) for v in values if v is None or isinstance(v, (bool, float))]
+    large = [v for v in values if isinstance(v, int) and not isinstance(v, bool) and not _exact_in_float(v)]
+    conditions = [builder.match_any(key, group) for group in (strings, large) if group]
+    conditions += [_equal(key, v, builder) for v in values
+                   if v is None or isinstance(v, (bool, float)) or _exact_in_float(v)]
     if len(conditions) == 1:
         return conditions[0]
     if not conditions:

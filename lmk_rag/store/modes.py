@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lmk_rag.errors import InvalidInputError, SettingsMismatchError
+from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError
 from lmk_rag.store.layout import store_mode
 from lmk_rag.store.types import Rerank, StoreMode
 
@@ -74,7 +74,13 @@ def static_store_encoder(meta: Any, encoder: Any, static_encoder: Any) -> Any:
     if encoder is not None:
         chunking = {"granularity": settings["granularity"]} if settings and "granularity" in settings else {}
         return StaticDocumentEncoder(tokens=encoder, **chunking)
-    return StaticDocumentEncoder(**(settings or {}))
+    try:
+        return StaticDocumentEncoder(**(settings or {}))
+    except TypeError as error:  # settings of a transformer encoder, or of a newer version
+        raise CorruptStoreError(
+            f"the settings record says 'static' but names encoder settings a static encoder does not take ({error}): "
+            "it was edited or damaged; restore the record, or re-ingest into a new store"
+        ) from None
 
 
 def default_rerank(mode: StoreMode) -> Rerank:

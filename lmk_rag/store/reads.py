@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lmk_rag.checks import check_count
-from lmk_rag.errors import InvalidInputError, SettingsMismatchError, VectorSizeError
+from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import records as rec
 from lmk_rag.store import versions
+from lmk_rag.store.check import sample_problem
 from lmk_rag.store.filters import FilterLike
+from lmk_rag.store.points import check_directions
 from lmk_rag.store.query import (
     best_hits,
     check_alpha,
@@ -43,6 +45,8 @@ class StoreReads:
     where: str
     prefetch_limit: int
     hnsw_ef: int | None
+    #: Whether this handle has sampled the stored vectors (:meth:`_check_sample`).
+    _sampled: bool = False
     encoder: Any
     alpha: float
     bm25: bool
@@ -100,6 +104,14 @@ class StoreReads:
         :return: hits, best first; scores lie in [-1, 1].
         :raises SettingsMismatchError: for ``alpha`` < 1 on a store without BM25.
         """
+        self._check_sample()
+        if not (hasattr(query, "vector") and hasattr(query, "chunk_vectors")):
+            raise InvalidInputError(
+                f"search_encoded takes an encoded query (store.encoder.encode_queries(text)), got {query!r}; "
+                "search a text with search()"
+            )
+        if text is not None and not isinstance(text, str):
+            raise InvalidInputError(f"text must be the query's text (a string) or None, got {text!r}")
         rerank = self.default_rerank if rerank is None else check_rerank(rerank)
         prefetch_limit = self._candidates(k, prefetch_limit, "prefetch_limit")
         alpha = self.alpha if alpha is None else check_alpha(alpha)
@@ -120,6 +132,22 @@ class StoreReads:
         best = best_hits(fuse(plan, [[p for p in points if p.id in shown] for points in results], alpha), k, doc_level)
         full = {p.id: p for p in self._backend.retrieve([pid for pid, _ in best], False)}
         return [rec.hit_from_point(full[pid], score) for pid, score in best if pid in full]
+
+    def _check_sample(self) -> None:
+        """Before this handle's first search, look for damaged vectors in a sample of the stored nodes
+        (:func:`~lmk_rag.store.check.sample_problem`): damaged vectors would give wrong hits without an error.
+
+        :raises CorruptStoreError: naming a damaged node and ``lmk-rag check``, which lists them all.
+        """
+        if self._sampled:
+            return
+        damaged = sample_problem(self._backend)
+        if damaged:
+            raise CorruptStoreError(
+                f"{self.where}: stored vectors are damaged (node {damaged}); run lmk-rag check --store "
+                f"{self.where} to list every damaged node, then re-ingest those documents"
+            )
+        self._sampled = True
 
     def _candidates(self, k: Any, given: Any, name: str) -> int:
         """Check ``k`` and return how many candidates a search takes: ``given`` (checked, named ``name``), else the
@@ -148,14 +176,21 @@ class StoreReads:
             ``4 * k``).
         :return: hits in MMR order; each hit's score is its node vector's cosine to the query, in [-1, 1].
         """
+        self._check_sample()
         candidates = self._candidates(k, candidates, "candidates")
         if isinstance(query, str):
             if not query.strip():
                 raise InvalidInputError("query must be a non-empty string")
             query = self.encoder.encode_queries(query).vector
-        vector = np.asarray(query, dtype=np.float32)
+        try:
+            vector = np.asarray(query, dtype=np.float32)
+        except (TypeError, ValueError):
+            raise InvalidInputError(
+                f"query must be a string or a vector of {self.dim} numbers, got {query!r}"
+            ) from None
         if vector.shape != (self.dim,):
             raise VectorSizeError(f"query vector of shape {vector.shape}, store expects ({self.dim},)")
+        check_directions(vector, "query vector")
         plan = plan_mmr(vector.tolist(), lambda_, candidates, k, versions.nodes_filter(self._backend, filter),
                         rec.HIT_KEYS, self.hnsw_ef)
         (picked,) = self._backend.query(plan)
@@ -179,6 +214,12 @@ class StoreReads:
         """Every stored document's metadata, by doc id."""
         markers = versions.scroll(self._backend, versions.documents_filter(self._backend), False)
         return {m.payload["doc_id"]: m.payload.get("meta") or {} for m in markers}
+
+    def sources(self) -> dict[str, str]:
+        """The file each document was read from, by doc id, for the documents written with one
+        (``add_documents(..., sources=...)``, as ``lmk-rag ingest`` does)."""
+        markers = versions.scroll(self._backend, versions.documents_filter(self._backend), False)
+        return {m.payload["doc_id"]: m.payload["source"] for m in markers if isinstance(m.payload.get("source"), str)}
 
     def count(self) -> int:
         """The number of stored nodes."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lmk_rag.errors import CorruptStoreError
 from lmk_rag.store.types import Hit, NodeRecord, PointData
 
 if TYPE_CHECKING:
@@ -78,11 +79,14 @@ def marker_payload(
     metadata: dict[str, Any],
     pending: int | None = None,
     content_hash: str | None = None,
+    source: str | None = None,
 ) -> dict[str, Any]:
     """A document marker's payload; ``version`` None means no visible version.
 
     :param content_hash: the hash of what the visible version was made from (see
         :func:`lmk_rag.store.ingest.content_hash`); None for nodes written pre-encoded.
+    :param source: the file the document was read from, when its writer said so (kept apart from the metadata,
+        which users fill as they like: ``lmk-rag ingest --sync`` deletes only documents with a source).
     """
     payload: dict[str, Any] = {
         "kind": DOC,
@@ -96,6 +100,8 @@ def marker_payload(
         payload["pending"] = pending
     if content_hash is not None:
         payload["hash"] = content_hash
+    if source is not None:
+        payload["source"] = source
     return payload
 
 
@@ -122,6 +128,11 @@ def record_from_point(point: PointData) -> NodeRecord:
     """A stored node point back as a :class:`NodeRecord` (vectors as float32 arrays; a static store's nodes have no
     chunk vectors: shape (0, dim))."""
     payload, vectors = point.payload, point.vectors
+    if vectors.get("node") is None:
+        raise CorruptStoreError(
+            f"node {payload.get('node_id')!r} has no node vector: the store's vector files are damaged; run "
+            "lmk-rag check for the list of damaged nodes, then re-ingest their documents"
+        )
     static = vectors.get("static")
     dim = len(vectors["node"])
     return NodeRecord(

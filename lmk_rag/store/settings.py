@@ -145,7 +145,43 @@ def validate_meta(meta: Any, where: str) -> dict[str, Any]:
     encoder = meta.get("encoder")
     if not isinstance(encoder, dict) or not {"settings", "fingerprint", "dim"} <= set(encoder):
         raise CorruptStoreError(f"{where}: the store's settings record lacks its encoder settings")
+    problems = [f"{key}={meta.get(key)!r} ({rule})" for key, (valid, rule) in RECORDED.items()
+                if key in meta and not valid(meta[key])]
+    if not isinstance(encoder["settings"], dict):
+        problems.append(f"encoder.settings={encoder['settings']!r} (a JSON object)")
+    if isinstance(encoder["dim"], bool) or not isinstance(encoder["dim"], int) or encoder["dim"] < 1:
+        problems.append(f"encoder.dim={encoder['dim']!r} (an integer >= 1)")
+    if problems:
+        raise CorruptStoreError(
+            f"{where}: the settings record holds values this lmk-rag never writes: {'; '.join(problems)}. It was "
+            "edited or damaged: restore the original value, or re-ingest into a new store"
+        )
     return meta
+
+
+def _count(value: Any, minimum: int = 1) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _committed(value: Any) -> bool:
+    """A ledger entry: ``{"documents": n, "nodes": n}``, with ``next`` ``[n, n]`` or ``"unknown"`` when present."""
+    if not isinstance(value, dict) or not _count(value.get("documents"), 0) or not _count(value.get("nodes"), 0):
+        return False
+    upcoming = value.get("next")
+    return upcoming in (None, "unknown") or (
+        isinstance(upcoming, list) and len(upcoming) == 2 and all(_count(n, 0) for n in upcoming))
+
+
+#: What each recorded setting must be, and how to say so.
+RECORDED: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "mode": (lambda v: v in {mode.value for mode in StoreMode}, f"one of {[mode.value for mode in StoreMode]}"),
+    "node_tokens": (_count, "an integer >= 1"),
+    "bm25": (lambda v: isinstance(v, bool), "true or false"),
+    "alpha": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1, "a number in [0, 1]"),
+    "quantization": (lambda v: v in (None, "int8", "binary"), "null, 'int8' or 'binary'"),
+    "text_keys": (lambda v: isinstance(v, list) and all(isinstance(k, str) and k for k in v), "a list of keys"),
+    "committed": (_committed, '{"documents": n, "nodes": n}'),
+}
 
 
 def check_encoder(meta: dict[str, Any], encoder: Any, where: str) -> None:

@@ -15,7 +15,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from lmk_rag.errors import InvalidInputError
+from lmk_rag.checks import check_count
+from lmk_rag.errors import CorruptStoreError, InvalidInputError
 from lmk_rag.nodes import DEFAULT_NODE_TOKENS
 from lmk_rag.store import versions
 from lmk_rag.store.backends import OpenedBackend, open_backend
@@ -25,7 +26,13 @@ from lmk_rag.store.modes import default_rerank, resolve_mode, static_store_encod
 from lmk_rag.store.points import StoreVectors
 from lmk_rag.store.query import DEFAULT_ALPHA, check_alpha
 from lmk_rag.store.reads import StoreReads
-from lmk_rag.store.settings import check_encoder, check_settings, check_text_keys, create_settings
+from lmk_rag.store.settings import (
+    check_encoder,
+    check_settings,
+    check_text_keys,
+    create_settings,
+    validate_meta,
+)
 from lmk_rag.store.types import DEFAULT_COLLECTION, Quantization, Rerank, StoreMode
 from lmk_rag.store.writes import StoreWrites
 
@@ -108,11 +115,18 @@ class LandmarkStore(StoreReads, StoreWrites):
             raise InvalidInputError(f"quantization must be None, 'int8' or 'binary', got {quantization!r}")
         self._alpha = None if alpha is None else check_alpha(alpha)
         keys = None if text_keys is None else check_text_keys(text_keys)
+        node_tokens = None if node_tokens is None else check_count("node_tokens", node_tokens)
+        for name, given in (("encoder", encoder), ("static_encoder", static_encoder)):
+            if isinstance(given, (str, bytes, int, float, os.PathLike)):  # a model name or folder, not an encoder
+                raise InvalidInputError(
+                    f"{name} must be an encoder object, got {given!r}; pick a model with "
+                    "encoder=LandmarkEncoder(model_name=...) (or StaticTokenEncoder for a static store)"
+                )
         self._encoder = encoder
         self.static_encoder = static_encoder
-        self.prefetch_limit = prefetch_limit
-        self.hnsw_ef = hnsw_ef
-        self.batch_size = batch_size
+        self.prefetch_limit = check_count("prefetch_limit", prefetch_limit)
+        self.hnsw_ef = None if hnsw_ef is None else check_count("hnsw_ef", hnsw_ef)
+        self.batch_size = check_count("batch_size", batch_size)
         self.read_only = read_only
         create = create and not read_only  # a read-only open never creates anything, folder or collection
         self._opened: OpenedBackend = open_backend(path, url, api_key, client, location, collection, create,
@@ -120,14 +134,16 @@ class LandmarkStore(StoreReads, StoreWrites):
         self.where = self._opened.where
         try:
             meta = self._backend.read_meta()
-            self.mode = resolve_mode(meta if isinstance(meta, dict) else None, mode, encoder, self.where)
+            meta = None if meta is None else validate_meta(meta, self.where)
+            self.mode = resolve_mode(meta, mode, encoder, self.where)
             if self.mode == StoreMode.STATIC:
                 self._encoder = static_store_encoder(meta, encoder, static_encoder)
                 static_encoder = self.static_encoder = self._encoder.tokens
             if meta is None:
                 alpha = DEFAULT_ALPHA if self._alpha is None else self._alpha
                 self._meta = create_settings(self._backend, self.where, create, lambda: self.encoder, static_encoder,
-                                             node_tokens or DEFAULT_NODE_TOKENS, True if bm25 is None else bm25, alpha,
+                                             DEFAULT_NODE_TOKENS if node_tokens is None else node_tokens,
+                                             True if bm25 is None else bm25, alpha,
                                              quantization, keys or [], self.mode)
             else:
                 self._meta = check_settings(meta, self._backend, self.where, static_encoder, node_tokens, bm25, keys)
@@ -138,7 +154,11 @@ class LandmarkStore(StoreReads, StoreWrites):
             if repaired:
                 logger.warning("%s: repaired %d document(s) an interrupted write left pending", self.where, repaired)
             self._ledger = Ledger(self._backend, self._meta, lambda: (self.count_documents(), self.count()), self.where)
-            self._ledger.verify(fix=not read_only)
+            if read_only and self._backend.count(versions.pending_filter(self._backend)):
+                # a reader cannot finish an interrupted write: its counts are between two states until a writer opens
+                logger.warning("%s: a write was interrupted; the next writer's open finishes or undoes it", self.where)
+            else:
+                self._ledger.verify(fix=not read_only)
         except BaseException:
             self.close()
             raise
@@ -154,7 +174,14 @@ class LandmarkStore(StoreReads, StoreWrites):
             from lmk_rag.encoder import LandmarkEncoder
 
             meta = getattr(self, "_meta", None)  # None while a new store is being created: the defaults
-            self._encoder = LandmarkEncoder(**(meta["encoder"]["settings"] if meta else {}))
+            settings = meta["encoder"]["settings"] if meta else {}
+            try:
+                self._encoder = LandmarkEncoder(**settings)
+            except TypeError as error:  # a setting this version does not know: an edited or newer record
+                raise CorruptStoreError(
+                    f"{self.where}: the settings record names encoder settings this lmk-rag does not take ({error}); "
+                    "restore the record, upgrade lmk-rag, or re-ingest into a new store"
+                ) from None
             if meta is not None:
                 check_encoder(meta, self._encoder, self.where)
         return self._encoder

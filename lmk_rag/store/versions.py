@@ -29,12 +29,15 @@ class DocumentWrite:
     :param records: its nodes.
     :param metadata: its metadata.
     :param content_hash: the hash of its text and metadata, recorded on its marker (None for pre-encoded nodes).
+    :param source: the file it was read from, recorded on its marker
+        (see :func:`~lmk_rag.store.records.marker_payload`).
     """
 
     doc_id: str
     records: list[NodeRecord]
     metadata: dict[str, Any] = field(default_factory=dict)
     content_hash: str | None = None
+    source: str | None = None
 
 
 #: Makes the node points of one document's records at a version and id slot.
@@ -55,6 +58,7 @@ def write_documents(
     for write in writes:
         for record in write.records:
             check(record)
+    check_node_owners(backend, writes)
     unique = {write.doc_id: write for write in writes}
     markers = backend.retrieve([rec.marker_point_id(d) for d in unique], False)
     old = {p.payload["doc_id"]: p.payload for p in markers}
@@ -68,9 +72,12 @@ def write_documents(
         else:
             pending.append({**before, "pending": version})
         nodes.extend(node_points(write.records, version, slot))
-        n_nodes, content_hash = len(write.records), write.content_hash
-        committed.append(rec.marker_payload(doc_id, version, slot, n_nodes, write.metadata, version, content_hash))
-        done.append(rec.marker_payload(doc_id, version, slot, n_nodes, write.metadata, None, content_hash))
+        n_nodes, content_hash, source = len(write.records), write.content_hash, write.source
+        committed.append(rec.marker_payload(doc_id, version, slot, n_nodes, write.metadata, version, content_hash,
+                                            source))
+        done.append(rec.marker_payload(doc_id, version, slot, n_nodes, write.metadata, None, content_hash, source))
+    backend.reserve(nodes + [rec.marker_point(p) for p in pending + committed + done],
+                    f"write {len(unique)} document(s) of {len(nodes)} nodes")
     backend.upsert([rec.marker_point(p) for p in pending])
     backend.upsert(nodes)
     backend.upsert([rec.marker_point(p) for p in committed])
@@ -78,6 +85,47 @@ def write_documents(
     _drop_other_versions(backend, list(unique), version)
     backend.upsert([rec.marker_point(p) for p in done])
     return len(nodes)
+
+
+def check_node_owners(backend: Backend, writes: Sequence[DocumentWrite]) -> None:
+    """Refuse node ids that another document holds (in the store or in the same write): a node's point id
+    depends on its node id only, so writing it would replace the other document's node.
+
+    :raises InvalidInputError: naming the node id and the document that holds it.
+    """
+    owners: dict[str, str] = {}
+    for write in writes:
+        for record in write.records:
+            other = owners.setdefault(record.node_id, write.doc_id)
+            if other != write.doc_id:
+                raise InvalidInputError(
+                    f"node id {record.node_id!r} is given for documents {other!r} and {write.doc_id!r}: node ids are "
+                    "unique across the store"
+                )
+    ids = [rec.node_point_id(node_id, slot) for node_id in owners for slot in (0, 1)]
+    for point in backend.retrieve(ids, False) if ids else []:
+        holder, node_id = point.payload.get("doc_id"), point.payload.get("node_id")
+        if node_id in owners and holder != owners[node_id]:
+            raise InvalidInputError(
+                f"node id {node_id!r} belongs to document {holder!r}, not {owners[node_id]!r}: node ids are unique "
+                f"across the store; give the nodes of {owners[node_id]!r} other ids"
+            )
+
+
+def record_sources(backend: Backend, sources: dict[str, str]) -> int:
+    """Record the source file of stored documents whose marker says another (or none), leaving their nodes as
+    they are; documents not stored are skipped.
+
+    :param sources: ``{doc_id: source}``.
+    :return: the number of markers rewritten.
+    """
+    markers = backend.retrieve([rec.marker_point_id(doc_id) for doc_id in sources], False) if sources else []
+    changed = [{**m.payload, "source": sources[m.payload["doc_id"]]} for m in markers
+               if m.payload.get("version") is not None and m.payload.get("source") != sources[m.payload["doc_id"]]]
+    if changed:
+        backend.upsert([rec.marker_point(payload) for payload in changed])
+        backend.flush()
+    return len(changed)
 
 
 def write_delta(backend: Backend, writes: Sequence[DocumentWrite]) -> tuple[int, int]:
@@ -98,6 +146,7 @@ def delete_document(backend: Backend, doc_id: str) -> bool:
     found = backend.retrieve([rec.marker_point_id(doc_id)], False)
     if not found:
         return False
+    backend.reserve([], f"delete document {doc_id!r}")
     backend.upsert([rec.marker_point({**found[0].payload, "version": None, "pending": 0})])
     _delete_points(backend, doc_id)
     backend.flush()
@@ -118,6 +167,8 @@ def delete_nodes(backend: Backend, native_filter: Any) -> int:
     b = backend.builder
     found = backend.retrieve([rec.marker_point_id(doc_id) for doc_id in by_doc], False)
     markers = {marker.payload["doc_id"]: marker.payload for marker in found}
+    if by_doc:
+        backend.reserve([], f"delete {len(matched)} nodes")
     for doc_id, node_ids in by_doc.items():
         marker = markers[doc_id]
         current = [b.match("kind", rec.NODE), b.match("doc_id", doc_id), b.match("version", marker["version"])]
@@ -135,8 +186,15 @@ def delete_nodes(backend: Backend, native_filter: Any) -> int:
 def clear(backend: Backend) -> None:
     """Delete every document (the settings stay)."""
     b = backend.builder
+    backend.reserve([], "delete every document")
     backend.delete(b.combine([b.match_any("kind", [rec.NODE, rec.DOC])], [], []))
     backend.flush()
+
+
+def pending_filter(backend: Backend) -> Any:
+    """The markers of documents whose write or delete was interrupted."""
+    b = backend.builder
+    return b.combine([b.match("kind", rec.DOC)], [], [b.is_empty("pending")])
 
 
 def repair(backend: Backend) -> int:
@@ -144,8 +202,7 @@ def repair(backend: Backend) -> int:
 
     :return: the number of documents repaired.
     """
-    b = backend.builder
-    markers = list(scroll(backend, b.combine([b.match("kind", rec.DOC)], [], [b.is_empty("pending")]), False))
+    markers = list(scroll(backend, pending_filter(backend), False))
     for marker in markers:
         payload = marker.payload
         if payload.get("version") is None:

@@ -7,11 +7,13 @@ A mixin like :class:`~lmk_rag.store.reads.StoreReads`: every change goes through
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from lmk_rag.errors import StoreReadOnlyError
+from lmk_rag.checks import check_count
+from lmk_rag.errors import InvalidInputError, StoreReadOnlyError
 from lmk_rag.store import versions
 from lmk_rag.store.filters import FilterLike
 from lmk_rag.store.ingest import (
@@ -64,6 +66,7 @@ class StoreWrites:
         show_progress_bar: bool | None = None,
         on_ack: Callable[[list[str]], None] | None = None,
         skip_unchanged: bool = True,
+        sources: Mapping[str, str] | None = None,
     ) -> int:
         """Encode, cut and write ``(doc_id, text, metadata)`` documents (or ``(doc_id, text)``: no metadata) in
         batches, each durable before the next.
@@ -73,17 +76,33 @@ class StoreWrites:
         :param on_ack: called with the doc ids of each batch once it is durable.
         :param skip_unchanged: leave out documents whose text and metadata the store already holds (by the content
             hash on their marker), without encoding them; False rewrites them.
+        :param sources: ``{doc_id: file}``: the file each document was read from, recorded on its marker apart
+            from its metadata (an unchanged document gets it too, without being rewritten); :meth:`sources` lists
+            them. ``lmk-rag ingest --sync`` deletes only documents it recorded a source for.
         :return: the number of nodes written.
-        :raises InvalidInputError: for a bad document or a doc id given twice.
+        :raises InvalidInputError: for a bad document, a doc id given twice, a ``batch_size`` that is not a
+            positive integer or an ``on_ack`` that is not callable (nothing is written then).
         """
+        batch_size = self.batch_size if batch_size is None else check_count("batch_size", batch_size)
+        check_on_ack(on_ack)
         docs = check_documents(documents)
+        sources = check_sources(sources, docs)
         if skip_unchanged:
             changes = self.changes(docs)
+            unchanged = {doc_id: sources[doc_id] for doc_id, change in changes.items()
+                         if change == "unchanged" and doc_id in sources}
+            if unchanged:  # a marker's source only: no count changes, nothing for the ledger
+                self._check_writable()
+                versions.record_sources(self._backend, unchanged)
             docs = [doc for doc in docs if changes[doc[0]] != "unchanged"]
         if not docs:  # nothing to encode: the model is not even loaded
             return 0
-        return add_in_batches(self.encoder, lambda writes: self._write(writes, on_ack), docs, self.node_tokens,
-                              self._meta["encoder"]["fingerprint"], batch_size or self.batch_size, show_progress_bar)
+
+        def write(writes: list[versions.DocumentWrite]) -> int:
+            return self._write([dataclasses.replace(w, source=sources.get(w.doc_id)) for w in writes], on_ack)
+
+        return add_in_batches(self.encoder, write, docs, self.node_tokens, self._meta["encoder"]["fingerprint"],
+                              batch_size, show_progress_bar)
 
     def changes(self, documents: Iterable[Document]) -> dict[str, str]:
         """What writing these documents would do to each: ``"new"``, ``"changed"`` or ``"unchanged"`` (same text,
@@ -122,7 +141,11 @@ class StoreWrites:
         metadata from each document's first record), calling ``on_ack`` with each batch's ids once durable.
 
         :return: the number of nodes written.
+        :raises InvalidInputError: for bad records, a ``batch_size`` that is not a positive integer or an ``on_ack``
+            that is not callable.
         """
+        check_count("batch_size", batch_size)
+        check_on_ack(on_ack)
         return upsert_in_batches(lambda writes: self._write(writes, on_ack), documents, batch_size)
 
     def _write(self, writes: list[versions.DocumentWrite], on_ack: Callable[[list[str]], None] | None = None) -> int:
@@ -151,7 +174,11 @@ class StoreWrites:
         :param node_ids: node ids (an empty list deletes nothing).
         :param filter: metadata filter.
         :return: the number of nodes deleted.
+        :raises InvalidInputError: when ``node_ids`` is not a list of strings.
         """
+        if node_ids is not None and (isinstance(node_ids, (str, bytes)) or not isinstance(node_ids, Sequence)
+                                     or not all(isinstance(node_id, str) for node_id in node_ids)):
+            raise InvalidInputError(f"node_ids must be a list of node id strings, got {node_ids!r}")
         if node_ids is None and filter is None:
             deleted = self.count()
             self.clear()
@@ -184,3 +211,30 @@ class StoreWrites:
             upcoming = after(self._ledger.current() or (self.count_documents(), self.count()))
         with self._ledger.change(upcoming):
             yield
+
+
+def check_on_ack(on_ack: Any) -> None:
+    """Refuse an ``on_ack`` that could only fail after a batch is written.
+
+    :raises InvalidInputError: when ``on_ack`` is neither None nor callable.
+    """
+    if on_ack is not None and not callable(on_ack):
+        raise InvalidInputError(f"on_ack must be a function of the acknowledged doc ids (or None), got {on_ack!r}")
+
+
+def check_sources(sources: Any, documents: Sequence[Document]) -> dict[str, str]:
+    """The ``sources`` argument of ``add_documents`` as a dict (empty for None).
+
+    :raises InvalidInputError: for a mapping that is not of doc ids given in the same call to non-empty strings.
+    """
+    if sources is None:
+        return {}
+    if not isinstance(sources, Mapping):
+        raise InvalidInputError(f"sources must map doc ids to the files they were read from, got {sources!r}")
+    given = {doc_id for doc_id, _, _ in documents}
+    bad = [key for key, value in sources.items() if key not in given or not isinstance(value, str) or not value]
+    if bad:
+        raise InvalidInputError(
+            f"sources: {bad[:3]} are not doc ids of this call mapped to a non-empty file path string"
+        )
+    return dict(sources)

@@ -12,7 +12,7 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryMode,
 )
 
-from lmk_rag.errors import LmkRagError
+from lmk_rag.errors import InvalidInputError, LmkRagError
 
 
 @pytest.fixture
@@ -75,9 +75,44 @@ def test_bad_nodes_are_refused_and_lose_nothing(filled) -> None:
 
 @pytest.mark.parametrize("text", [None, 5, b"bytes", ["a list"]], ids=["none", "int", "bytes", "list"])
 def test_embedding_a_text_that_is_not_a_str_is_a_typed_error(embed_model, text) -> None:
-    from lmk_rag.errors import InvalidInputError
-
     with pytest.raises(InvalidInputError, match="must be a str"):
         embed_model.get_text_embedding(text)
     with pytest.raises(InvalidInputError, match="text 1 must be a str"):
         embed_model.get_text_embedding_batch(["fine", text])
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"max_length": 0}, {"context": "x"}, {"backend": "tf"}, {"window_overlap": -1}, {"embed_batch_size": 0},
+], ids=lambda kwargs: next(iter(kwargs)))
+def test_bad_embedding_fields_are_typed_errors_naming_the_field(kwargs) -> None:
+    from llama_index.embeddings.landmark import LandmarkEmbedding
+
+    with pytest.raises(InvalidInputError, match=next(iter(kwargs))) as caught:
+        LandmarkEmbedding(**kwargs)
+    assert isinstance(caught.value, ValueError)  # what LlamaIndex code catches
+
+
+@pytest.mark.parametrize("kwargs", [{"node_tokens": 0}, {"node_tokens": "many"}], ids=["zero", "string"])
+def test_bad_node_parser_fields_are_typed_errors(embed_model, kwargs) -> None:
+    from llama_index.node_parser.landmark import LandmarkNodeParser
+
+    with pytest.raises(InvalidInputError, match="LandmarkNodeParser: node_tokens="):
+        LandmarkNodeParser(embed_model=embed_model, **kwargs)
+
+
+@pytest.mark.parametrize("documents", ["text", None, ["text"]], ids=["str", "none", "list-of-str"])
+def test_node_parser_refuses_what_is_not_documents(embed_model, documents) -> None:
+    from llama_index.node_parser.landmark import LandmarkNodeParser
+
+    with pytest.raises(InvalidInputError, match=r"Document\(text=\.\.\.\)"):
+        LandmarkNodeParser(embed_model=embed_model).get_nodes_from_documents(documents)
+
+
+def test_the_all_operator_with_a_single_string_is_a_typed_error() -> None:
+    from llama_index.vector_stores.landmark.filters import to_store_filter
+
+    with pytest.raises(InvalidInputError, match=r"'all' needs a list"):
+        to_store_filter(MetadataFilters(filters=[MetadataFilter(key="tags", value="abc", operator=FilterOperator.ALL)]))
+    built = to_store_filter(MetadataFilters(filters=[MetadataFilter(key="tags", value=["a", "b"],
+                                                                    operator=FilterOperator.ALL)]))
+    assert [condition.value for condition in built.must[0].must[0].must] == ["a", "b"]

@@ -85,3 +85,49 @@ def test_intervals_cover_the_mean_and_pairing_removes_shared_noise() -> None:
     assert diff == pytest.approx(0.02, abs=0.003) and 0 < low < high
     with pytest.raises(ValueError):
         paired_difference(a, b[:10])
+
+
+def _fake_run(label: str, dataset: str, values: list[float]) -> dict:
+    """A report of one pipeline on one set with the given per-query nDCG@10."""
+    per_query = {f"q{i}": {"ndcg@10": v, "recall@1": v} for i, v in enumerate(values)}
+    return {"label": label, "pipeline": label, "dataset": dataset, "ndcg@10": float(np.mean(values)),
+            "recall@1": float(np.mean(values)), "per_query": per_query, "queries": len(values), "docs": 9,
+            "max_queries": None, "max_docs": None, "model": "m", "date": "2026-11-30"}
+
+
+def test_the_product_is_paired_with_the_best_stock_pipeline_of_each_set(report) -> None:
+    rng = np.random.default_rng(0)
+    base = rng.random(200)
+    runs = [_fake_run("lmk-rag", "a", list(base)), _fake_run("lmk-rag", "b", list(base)),
+            _fake_run("bm25", "a", list(base - 0.10)), _fake_run("llamaindex-fused", "a", list(base - 0.02)),
+            _fake_run("bm25", "b", list(base - 0.01)), _fake_run("llamaindex-fused", "b", list(base - 0.30))]
+    rows = _table_rows(report.differences(runs))
+    best_a, best_b = rows[f"{report.PRODUCT} - {report.BEST_STOCK}"]
+    assert best_a.startswith("+0.020 ") and best_a.endswith("(llamaindex-fused)")
+    assert best_b.startswith("+0.010 ") and best_b.endswith("(bm25)")
+    assert rows["lmk-rag - bm25"][0].startswith("+0.100 ")
+
+
+@pytest.mark.slow
+def test_resume_keeps_earlier_runs_and_runs_only_the_missing_cells(report, fixture_data: Path, tmp_path: Path) -> None:
+    out, size = tmp_path / "results", f"{L2048}=6,6"
+    common = ["--only", L2048, "--size", size, "--data", str(fixture_data), "--cache-dir", str(tmp_path / "cache"),
+              "--out", str(out)]
+    report.main([*common, "--pipelines", "bm25"])
+    runs = json.loads((out / "quality.json").read_text())
+    runs[0]["ndcg@10"], runs[0]["date"] = 0.123456, "2026-01-02"  # a run from an earlier day, told apart by value
+    runs.append(_fake_run("other-pipeline", "another-set", [0.5, 0.5]))  # a cell of another report: kept as is
+    (out / "quality.json").write_text(json.dumps(runs))
+    report.main([*common, "--pipelines", "bm25,llamaindex-chunked-bm25", "--resume"])
+    after = {(run["label"], run["dataset"]): run for run in json.loads((out / "quality.json").read_text())}
+    assert after["bm25", L2048]["ndcg@10"] == 0.123456  # kept, not rerun
+    assert after["llamaindex-chunked-bm25", L2048]["date"] != "2026-01-02"  # the missing cell ran
+    assert ("other-pipeline", "another-set") in after
+    markdown = (out / "quality.md").read_text()
+    assert f"Kept from earlier reports (`--resume`): bm25 on {L2048} (2026-01-02)" in markdown
+
+
+def test_perldoc_sets_are_read_from_the_repository(report, tmp_path: Path) -> None:
+    assert report.set_folder("perldoc-ref", tmp_path) == report.SHIPPED_DATA / "perldoc-ref"
+    assert (report.set_folder("perldoc-longdoc", tmp_path) / "corpus.jsonl.gz").is_file()
+    assert report.set_folder("manpages-short", tmp_path) == tmp_path / "manpages-short"

@@ -38,6 +38,11 @@ def _garbage(path: str) -> None:
         handle.write(os.urandom(os.path.getsize(path)))
 
 
+def _zeros(path: str) -> None:
+    with open(path, "r+b") as handle:
+        handle.write(bytes(os.path.getsize(path)))
+
+
 def _truncate(path: str) -> None:
     os.truncate(path, 64)
 
@@ -49,6 +54,9 @@ DAMAGE: dict[str, Callable[[Path], None]] = {
     "node vectors overwritten": lambda f: [_garbage(p) for p in _files(f, "vector_storage-node/vectors/chunk_*")],
     "chunk vectors truncated": lambda f: [_truncate(p) for p in _files(f, "vector_storage-chunks/vectors/chunk_*")],
     "payload storage overwritten": lambda f: [_garbage(p) for p in _files(f, "payload_storage/page_*")],
+    "node vectors zeroed": lambda f: [_zeros(p) for p in _files(f, "vector_storage-node/vectors/chunk_*")],
+    "chunk vectors zeroed": lambda f: [_zeros(p) for p in _files(f, "vector_storage-chunks/vectors/chunk_*")],
+    "deleted flags overwritten": lambda f: [_garbage(p) for p in _files(f, "vector_storage-node/deleted/flags_*")],
     "settings garbled": lambda f: (f / "lmk_rag.json").write_text("{garbage"),
     "settings deleted": lambda f: (f / "lmk_rag.json").unlink(),
 }
@@ -76,3 +84,22 @@ def test_a_sound_store_checks_clean(template: Path, tmp_path: Path, minilm_encod
         assert store.check() == []
     result = CliRunner().invoke(app, ["check", "--store", str(folder)])
     assert result.exit_code == 0 and result.stdout.startswith("ok: 8 documents")
+
+
+@pytest.mark.parametrize("damage", ["node vectors overwritten", "node vectors zeroed", "chunk vectors zeroed",
+                                    "chunk vectors overwritten", "deleted flags overwritten"])
+def test_damaged_vectors_stop_the_first_search_and_check_lists_them(template: Path, tmp_path: Path, minilm_encoder,
+                                                                    docs, damage: str) -> None:
+    """Damaged vectors give wrong hits without an error unless looked for: the first search of a handle samples
+    them and refuses, naming ``lmk-rag check``, which still opens the store and lists the damaged nodes."""
+    folder = tmp_path / "store"
+    shutil.copytree(template, folder, ignore=shutil.ignore_patterns("*.lock"))
+    DAMAGE[damage](folder)
+    with LandmarkStore(folder, encoder=minilm_encoder) as store:
+        with pytest.raises(CorruptStoreError, match="stored vectors are damaged .* run lmk-rag check"):
+            store.search(next(iter(docs.values()))[:120], k=3)
+        with pytest.raises(CorruptStoreError, match="stored vectors are damaged"):
+            store.search_mmr("archives", k=3)
+        assert any("damaged vectors" in problem for problem in store.check())
+    result = CliRunner().invoke(app, ["check", "--store", str(folder)])
+    assert result.exit_code == 1 and "damaged vectors" in result.output

@@ -58,7 +58,7 @@ def test_filters_on_floats_booleans_and_none(open_store, doc_records) -> None:
     assert _docs(store, mixed) == _where(records, lambda m: m["rank"] in (1, 2))
     assert _docs(store, FieldCondition("rank", "in", [])) == set()
     assert _docs(store, FieldCondition("rank", "nin", [])) == set(records)
-    with pytest.raises(InvalidInputError, match="strings, finite numbers, booleans or None"):
+    with pytest.raises(InvalidInputError, match=r"strings, finite numbers .*booleans or None"):
         FieldCondition("rank", "eq", {"a": 1})
 
 

@@ -68,7 +68,8 @@ def test_floats_none_and_mixed_lists_become_ranges_emptiness_and_groups():
     ]
     assert native.must_not[0].should == [
         models.FieldCondition(key="meta.w", match=models.MatchAny(any=["x"])),
-        models.FieldCondition(key="meta.w", match=models.MatchAny(any=[1, 2])),
+        models.FieldCondition(key="meta.w", range=models.Range(gte=1.0, lte=1.0)),  # 1 and 1.0 alike
+        models.FieldCondition(key="meta.w", range=models.Range(gte=2.0, lte=2.0)),
         models.FieldCondition(key="meta.w", range=models.Range(gte=0.5, lte=0.5)),
         models.FieldCondition(key="meta.w", match=models.MatchValue(value=True)),
     ]

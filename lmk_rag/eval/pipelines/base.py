@@ -136,3 +136,21 @@ def pipeline_names() -> list[str]:
     :return: the names.
     """
     return sorted(_REGISTRY)
+
+
+def landmark_encoder(options: PipelineOptions, settings: dict[str, Any]) -> Any:
+    """The :class:`~lmk_rag.LandmarkEncoder` of a pipeline: the options' model, batch size and progress, plus the
+    encoder ``settings`` (what ``lmk-rag eval --encoder KEY=VALUE`` gave, minus the pipeline's own keys).
+
+    :raises InvalidInputError: for a setting the encoder does not take, naming the ones it does.
+    """
+    import inspect
+
+    from lmk_rag.encoder import LandmarkEncoder
+
+    taken = set(inspect.signature(LandmarkEncoder).parameters) - {"model_name", "batch_size", "show_progress_bar"}
+    unknown = sorted(set(settings) - taken)
+    if unknown:
+        raise InvalidInputError(f"unknown encoder setting(s) {unknown}; the encoder takes {sorted(taken)}")
+    return LandmarkEncoder(model_name=options.model, batch_size=options.batch_size,
+                           show_progress_bar=options.show_progress, **settings)

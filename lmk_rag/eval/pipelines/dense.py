@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lmk_rag.eval.pipelines.base import IndexStats, PipelineOptions, Ranking, register_pipeline
+from lmk_rag.eval.pipelines.base import IndexStats, PipelineOptions, Ranking, landmark_encoder, register_pipeline
 from lmk_rag.eval.scoring import rank_best_chunk, rank_single
 from lmk_rag.eval.states import encode_states_cached
 from lmk_rag.vectors import l2_normalize
@@ -42,15 +42,7 @@ class _StatesPipeline:
         :param docs: the document texts.
         :return: the cold encoding time and whether the cache was hit.
         """
-        from lmk_rag.encoder import LandmarkEncoder
-
-        settings = {**self.options.encoder, **self._overrides}
-        self._encoder = LandmarkEncoder(
-            model_name=self.options.model,
-            batch_size=self.options.batch_size,
-            show_progress_bar=self.options.show_progress,
-            **settings,
-        )
+        self._encoder = landmark_encoder(self.options, {**self.options.encoder, **self._overrides})
         result = encode_states_cached(self._encoder, docs, self.options.cache_dir)
         self._docs = self._represent(result.states)
         return IndexStats(encode_s=result.encode_s, cached=result.cached)

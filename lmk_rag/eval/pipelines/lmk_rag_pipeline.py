@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from lmk_rag.eval.pipelines.base import IndexStats, PipelineOptions, Ranking, register_pipeline
+from lmk_rag.eval.pipelines.base import IndexStats, PipelineOptions, Ranking, landmark_encoder, register_pipeline
 
 #: Pipeline settings in ``options.encoder`` that go to the store, not the encoder.
 STORE_SETTINGS = ("static_model", "prefetch_limit", "alpha")
@@ -75,16 +75,12 @@ class LmkRagPipeline:
         """
         import time
 
-        from lmk_rag.encoder import LandmarkEncoder
         from lmk_rag.eval.states import encode_states_cached
         from lmk_rag.store import LandmarkStore
         from lmk_rag.store.records import records_from_encoding
 
-        self._encoder = LandmarkEncoder(
-            model_name=self.options.model,
-            batch_size=self.options.batch_size,
-            show_progress_bar=self.options.show_progress,
-            **{key: value for key, value in self.options.encoder.items() if key not in STORE_SETTINGS},
+        self._encoder = landmark_encoder(
+            self.options, {key: value for key, value in self.options.encoder.items() if key not in STORE_SETTINGS}
         )
         result = encode_states_cached(self._encoder, docs, self.options.cache_dir)
         start = time.perf_counter()

@@ -9,14 +9,14 @@ from typing import Any, Literal
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, ValidationError
 from llama_index.core.callbacks import CallbackManager
 
 from lmk_rag.encoder import DEFAULT_CONTEXT, DEFAULT_GRANULARITY, DEFAULT_MODEL, LandmarkEncoder
 from lmk_rag.encoder.planning import check_granularity
 from lmk_rag.encoder.runtime import BACKEND_DTYPES, check_dtype
 from lmk_rag.encoder.types import Backend, ChunkVector, Context, EncodedText, Pooling
-from lmk_rag.errors import InvalidInputError
+from lmk_rag.errors import InvalidInputError, invalid_fields
 
 
 class LandmarkEmbedding(BaseEmbedding):
@@ -138,9 +138,13 @@ class LandmarkEmbedding(BaseEmbedding):
             settings.update({key: getattr(encoder, key) for key in settings if hasattr(encoder, key)})
         else:
             _check_settings(settings, static)
-        super().__init__(
-            embed_batch_size=embed_batch_size, callback_manager=callback_manager, static=static, **settings, **kwargs
-        )
+        try:
+            super().__init__(
+                embed_batch_size=embed_batch_size, callback_manager=callback_manager, static=static, **settings,
+                **kwargs,
+            )
+        except ValidationError as error:
+            raise invalid_fields("LandmarkEmbedding", error) from None
         self._encoder = encoder
         self._device = device
 

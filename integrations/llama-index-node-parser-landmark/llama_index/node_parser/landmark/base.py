@@ -20,12 +20,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from llama_index.core.bridge.pydantic import Field
+from llama_index.core.bridge.pydantic import Field, ValidationError
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.node_parser.interface import IdFuncCallable
 from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, TextNode
 
 from llama_index.embeddings.landmark import LandmarkEmbedding
+from lmk_rag.errors import InvalidInputError, invalid_fields
 from lmk_rag.nodes import DEFAULT_NODE_TOKENS, NodeSlice, group_chunks
 
 CHUNK_VECTORS_KEY = "lmk_chunk_vectors"
@@ -97,10 +98,34 @@ class LandmarkNodeParser(NodeParser):
     )
     id_func: IdFuncCallable = Field(default=landmark_node_id, description="Function (index, document) -> node id.")
 
+    def __init__(self, **data: Any) -> None:
+        """Set the fields (see the class docstring).
+
+        :raises InvalidInputError: for a field of the wrong type or range (``node_tokens=0``), naming it.
+        """
+        try:
+            super().__init__(**data)
+        except ValidationError as error:
+            raise invalid_fields("LandmarkNodeParser", error) from None
+
     @classmethod
     def class_name(cls) -> str:
         """The name LlamaIndex serialises this class under."""
         return "LandmarkNodeParser"
+
+    def get_nodes_from_documents(self, documents: Sequence[Document], show_progress: bool = False,
+                                 **kwargs: Any) -> list[BaseNode]:
+        """Cut documents into landmark nodes (LlamaIndex's ``NodeParser`` API).
+
+        :raises InvalidInputError: when ``documents`` is not a list of LlamaIndex documents or nodes (a string, say).
+        """
+        if isinstance(documents, (str, bytes)) or not isinstance(documents, Sequence) or not all(
+                isinstance(document, BaseNode) for document in documents):
+            raise InvalidInputError(
+                f"get_nodes_from_documents takes a list of LlamaIndex Documents, got {documents!r:.80}; "
+                "wrap a text as [Document(text=...)]"
+            )
+        return super().get_nodes_from_documents(documents, show_progress=show_progress, **kwargs)
 
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
         # One encode call for all documents: windows of every document share batches. The encoder

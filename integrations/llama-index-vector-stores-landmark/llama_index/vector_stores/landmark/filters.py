@@ -81,6 +81,11 @@ def _translate_leaf(item: MetadataFilter, text_keys: frozenset[str]) -> Conditio
             f"with text_keys=[{item.key!r}] (LandmarkVectorStore(..., text_keys=[...])), which matches in any case"
         )
     if item.operator == FilterOperator.ALL:
+        if not isinstance(item.value, list):
+            raise InvalidInputError(
+                f"metadata filter {item.key!r}: 'all' needs a list of the values the field must hold, got "
+                f"{item.value!r}; write value=[{item.value!r}]"
+            )
         return Filter(must=tuple(FieldCondition(item.key, "eq", value) for value in item.value))
     op = _OPERATORS.get(item.operator)
     if op is None:
