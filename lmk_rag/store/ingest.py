@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import hashlib
 import json
 import math
@@ -25,8 +26,9 @@ Document = tuple[str, str, "dict[str, Any] | None"]
 
 
 def check_documents(documents: Iterable[Document] | Iterable[tuple[str, str]]) -> list[Document]:
-    """The documents as a list of ``(doc_id, text, metadata)``, each checked (``(doc_id, text)`` means no
-    metadata); a doc id given twice is an error (never "the last one wins").
+    """The documents as a list of ``(doc_id, text, metadata)``, each checked and its metadata as stored
+    (:func:`clean_metadata`; ``(doc_id, text)`` means no metadata); a doc id given twice is an error (never "the
+    last one wins").
 
     :raises InvalidInputError: naming the document and the problem.
     """
@@ -43,7 +45,7 @@ def check_documents(documents: Iterable[Document] | Iterable[tuple[str, str]]) -
                 f"a document must be (doc_id, text) or (doc_id, text, metadata), got {_describe(item)}"
             )
         doc_id, text, metadata = (*item, None) if len(item) == 2 else item
-        check_document(doc_id, text, metadata)
+        metadata = check_document(doc_id, text, metadata)
         if doc_id in seen:
             raise InvalidInputError(f"doc_id {doc_id!r} is given twice in one call; give each document once")
         seen.add(doc_id)
@@ -65,14 +67,16 @@ def check_doc_id(doc_id: Any) -> None:
     _check_unicode(doc_id, f"doc_id {doc_id!r}")
 
 
-def check_document(doc_id: Any, text: Any, metadata: Any) -> None:
-    """Reject a document the store cannot hold, naming it."""
+def check_document(doc_id: Any, text: Any, metadata: Any) -> dict[str, Any] | None:
+    """Reject a document the store cannot hold, naming it.
+
+    :return: its metadata as stored (:func:`clean_metadata`), or None.
+    """
     check_doc_id(doc_id)
     if not isinstance(text, str):
         raise InvalidInputError(f"document {doc_id!r}: text must be a str, got {type(text).__name__}")
     _check_unicode(text, f"document {doc_id!r}: text")
-    if metadata is not None:
-        check_metadata(metadata, f"document {doc_id!r}")
+    return None if metadata is None else clean_metadata(metadata, f"document {doc_id!r}")
 
 
 #: The largest integer Qdrant keeps exactly (payload integers are 64-bit).
@@ -83,39 +87,50 @@ MAX_INT = 2**63 - 1
 PATH_CHARS = (".", "[", "]")
 
 
-def check_metadata(metadata: Any, owner: str) -> None:
-    """Accept metadata that Qdrant stores and gives back unchanged, and that filters can name: a dict with
-    non-empty str keys without :data:`PATH_CHARS`, of str, bool, int (64-bit), finite float, None, and lists and
-    dicts of those; anything else is an error naming the key, not a silent conversion (tuples, sets, bytes, dates,
-    numpy values: convert them yourself, e.g. to lists or strings).
+def clean_metadata(metadata: Any, owner: str) -> dict[str, Any]:
+    """Metadata as the store keeps it, one policy for the core API and the LlamaIndex store: a dict with non-empty
+    str keys without :data:`PATH_CHARS`, of str, bool, int (64-bit), finite float, None, and lists and dicts of
+    those, nested at most :data:`MAX_DEPTH` deep. Dates and datetimes become RFC 3339 / ISO 8601 strings
+    (``date.isoformat()``, ``datetime.isoformat()``), tuples lists, sets sorted lists; anything else (bytes, NaN,
+    infinity, ids, numpy values) is an error naming the key, not a silent conversion.
 
     :param owner: names the document or node in the message.
-    :raises InvalidInputError: for the first value that cannot round-trip.
+    :return: a copy with the conversions made.
+    :raises InvalidInputError: for the first value the store cannot keep.
     """
     if not isinstance(metadata, dict):
         raise InvalidInputError(f"{owner}: metadata must be a dict, got {type(metadata).__name__}")
-    _check_value(metadata, owner, "metadata")
+    return _clean(metadata, owner, "metadata", 0)
 
 
-def _check_value(value: Any, owner: str, path: str) -> None:
-    """Walk one metadata value (see :func:`check_metadata`)."""
+#: How deep metadata may nest (a deeper value is refused, not walked until the interpreter's stack ends).
+MAX_DEPTH = 32
+
+
+def _clean(value: Any, owner: str, path: str, depth: int) -> Any:
+    """Walk one metadata value (see :func:`clean_metadata`)."""
+    if depth > MAX_DEPTH:
+        raise InvalidInputError(f"{owner}: {path} nests deeper than {MAX_DEPTH} levels; flatten it")
     if value is None or isinstance(value, (str, bool)):
         if isinstance(value, str):
             _check_unicode(value, f"{owner}: {path}")
-        return
+        return value
     if isinstance(value, int):
         if not -MAX_INT - 1 <= value <= MAX_INT:
             raise InvalidInputError(f"{owner}: {path} = {value} does not fit 64 bits; store it as a string")
-        return
+        return value
     if isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidInputError(f"{owner}: {path} = {value} is not a finite number; use None or a string")
-        return
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            _check_value(item, owner, f"{path}[{index}]")
-        return
+        return value
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return value.isoformat()
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=lambda item: (type(item).__name__, repr(item))) if isinstance(
+            value, (set, frozenset)) else value
+        return [_clean(item, owner, f"{path}[{index}]", depth + 1) for index, item in enumerate(items)]
     if isinstance(value, dict):
+        cleaned: dict[str, Any] = {}
         for key, item in value.items():
             if not isinstance(key, str):
                 raise InvalidInputError(f"{owner}: {path} has the key {key!r}; metadata keys must be strings")
@@ -125,11 +140,11 @@ def _check_value(value: Any, owner: str, path: str) -> None:
                     f"{' or '.join(map(repr, PATH_CHARS))}: filters read 'a.b' as metadata['a']['b']); "
                     "use another character, such as '_'"
                 )
-            _check_value(item, owner, f"{path}[{key!r}]")
-        return
+            cleaned[key] = _clean(item, owner, f"{path}[{key!r}]", depth + 1)
+        return cleaned
     raise InvalidInputError(
         f"{owner}: {path} is a {type(value).__name__}, which the store cannot keep as given; "
-        "use str, int, float, bool, None, list or dict (convert tuples to lists, dates and ids to strings)"
+        "use str, int, float, bool, None, a date, list, tuple, set or dict (convert ids and bytes to strings)"
     )
 
 
@@ -185,9 +200,12 @@ def node_records(
     return [dataclasses.replace(record, static_vectors=vectors) for record, vectors in zip(records, static)]
 
 
-def check_records(doc_id: str, records: Sequence[NodeRecord]) -> None:
+def check_records(doc_id: str, records: Sequence[NodeRecord]) -> list[NodeRecord]:
     """Reject the pre-encoded nodes of one document: none, another document's, repeated node ids, bad texts,
-    metadata or spans."""
+    metadata or spans.
+
+    :return: the records with their metadata as stored (:func:`clean_metadata`).
+    """
     if not records:
         raise InvalidInputError(f"document {doc_id!r}: no records; use delete_document to remove a document")
     bad = [r.node_id for r in records if r.doc_id != doc_id]
@@ -195,15 +213,18 @@ def check_records(doc_id: str, records: Sequence[NodeRecord]) -> None:
         raise InvalidInputError(f"document {doc_id!r}: records {bad[:3]} belong to other documents")
     if len({r.node_id for r in records}) != len(records):
         raise InvalidInputError(f"document {doc_id!r}: node ids are not unique")
+    cleaned = []
     for record in records:
         if not isinstance(record.node_id, str) or not record.node_id or not isinstance(record.text, str):
             raise InvalidInputError(f"document {doc_id!r}: node ids and texts must be non-empty strings / strings")
         _check_unicode(record.text, f"node {record.node_id!r}: text")
-        check_metadata(record.metadata, f"node {record.node_id!r}")
+        metadata = clean_metadata(record.metadata, f"node {record.node_id!r}")
         if not _is_span(record.span):
             raise InvalidInputError(
                 f"node {record.node_id!r}: span {record.span!r} is not (start, end) with integers 0 <= start <= end"
             )
+        cleaned.append(record if metadata == record.metadata else dataclasses.replace(record, metadata=metadata))
+    return cleaned
 
 
 def _is_span(span: Any) -> bool:
@@ -250,8 +271,7 @@ def upsert_in_batches(write: WriteBatch, documents: Iterable[tuple[str, Sequence
     """
     total, batch, seen = 0, [], set()
     for doc_id, records in documents:
-        records = list(records)
-        check_records(doc_id, records)
+        records = check_records(doc_id, list(records))
         if doc_id in seen:
             raise InvalidInputError(f"doc_id {doc_id!r} is given twice in one call; give each document once")
         seen.add(doc_id)

@@ -22,6 +22,7 @@ from lmk_rag.store.ingest import (
     check_doc_id,
     check_documents,
     check_records,
+    clean_metadata,
     content_hash,
     upsert_in_batches,
 )
@@ -125,9 +126,8 @@ class StoreWrites:
         :return: the number of nodes written.
         :raises VectorSizeError: when a vector's size differs from the store's.
         """
-        records = list(records)
-        check_records(doc_id, records)
-        meta = dict(metadata if metadata is not None else records[0].metadata)
+        records = check_records(doc_id, list(records))
+        meta = dict(records[0].metadata) if metadata is None else clean_metadata(metadata, f"document {doc_id!r}")
         return self._write([versions.DocumentWrite(doc_id, records, meta)])
 
     def upsert_documents(

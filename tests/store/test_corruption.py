@@ -96,7 +96,7 @@ def test_damaged_vectors_stop_the_first_search_and_check_lists_them(template: Pa
     shutil.copytree(template, folder, ignore=shutil.ignore_patterns("*.lock"))
     DAMAGE[damage](folder)
     with LandmarkStore(folder, encoder=minilm_encoder) as store:
-        with pytest.raises(CorruptStoreError, match="stored vectors are damaged .* run lmk-rag check"):
+        with pytest.raises(CorruptStoreError, match=r"stored vectors are damaged .* run lmk-rag check"):
             store.search(next(iter(docs.values()))[:120], k=3)
         with pytest.raises(CorruptStoreError, match="stored vectors are damaged"):
             store.search_mmr("archives", k=3)

@@ -5,6 +5,7 @@ result. Folders, links and files are real; the CLI runs in process through Typer
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import re
 from pathlib import Path
 from typing import Any
@@ -444,3 +445,65 @@ def test_cli_eval_with_an_unknown_encoder_setting_is_one_error_line(fixture_data
     assert result.exit_code == 1
     lines = [line for line in result.output.splitlines() if line.strip() and not line.startswith("Loading weights")]
     assert len(lines) == 1 and lines[0].startswith("error: unknown encoder setting(s) ['bogus_key']")
+
+
+# ------------------------------------------------------------------ one metadata policy for the API and LlamaIndex
+
+CONVERTED = [
+    (datetime.date(2026, 1, 2), "2026-01-02"),
+    (datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc), "2026-01-02T03:04:05+00:00"),
+    (datetime.datetime(2026, 1, 2, 3, 4, 5), "2026-01-02T03:04:05"),
+    ((1, "a"), [1, "a"]), ({"b", "a", "c"}, ["a", "b", "c"]), (frozenset({2, 1}), [1, 2]),
+    ({"nested": ({3, 1},)}, {"nested": [[1, 3]]}),
+]
+
+
+@pytest.mark.parametrize("value, stored", CONVERTED, ids=lambda v: type(v).__name__)
+def test_dates_tuples_and_sets_are_stored_as_strings_and_lists(store, docs, value, stored) -> None:
+    text = list(docs.values())[2]
+    store.add_document("c.txt", text, {"key": value})
+    assert store.documents()["c.txt"] == {"key": stored}
+    assert store.changes([("c.txt", text, {"key": value})]) == {"c.txt": "unchanged"}  # same hash as stored
+    assert {r.doc_id: r.metadata for r in store.get_nodes()}["c.txt"] == {"key": stored}
+    if isinstance(stored, str):  # a date is filtered by its string
+        assert {r.doc_id for r in store.get_nodes(filter={"key": stored})} == {"c.txt"}
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), b"bytes", {"deep": [b"x"]}],
+                         ids=["nan", "inf", "bytes", "nested-bytes"])
+def test_nan_infinity_and_bytes_are_refused_by_the_api_and_the_llamaindex_store(store, tmp_path: Path, value) -> None:
+    from llama_index.core.schema import TextNode
+
+    from lmk_rag.store.ingest import clean_metadata
+
+    before = _state(store)
+    with pytest.raises(InvalidInputError, match="metadata"):
+        store.add_document("c.txt", "A page about archives.", {"key": value})
+    assert _state(store) == before
+    from llama_index.vector_stores.landmark.base import _node_metadata
+
+    node = TextNode(text="A page about archives.", id_="n1", metadata={"key": value})
+    with pytest.raises(InvalidInputError, match="metadata"):
+        _node_metadata(node)
+    with pytest.raises(InvalidInputError):
+        clean_metadata({"key": value}, "x")
+
+
+def test_the_llamaindex_store_keeps_dates_as_the_api_does() -> None:
+    from llama_index.core.schema import TextNode
+
+    from llama_index.vector_stores.landmark.base import _node_metadata
+
+    node = TextNode(text="A page.", id_="n1", metadata={"when": datetime.date(2026, 1, 2), "tags": {"b", "a"}})
+    stored = _node_metadata(node)
+    assert stored["when"] == "2026-01-02" and stored["tags"] == ["a", "b"]
+
+
+def test_metadata_nested_too_deep_is_refused_not_a_recursion_error(store) -> None:
+    deep: dict[str, Any] = {}
+    inner = deep
+    for _ in range(5000):
+        inner["a"] = {}
+        inner = inner["a"]
+    with pytest.raises(InvalidInputError, match="nests deeper than"):
+        store.add_document("c.txt", "A page about archives.", {"deep": deep})

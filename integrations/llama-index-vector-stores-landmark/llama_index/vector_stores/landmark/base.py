@@ -25,6 +25,7 @@ from llama_index.vector_stores.landmark.filters import to_store_filter
 from llama_index.vector_stores.landmark.search import search
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError
 from lmk_rag.store import FieldCondition, Filter, Hit, LandmarkStore, NodeRecord, Rerank
+from lmk_rag.store.ingest import clean_metadata
 from lmk_rag.store.query import check_rerank
 
 NO_SOURCE = "lmk-rag:no-source:"
@@ -344,12 +345,16 @@ class LandmarkVectorStore(BasePydanticVectorStore):
 
 
 def _node_metadata(node: BaseNode) -> dict[str, Any]:
-    """The node as LlamaIndex's stores keep it (metadata plus the node's JSON, text left out).
+    """The node as LlamaIndex's stores keep it (metadata plus the node's JSON, text left out), its metadata under
+    the core API's policy (:func:`lmk_rag.store.ingest.clean_metadata`: dates as ISO strings, tuples and sets as
+    lists; NaN, infinity and bytes refused, where pydantic's JSON dump would write null and text).
 
-    :raises InvalidInputError: for metadata LlamaIndex cannot serialise, naming the node.
+    :raises InvalidInputError: for metadata the store cannot keep, naming the node.
     """
+    bare = without_side_channel(node)
+    bare.metadata = clean_metadata(bare.metadata, f"node {node.node_id!r}")
     try:
-        return node_to_metadata_dict(without_side_channel(node), remove_text=True)
+        return node_to_metadata_dict(bare, remove_text=True)
     except (ValueError, TypeError) as error:  # pydantic's serialisation errors are ValueErrors
         raise InvalidInputError(
             f"node {node.node_id!r}: its metadata cannot be serialised ({error}); use JSON values (str, numbers, "
