@@ -17,6 +17,7 @@ Example::
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -27,6 +28,11 @@ Operator = Literal["eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "text", "i
 OPERATORS: tuple[str, ...] = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "text", "is_empty")
 RESERVED_KEYS = frozenset({"doc_id", "node_id"})
 META_PREFIX = "meta."
+#: Characters a metadata key may not hold: the path syntax's (``.`` nests, ``[]`` indexes) and what its quoting
+#: cannot escape (``"``, ``\\``).
+PATH_CHARS = (".", "[", "]", '"', "\\")
+#: One dotted part of a filter key: a metadata key, then ``[]`` or ``[n]`` indexes.
+KEY_PART = re.compile(r'(?P<name>[^.\[\]"\\]+)(?P<index>(\[\d*\])*)')
 #: The largest integer a float holds exactly: integer equality is a numeric range up to here.
 FLOAT_EXACT = 2**53
 #: Qdrant's integers are 64-bit: a filter value beyond this range can never match.
@@ -129,14 +135,26 @@ class ConditionBuilder(Protocol):
 
 
 def payload_key(key: str) -> str:
-    """Map a filter key to its payload path: the store's own fields stay, metadata keys go under ``meta.``.
+    """Map a filter key to its payload path: the store's own fields stay, metadata keys go under ``meta.``, each
+    dotted part quoted (``my key.sub[]`` -> ``meta."my key"."sub"[]``), so a key of any characters but
+    :data:`PATH_CHARS` names its field (spaces, ``$``, quotes ``'``, emoji: what metadata may hold).
 
-    :param key: the key as the caller wrote it.
+    :param key: the key as the caller wrote it: metadata keys joined by ``.`` for nested dicts, ``[]`` after a key
+        holding a list of dicts.
     :return: the payload path.
+    :raises InvalidInputError: for a key no path can name (empty parts, ``"`` or ``\\``, brackets elsewhere).
     """
     if not key:
         raise InvalidInputError("a filter key must be a non-empty string")
-    return key if key in RESERVED_KEYS else META_PREFIX + key
+    if key in RESERVED_KEYS:
+        return key
+    parts = [KEY_PART.fullmatch(part) for part in key.split(".")]
+    if not all(parts):
+        raise InvalidInputError(
+            f"filter key {key!r} cannot name a metadata field: parts joined by '.', each a key without "
+            f"{' or '.join(map(repr, PATH_CHARS))}, '[]' after a list of dicts"
+        )
+    return META_PREFIX + ".".join(f'"{part["name"]}"{part["index"]}' for part in parts if part)
 
 
 def as_filter(value: FilterLike) -> Filter | None:

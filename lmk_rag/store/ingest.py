@@ -14,6 +14,7 @@ import numpy as np
 
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.store import records as rec
+from lmk_rag.store.filters import PATH_CHARS
 from lmk_rag.store.modes import is_static_encoder
 from lmk_rag.store.types import NodeRecord
 from lmk_rag.store.versions import DocumentWrite
@@ -81,10 +82,6 @@ def check_document(doc_id: Any, text: Any, metadata: Any) -> dict[str, Any] | No
 
 #: The largest integer Qdrant keeps exactly (payload integers are 64-bit).
 MAX_INT = 2**63 - 1
-
-
-#: Characters of a filter key's path syntax, which metadata keys may not hold.
-PATH_CHARS = (".", "[", "]")
 
 
 def clean_metadata(metadata: Any, owner: str) -> dict[str, Any]:

@@ -507,3 +507,31 @@ def test_metadata_nested_too_deep_is_refused_not_a_recursion_error(store) -> Non
         inner = inner["a"]
     with pytest.raises(InvalidInputError, match="nests deeper than"):
         store.add_document("c.txt", "A page about archives.", {"deep": deep})
+
+
+ODD_KEYS = ["my key", "$where", "it's", "emoji\U0001f600", "nul\0x", "a:b", "-dash", "1digit", "a/b", "ünï"]
+
+
+def test_every_metadata_key_add_accepts_a_filter_can_name(store) -> None:
+    from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
+
+    from llama_index.vector_stores.landmark.filters import to_store_filter
+
+    for i, key in enumerate(ODD_KEYS):
+        store.add_document(f"odd{i}", f"A page about archives number {i}.", {key: "v", "nest": {key: i}})
+    for i, key in enumerate(ODD_KEYS):
+        assert {r.doc_id for r in store.get_nodes(filter={key: "v"})} == {f"odd{i}"}, key
+        assert {r.doc_id for r in store.get_nodes(filter={f"nest.{key}": i})} == {f"odd{i}"}, key
+        llama = to_store_filter(MetadataFilters(filters=[MetadataFilter(key=key, value="v")]))
+        assert {hit.doc_id for hit in store.search("archives", k=20, filter=llama)} == {f"odd{i}"}, key
+
+
+@pytest.mark.parametrize("key", ['q"uote', "back\\slash", "a.b", "x[0]", ""])
+def test_keys_no_filter_can_name_are_refused_at_add_and_in_filters(store, key) -> None:
+    before = _state(store)
+    with pytest.raises(InvalidInputError, match="no filter can name"):
+        store.add_document("c.txt", "A page about archives.", {key: 1})
+    assert _state(store) == before
+    if key and key not in ("a.b", "x[0]"):  # dotted and indexed keys are paths into nested metadata
+        with pytest.raises(InvalidInputError, match="cannot name a metadata field"):
+            store.get_nodes(filter={key: 1})

@@ -22,8 +22,12 @@ from lmk_rag.store.types import Branch, CollectionSpec, PointData, ScoredPointDa
 
 def test_payload_keys_put_metadata_under_meta():
     assert payload_key("doc_id") == "doc_id"
-    assert payload_key("lang") == "meta.lang"
-    assert payload_key("a.b") == "meta.a.b"
+    assert payload_key("lang") == 'meta."lang"'
+    assert payload_key("a.b") == 'meta."a"."b"'
+    assert payload_key("my key.items[].$id") == 'meta."my key"."items"[]."$id"'
+    for bad in ("a..b", 'q"uote', "back\\slash", "a[x]", "[]"):
+        with pytest.raises(InvalidInputError, match="cannot name a metadata field"):
+            payload_key(bad)
 
 
 def test_translate_to_qdrant_client_filter():
@@ -36,17 +40,17 @@ def test_translate_to_qdrant_client_filter():
     assert native.must[0] == models.FieldCondition(key="kind", match=models.MatchValue(value="node"))
     inner = native.must[1]
     assert inner.must == [
-        models.FieldCondition(key="meta.lang", match=models.MatchValue(value="en")),
-        models.FieldCondition(key="meta.year", range=models.Range(gte=2020.0)),
+        models.FieldCondition(key='meta."lang"', match=models.MatchValue(value="en")),
+        models.FieldCondition(key='meta."year"', range=models.Range(gte=2020.0)),
     ]
     assert inner.should == [
-        models.FieldCondition(key="meta.tag", match=models.MatchAny(any=["a", "b"])),
-        models.FieldCondition(key="meta.title", match=models.MatchText(text="socket")),
+        models.FieldCondition(key='meta."tag"', match=models.MatchAny(any=["a", "b"])),
+        models.FieldCondition(key='meta."title"', match=models.MatchText(text="socket")),
     ]
     assert inner.must_not[0] == models.Filter(
         must_not=[models.FieldCondition(key="doc_id", match=models.MatchValue(value="x"))]
     )
-    assert inner.must_not[1] == models.IsEmptyCondition(is_empty=models.PayloadField(key="meta.draft"))
+    assert inner.must_not[1] == models.IsEmptyCondition(is_empty=models.PayloadField(key='meta."draft"'))
 
 
 def test_translate_dict_and_edge_builder():
@@ -63,17 +67,17 @@ def test_floats_none_and_mixed_lists_become_ranges_emptiness_and_groups():
     native = translate(Filter(must=[FieldCondition("w", "eq", 2.0), FieldCondition("w", "eq", None)],
                               must_not=[FieldCondition("w", "in", [1, 2, "x", 0.5, True])]), b)
     assert native.must == [
-        models.FieldCondition(key="meta.w", range=models.Range(gte=2.0, lte=2.0)),
-        models.IsEmptyCondition(is_empty=models.PayloadField(key="meta.w")),
+        models.FieldCondition(key='meta."w"', range=models.Range(gte=2.0, lte=2.0)),
+        models.IsEmptyCondition(is_empty=models.PayloadField(key='meta."w"')),
     ]
     assert native.must_not[0].should == [
-        models.FieldCondition(key="meta.w", match=models.MatchAny(any=["x"])),
-        models.FieldCondition(key="meta.w", range=models.Range(gte=1.0, lte=1.0)),  # 1 and 1.0 alike
-        models.FieldCondition(key="meta.w", range=models.Range(gte=2.0, lte=2.0)),
-        models.FieldCondition(key="meta.w", range=models.Range(gte=0.5, lte=0.5)),
-        models.FieldCondition(key="meta.w", match=models.MatchValue(value=True)),
+        models.FieldCondition(key='meta."w"', match=models.MatchAny(any=["x"])),
+        models.FieldCondition(key='meta."w"', range=models.Range(gte=1.0, lte=1.0)),  # 1 and 1.0 alike
+        models.FieldCondition(key='meta."w"', range=models.Range(gte=2.0, lte=2.0)),
+        models.FieldCondition(key='meta."w"', range=models.Range(gte=0.5, lte=0.5)),
+        models.FieldCondition(key='meta."w"', match=models.MatchValue(value=True)),
     ]
-    assert translate({"w": []}, b).must[0] == models.FieldCondition(key="meta.w", match=models.MatchAny(any=[]))
+    assert translate({"w": []}, b).must[0] == models.FieldCondition(key='meta."w"', match=models.MatchAny(any=[]))
 
 
 def test_edge_builder_matches_booleans_as_booleans():
