@@ -257,6 +257,8 @@ def info(
     url: str = url_option(),
     location: str = location_option(),
     collection: str | None = collection_option(),
+    as_json: bool = typer.Option(True, "--json", help="Print JSON (the default; as query --json prints).",
+                                 show_default=False),
 ) -> None:
     """Print a store's counts and recorded settings as JSON."""
     with open_store(store, url, location, collection, read_only=True) as source:

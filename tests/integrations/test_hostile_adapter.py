@@ -116,3 +116,17 @@ def test_the_all_operator_with_a_single_string_is_a_typed_error() -> None:
     built = to_store_filter(MetadataFilters(filters=[MetadataFilter(key="tags", value=["a", "b"],
                                                                     operator=FilterOperator.ALL)]))
     assert [condition.value for condition in built.must[0].must[0].must] == ["a", "b"]
+
+
+def test_node_ids_restrict_and_hybrid_without_text_is_dense(filled, embed_model) -> None:
+    store, _ = filled
+    one = store.get_nodes()[0]
+    hits = store.query(VectorStoreQuery(query_str="archives", node_ids=[one.node_id], similarity_top_k=3)).nodes
+    assert [hit.node_id for hit in hits] == [one.node_id]
+    embedding = embed_model.get_query_embedding("archives")
+    hybrid = store.query(VectorStoreQuery(query_embedding=embedding, mode=VectorStoreQueryMode.HYBRID,
+                                          similarity_top_k=3))
+    dense = store.query(VectorStoreQuery(query_embedding=embedding, similarity_top_k=3))
+    assert [n.node_id for n in hybrid.nodes] == [n.node_id for n in dense.nodes] and len(dense.nodes) == 3
+    with pytest.raises(InvalidInputError, match="query_str is empty"):
+        store.query(VectorStoreQuery(query_embedding=embedding, mode=VectorStoreQueryMode.SPARSE))

@@ -242,7 +242,7 @@ def test_unsupported_query_modes_and_missing_query_text_are_errors(filled: Landm
     with pytest.raises(InvalidInputError, match="neither query_str"):
         filled.query(VectorStoreQuery(similarity_top_k=2))
     with pytest.raises(InvalidInputError, match="BM25"):
-        filled.query(VectorStoreQuery(query_embedding=[0.1] * 384, mode="hybrid"))
+        filled.query(VectorStoreQuery(query_embedding=[0.1] * 384, mode="sparse"))
 
 
 def test_scores_of_a_many_chunk_query_stay_cosine_like(

@@ -53,6 +53,7 @@ def test_ingest_query_info(tmp_path, docs):
     info = json.loads(result.stdout)
     assert info["documents"] == 3 and info["backend"] == "qdrant-edge" and info["encoder"]["dim"] == 384
     assert info["bm25"] is True and info["bm25_tokenizer"] == "code" and info["alpha"] == 0.7
+    assert json.loads(runner.invoke(app, ["info", "--store", store, "--json"]).stdout) == info  # as query --json
 
     result = runner.invoke(app, ["query", "x", "--store", str(tmp_path / "nothing")])
     assert result.exit_code == 1 and "no lmk-rag store" in result.stderr

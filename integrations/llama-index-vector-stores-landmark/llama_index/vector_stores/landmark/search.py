@@ -3,7 +3,7 @@
 - ``default``: with ``query_str``, the store's fused search (rerank and BM25, the store's ``alpha``); with
   ``query_embedding`` alone, the nearest node vectors (no rerank, no BM25);
 - ``hybrid``: the fused search with ``alpha`` = ``VectorStoreQuery.alpha`` (None: the store's), ``hybrid_top_k``
-  results (else ``similarity_top_k``);
+  results (else ``similarity_top_k``); without ``query_str``, the dense search of ``default``;
 - ``sparse``, ``text_search``: BM25 alone over the whole store (``alpha`` 0); ``sparse_top_k`` results for
   ``sparse``;
 - ``mmr``: maximal marginal relevance over the node vectors; ``mmr_threshold`` (query kwarg, else
@@ -34,15 +34,16 @@ def search(
     """Run a LlamaIndex query on the store (see the module docstring).
 
     :param store: the store.
-    :param query: the query; ``doc_ids=[]`` finds nothing, ``node_ids=[]`` restricts nothing (``VectorStoreIndex``'s
-        retriever passes the ids its ``index_struct`` holds, which is empty for a store that keeps the text).
+    :param query: the query; ``doc_ids=[]`` finds nothing, ``node_ids=[]`` restricts nothing, as in
+        ``QdrantVectorStore`` (``VectorStoreIndex.as_retriever`` passes the ids its ``index_struct`` holds, which is
+        ``[]`` for a store that keeps the text: reading ``[]`` as "none" would make every retriever find nothing); a
+        ``hybrid`` query without ``query_str`` is the dense search of its embedding (as ``QdrantVectorStore``).
     :param rerank: the rerank of the fused search (None: the store's).
     :param alpha: the fused search's weight of the rerank (None: the store's); ``VectorStoreQuery.alpha`` overrides
         it in ``hybrid`` mode.
     :param kwargs: ``mmr_threshold`` for ``mmr`` (present, even as None, it overrides the query's).
     :return: hits, best first (MMR: in pick order).
-    :raises InvalidInputError: for a query with neither text nor embedding, or a lexical or hybrid query without
-        text.
+    :raises InvalidInputError: for a query with neither text nor embedding, or a lexical query without text.
     :raises NotImplementedError: for the learner modes (``svm``, ``linear_regression``, ``logistic_regression``) and
         ``semantic_hybrid``.
     """
@@ -61,7 +62,7 @@ def search(
             "'hybrid' (with VectorStoreQuery.alpha), 'sparse'/'text_search' (BM25) or 'mmr'"
         )
     if not query.query_str:
-        if mode != VectorStoreQueryMode.DEFAULT:
+        if mode in LEXICAL_MODES:
             raise InvalidInputError(
                 f"query mode {mode.value!r} scores words with BM25: VectorStoreQuery.query_str is empty"
             )
