@@ -54,6 +54,10 @@ class EdgeConditions:
         """Numeric range."""
         return qe.FieldCondition(key=key, range=qe.RangeFloat(**bounds))
 
+    def datetime_range(self, key: str, bounds: dict[str, str]) -> Any:
+        """Range of points in time."""
+        return qe.FieldCondition(key=key, range=qe.RangeDateTime(**bounds))
+
     def is_empty(self, key: str) -> Any:
         """Missing, null or empty."""
         return qe.IsEmptyCondition(key)

@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+import datetime
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -45,7 +46,10 @@ class FieldCondition:
 
     :param key: the metadata key (``doc_id``/``node_id`` for the store's own fields); dots reach into nested dicts.
     :param op: ``eq``/``ne`` (one value: a string, number, boolean, or None for "missing, null or ``[]``"),
-        ``in``/``nin`` (a list of such values), ``gt``/``gte``/``lt``/``lte`` (a number), ``text`` (the words of a
+        ``in``/``nin`` (a list of such values), ``gt``/``gte``/``lt``/``lte`` (a number, or a date: a
+        ``datetime``/``date`` or an ISO 8601 string such as ``"2026-01-01"`` or ``"2026-01-01T10:00:00+02:00"``,
+        compared as a point in time with the dates metadata holds as ISO strings; no time zone means UTC),
+        ``text`` (the words of a
         string, matched as a key's words: as word prefixes in any case on keys declared with ``text_keys=`` when
         the store was created, else as whole words), ``is_empty`` (key missing, null or ``[]``; value ignored).
     :param value: the value to compare with.
@@ -63,15 +67,19 @@ class FieldCondition:
             raise InvalidInputError(f"unknown filter operator {self.op!r} for key {self.key!r}; use one of {OPERATORS}")
         if self.op in ("in", "nin") and (isinstance(self.value, str) or not isinstance(self.value, Sequence)):
             raise InvalidInputError(f"filter {self.key!r} {self.op}: value must be a list, got {self.value!r}")
-        if self.op in ("gt", "gte", "lt", "lte") and (
-            isinstance(self.value, bool) or not isinstance(self.value, (int, float))
-        ):
-            raise InvalidInputError(f"filter {self.key!r} {self.op}: value must be a number, got {self.value!r}")
+        if self.op in ("gt", "gte", "lt", "lte") and (isinstance(self.value, bool) or (
+                not isinstance(self.value, (int, float)) and as_datetime(self.value) is None)):
+            raise InvalidInputError(
+                f"filter {self.key!r} {self.op}: value must be a number or a date (an ISO 8601 string such as "
+                f"'2026-01-01', or a datetime), got {self.value!r}"
+            )
         if self.op in ("in", "nin"):
             values = list(self.value)
         elif self.op in ("text", "is_empty"):
             values = []
-        else:  # eq, ne and the ranges compare one value
+        elif self.op in ("gt", "gte", "lt", "lte"):
+            values = [] if as_datetime(self.value) is not None else [self.value]
+        else:  # eq and ne compare one value
             values = [self.value]
         odd = [v for v in values if v is not None and not isinstance(v, (str, int, float))]
         odd += [v for v in values if isinstance(v, float) and not math.isfinite(v)]  # NaN matches nothing
@@ -126,6 +134,9 @@ class ConditionBuilder(Protocol):
 
     def range(self, key: str, bounds: dict[str, float]) -> Any:
         """Numeric range; ``bounds`` keys are among ``gt``, ``gte``, ``lt``, ``lte``."""
+
+    def datetime_range(self, key: str, bounds: dict[str, str]) -> Any:
+        """Range of points in time (bounds as RFC 3339 strings, keys as for :meth:`range`)."""
 
     def is_empty(self, key: str) -> Any:
         """The key is missing, null or an empty list."""
@@ -223,7 +234,25 @@ def _translate_condition(condition: Condition, builder: ConditionBuilder) -> Any
         return builder.match_text(key, str(value))
     if op == "is_empty":
         return builder.is_empty(key)
+    moment = as_datetime(value)
+    if moment is not None:
+        return builder.datetime_range(key, {op: moment})
     return builder.range(key, {op: float(value)})
+
+
+def as_datetime(value: Any) -> str | None:
+    """A range bound as the RFC 3339 string of a point in time, or None when it is no date: a ``datetime`` or
+    ``date`` (midnight), or an ISO 8601 string with a date (``datetime.fromisoformat``); no time zone means UTC."""
+    if isinstance(value, str):
+        try:
+            value = datetime.datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    elif isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        value = datetime.datetime(value.year, value.month, value.day)
+    if not isinstance(value, datetime.datetime):
+        return None
+    return (value if value.tzinfo else value.replace(tzinfo=datetime.timezone.utc)).isoformat()
 
 
 def _equal(key: str, value: Any, builder: ConditionBuilder) -> Any:

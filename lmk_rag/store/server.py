@@ -62,6 +62,10 @@ class ServerConditions:
         """Numeric range."""
         return models.FieldCondition(key=key, range=models.Range(**bounds))
 
+    def datetime_range(self, key: str, bounds: dict[str, str]) -> Any:
+        """Range of points in time."""
+        return models.FieldCondition(key=key, range=models.DatetimeRange(**bounds))
+
     def is_empty(self, key: str) -> Any:
         """Missing, null or empty."""
         return models.IsEmptyCondition(is_empty=models.PayloadField(key=key))

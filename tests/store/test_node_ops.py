@@ -62,6 +62,37 @@ def test_filters_on_floats_booleans_and_none(open_store, doc_records) -> None:
         FieldCondition("rank", "eq", {"a": 1})
 
 
+def test_date_ranges_compare_points_in_time(open_store, doc_records) -> None:
+    """Dates stored as ISO strings (or as ``date``/``datetime``, which the store writes as ISO strings) are
+    filtered by point in time with ISO strings, dates or datetimes as bounds, as LlamaIndex's ``MetadataFilter``
+    on SimpleDirectoryReader's ``creation_date`` does."""
+    import datetime
+
+    from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters
+
+    from llama_index.vector_stores.landmark.filters import to_store_filter
+
+    store = open_store()
+    stamps = ["2025-06-01", "2026-01-01T00:00:00", "2026-02-01T10:00:00+02:00", datetime.date(2026, 3, 1),
+              datetime.datetime(2026, 4, 1, 12, tzinfo=datetime.timezone.utc), "2027-01-01", "not a date", None]
+    records = {doc_id: [replace(record, metadata={"d": stamp}) for record in nodes]
+               for (doc_id, nodes), stamp in zip(doc_records.items(), stamps)}
+    for doc_id, nodes in records.items():
+        store.upsert_nodes(doc_id, nodes)
+    ids = list(records)
+    assert _docs(store, FieldCondition("d", "gt", "2026-01-01")) == {ids[2], ids[3], ids[4], ids[5]}
+    assert _docs(store, FieldCondition("d", "gte", datetime.date(2026, 1, 1))) == {ids[1], ids[2], ids[3], ids[4],
+                                                                                  ids[5]}
+    assert _docs(store, FieldCondition("d", "gte", "2026-02-01T08:00:00Z")) == {ids[2], ids[3], ids[4], ids[5]}
+    assert _docs(store, FieldCondition("d", "lt", datetime.datetime(2026, 3, 1, 0, 0, 1))) == {ids[0], ids[1],
+                                                                                               ids[2], ids[3]}
+    llama = MetadataFilters(filters=[MetadataFilter(key="d", value="2026-03-01", operator=FilterOperator.GTE),
+                                     MetadataFilter(key="d", value="2026-12-31", operator=FilterOperator.LTE)])
+    assert {n.doc_id for n in store.get_nodes(filter=to_store_filter(llama))} == {ids[3], ids[4]}
+    with pytest.raises(InvalidInputError, match="a number or a date"):
+        FieldCondition("d", "gt", "yesterday")
+
+
 def test_text_keys_match_word_prefixes_in_any_case(open_store, doc_records, backend) -> None:
     if backend == "local":
         pytest.skip("qdrant-client local mode has no payload indexes: text filters match whole words there")
