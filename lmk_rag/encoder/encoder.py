@@ -199,22 +199,26 @@ class LandmarkEncoder:
         return hashlib.sha256(f"{settings}:{model_digest(self.model_path)}".encode()).hexdigest()[:16]
 
     @overload
-    def encode_documents(self, texts: str) -> EncodedText: ...
+    def encode_documents(self, texts: str, show_progress_bar: bool | None = None) -> EncodedText: ...
 
     @overload
-    def encode_documents(self, texts: Sequence[str]) -> list[EncodedText]: ...
+    def encode_documents(self, texts: Sequence[str], show_progress_bar: bool | None = None) -> list[EncodedText]: ...
 
-    def encode_documents(self, texts: str | Sequence[str]) -> EncodedText | list[EncodedText]:
+    def encode_documents(
+        self, texts: str | Sequence[str], show_progress_bar: bool | None = None
+    ) -> EncodedText | list[EncodedText]:
         """Encode documents: text vector, one vector per landmark chunk, chunk spans.
 
         :param texts: one text or a list of texts. Empty and whitespace-only texts are errors.
+        :param show_progress_bar: show a bar in tokens (tokens/s) and documents done, advancing per window batch
+            (None: the encoder's ``show_progress_bar``).
         :return: one :class:`EncodedText` per text (or one, for a single str).
         :raises InvalidInputError: for an empty list, None, or a non-str text.
         :raises EmptyTextError: for an empty or whitespace-only text.
         """
         if isinstance(texts, str):
-            return self.pool(self.encode_states([texts]))[0]
-        return self.pool(self.encode_states(texts))
+            return self.pool(self.encode_states([texts], show_progress_bar))[0]
+        return self.pool(self.encode_states(texts, show_progress_bar))
 
     @overload
     def encode_queries(self, texts: str) -> EncodedText: ...
@@ -244,12 +248,13 @@ class LandmarkEncoder:
         ids, offsets = self._tokenize([text])[0]
         return ids, self._plan(text, offsets)
 
-    def encode_states(self, texts: Sequence[str]) -> list[ChunkStates]:
+    def encode_states(self, texts: Sequence[str], show_progress_bar: bool | None = None) -> list[ChunkStates]:
         """Run the model once and keep every chunk's landmark state and token-state sum.
 
         One pass serves every pooling (see :meth:`pool`); the eval harness caches these.
 
         :param texts: the texts (validated like :meth:`encode_documents`).
+        :param show_progress_bar: as for :meth:`encode_documents`.
         :return: one :class:`ChunkStates` per text.
         """
         texts = _validate_texts(texts)
@@ -269,7 +274,7 @@ class LandmarkEncoder:
                 overlap_tokens=self.window_overlap,
             )
         ]
-        return self._run(windows, plans)
+        return self._run(windows, plans, self.show_progress_bar if show_progress_bar is None else show_progress_bar)
 
     def _tokenize(self, texts: Sequence[str]) -> list[tuple[list[int], list[tuple[int, int]]]]:
         """Token ids and char offsets of each text, without special tokens and without truncation."""
@@ -281,17 +286,26 @@ class LandmarkEncoder:
             text, offsets, self.granularity, self.max_chunk_tokens, sentence_max_tokens=self.sentence_max_tokens
         )
 
-    def _run(self, windows: list[Window], plans: list[LandmarkPlan]) -> list[ChunkStates]:
-        """Encode windows in length-sorted batches and scatter their states back to texts' chunks."""
+    def _run(self, windows: list[Window], plans: list[LandmarkPlan], show: bool | None) -> list[ChunkStates]:
+        """Encode windows in length-sorted batches and scatter their states back to texts' chunks.
+
+        :param show: show the progress bar (None: only for jobs of :data:`_PROGRESS_MIN_BATCHES` batches or more).
+        """
         dim = self.dim
         landmark = [np.zeros((len(plan.chunks), dim), np.float32) for plan in plans]
         sums = [np.zeros((len(plan.chunks), dim), np.float32) for plan in plans]
         sizes = [np.zeros(len(plan.chunks), np.float32) for plan in plans]
         cls_states: list[list[tuple[int, np.ndarray]]] = [[] for _ in plans]
         batches = list(self._batches(windows))
-        show = self.show_progress_bar if self.show_progress_bar is not None else len(batches) >= _PROGRESS_MIN_BATCHES
-        for batch in tqdm(batches, desc="Encoding", unit="batch", disable=not show):
+        left = np.bincount([window.text_index for window in windows], minlength=len(plans))
+        bar = tqdm(total=sum(len(window.input_ids) for window in windows), desc="Encoding", unit="tok",
+                   unit_scale=True, disable=not (len(batches) >= _PROGRESS_MIN_BATCHES if show is None else show),
+                   postfix=f"0/{len(plans)} documents")
+        for batch in batches:
             hidden = self._forward([windows[index].input_ids for index in batch])
+            np.subtract.at(left, [windows[index].text_index for index in batch], 1)
+            bar.set_postfix_str(f"{len(plans) - np.count_nonzero(left)}/{len(plans)} documents", refresh=False)
+            bar.update(sum(len(windows[index].input_ids) for index in batch))
             for row, window_index in enumerate(batch):
                 window = windows[window_index]
                 states = hidden[row]
@@ -303,6 +317,7 @@ class LandmarkEncoder:
                 sizes[window.text_index][chunk_ids] = ends - starts
                 if window.cls_position is not None:
                     cls_states[window.text_index].append((chunk_ids[0], states[window.cls_position]))
+        bar.close()
         return [
             ChunkStates(
                 landmark_states=landmark[index],

@@ -110,22 +110,30 @@ class StaticDocumentEncoder:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @overload
-    def encode_documents(self, texts: str) -> StaticEncodedText: ...
+    def encode_documents(self, texts: str, show_progress_bar: bool | None = None) -> StaticEncodedText: ...
 
     @overload
-    def encode_documents(self, texts: Sequence[str]) -> list[StaticEncodedText]: ...
+    def encode_documents(
+        self, texts: Sequence[str], show_progress_bar: bool | None = None
+    ) -> list[StaticEncodedText]: ...
 
-    def encode_documents(self, texts: str | Sequence[str]) -> StaticEncodedText | list[StaticEncodedText]:
+    def encode_documents(
+        self, texts: str | Sequence[str], show_progress_bar: bool | None = None
+    ) -> StaticEncodedText | list[StaticEncodedText]:
         """Encode documents: text vector, one pooled static vector per chunk, chunk spans and token counts.
 
         :param texts: one text or a list of texts.
+        :param show_progress_bar: show a bar in documents (the static encoder runs no batches worth a finer one).
         :return: one :class:`StaticEncodedText` per text (a single one for a str).
         :raises EmptyTextError: for an empty or whitespace-only text.
         :raises InvalidInputError: for a text with no token the static model knows.
         """
         if isinstance(texts, str):
             return self._encode(texts, self.granularity)
-        return [self._encode(text, self.granularity) for text in _texts(texts)]
+        from tqdm.auto import tqdm
+
+        return [self._encode(text, self.granularity)
+                for text in tqdm(_texts(texts), desc="Encoding", unit="doc", disable=not show_progress_bar)]
 
     @overload
     def encode_queries(self, texts: str) -> StaticEncodedText: ...

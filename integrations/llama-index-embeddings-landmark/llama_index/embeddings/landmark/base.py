@@ -78,6 +78,7 @@ class LandmarkEmbedding(BaseEmbedding):
     _encoder: Any = PrivateAttr(default=None)
     _device: str | None = PrivateAttr(default=None)
     _empty: list[float] | None = PrivateAttr(default=None)
+    _show_progress: bool = PrivateAttr(default=False)
 
     def __init__(
         self,
@@ -210,7 +211,22 @@ class LandmarkEmbedding(BaseEmbedding):
         return self._get_text_embeddings([text])[0]
 
     def _get_text_embeddings(self, texts: list[str]) -> list[Embedding]:
-        return self._embed(texts, self.encoder.encode_documents)
+        return self._embed(texts, lambda worded: self.encoder.encode_documents(worded, self._show_progress or None))
+
+    def get_text_embedding_batch(self, texts: list[str], show_progress: bool = False, **kwargs: Any) -> list[Embedding]:
+        """Embed texts in batches of ``embed_batch_size``; with ``show_progress``, the encoder's bar (tokens, tokens/s
+        and documents done, advancing per window batch, so a long text moves it too) replaces LlamaIndex's bar over
+        texts.
+
+        :param texts: the texts.
+        :param show_progress: show the progress bar.
+        :return: one embedding per text.
+        """
+        self._show_progress = show_progress
+        try:
+            return super().get_text_embedding_batch(texts, show_progress=False, **kwargs)
+        finally:
+            self._show_progress = False
 
     def _embed(self, texts: list[str], encode: Callable[[list[str]], list[EncodedText]]) -> list[Embedding]:
         """Encode the texts with words in one call; a text without words gets :meth:`empty_text_embedding`.

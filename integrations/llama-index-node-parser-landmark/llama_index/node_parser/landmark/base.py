@@ -128,14 +128,14 @@ class LandmarkNodeParser(NodeParser):
         return super().get_nodes_from_documents(documents, show_progress=show_progress, **kwargs)
 
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
-        # One encode call for all documents: windows of every document share batches. The encoder
-        # shows its own progress bar on long jobs.
+        # One encode call for all documents: windows of every document share batches. With show_progress the
+        # encoder's bar shows tokens and documents per window batch (without it, only on long jobs).
         documents = [node for node in nodes if node.get_content(metadata_mode=MetadataMode.NONE).strip()]
         texts = [document.get_content(metadata_mode=MetadataMode.NONE) for document in documents]
         if not texts:
             return []
         encoder = self.embed_model.encoder
-        encoded, fingerprint = encoder.encode_documents(texts), encoder.fingerprint
+        encoded, fingerprint = encoder.encode_documents(texts, show_progress or None), encoder.fingerprint
         parsed: list[BaseNode] = []
         for document, text, encoding in zip(documents, texts, encoded):
             parsed.extend(self._build_nodes(document, text, group_chunks(encoding, self.node_tokens), fingerprint))
