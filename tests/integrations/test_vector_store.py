@@ -24,7 +24,7 @@ from llama_index.node_parser.landmark import (
     CHUNK_VECTORS_KEY,
     ENCODER_KEY,
     LandmarkNodeParser,
-    decode_chunk_vectors,
+    cached_chunk_vectors,
 )
 from llama_index.vector_stores.landmark import LandmarkVectorStore
 from llama_index.vector_stores.landmark.base import NO_SOURCE
@@ -69,8 +69,7 @@ def test_add_then_get_nodes_round_trips_nodes_and_vectors(filled: LandmarkVector
         assert node.relationships[relation].node_id == original.relationships[relation].node_id
     np.testing.assert_allclose(node.embedding, original.embedding, atol=1e-6)
     (record,) = filled.client.get_nodes(node_ids=[original.node_id])
-    chunks = decode_chunk_vectors(original.metadata[CHUNK_VECTORS_KEY], len(original.embedding))
-    np.testing.assert_allclose(record.chunk_vectors, chunks, atol=1e-6)
+    np.testing.assert_allclose(record.chunk_vectors, cached_chunk_vectors(original)[1], atol=1e-6)
     assert CHUNK_VECTORS_KEY not in record.metadata and CHUNK_VECTORS_KEY not in record.metadata["_node_content"]
 
 
@@ -338,3 +337,37 @@ def test_reads_a_store_written_by_the_core_api(
         assert node.text == text[node.start_char_idx : node.end_char_idx]
     finally:
         vector_store.client.close()
+
+
+def test_nodes_are_light_and_a_node_without_its_vectors_is_encoded_again(
+    tmp_path: Path, embed_model: LandmarkEmbedding, manpage_documents
+) -> None:
+    """Chunk vectors travel outside the node: nodes JSON-round-tripped (as through a docstore, the ingestion cache or
+    another process) reach the store without them, and the store encodes them again. A document's nodes arriving
+    together are joined back into its text and encoded as the parser did: the same vectors. A node arriving alone
+    is encoded alone: the same chunks, close vectors (in document context a chunk then sees fewer neighbours)."""
+    from llama_index.core.schema import TextNode as Node
+
+    nodes = LandmarkNodeParser(embed_model=embed_model).get_nodes_from_documents(manpage_documents[:2])
+    assert all(CHUNK_VECTORS_KEY not in node.model_dump_json() for node in nodes)
+
+    def elsewhere(node: TextNode) -> TextNode:  # through JSON, under another id: no cache entry
+        copy = Node.model_validate_json(node.model_dump_json())
+        copy.id_ = node.node_id + "-copy"
+        return copy
+
+    alone = nodes[1]
+    with LandmarkVectorStore(path=tmp_path / "a", embed_model=embed_model) as direct, \
+            LandmarkVectorStore(path=tmp_path / "b", embed_model=embed_model) as again, \
+            LandmarkVectorStore(path=tmp_path / "c", embed_model=embed_model) as single:
+        direct.add(nodes)
+        again.add([elsewhere(node) for node in reversed(nodes)])  # any order
+        single.add([elsewhere(alone)])
+        first = {r.node_id: r.chunk_vectors for r in direct.client.get_nodes()}
+        second = {r.node_id.removesuffix("-copy"): r.chunk_vectors for r in again.client.get_nodes()}
+        (lone,) = single.client.get_nodes()
+    assert first.keys() == second.keys() == {node.node_id for node in nodes}
+    for node_id, chunks in first.items():
+        np.testing.assert_allclose(second[node_id], chunks, atol=1e-5)
+    assert lone.chunk_vectors.shape == first[alone.node_id].shape
+    assert float(np.mean(np.sum(lone.chunk_vectors * first[alone.node_id], axis=1))) > 0.8

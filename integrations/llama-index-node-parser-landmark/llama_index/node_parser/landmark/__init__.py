@@ -5,8 +5,8 @@ from llama_index.node_parser.landmark.base import (
     ENCODER_KEY,
     SIDE_CHANNEL_KEYS,
     LandmarkNodeParser,
+    cached_chunk_vectors,
     decode_chunk_vectors,
-    encode_chunk_vectors,
     landmark_node_id,
     without_side_channel,
 )
@@ -16,8 +16,8 @@ __all__ = [
     "ENCODER_KEY",
     "SIDE_CHANNEL_KEYS",
     "LandmarkNodeParser",
+    "cached_chunk_vectors",
     "decode_chunk_vectors",
-    "encode_chunk_vectors",
     "landmark_node_id",
     "without_side_channel",
 ]

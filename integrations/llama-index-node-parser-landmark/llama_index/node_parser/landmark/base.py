@@ -1,21 +1,22 @@
 """LandmarkNodeParser: nodes cut on landmark boundaries, embedded by the same single encoding pass.
 
-Side channel for chunk vectors: every node carries its landmark chunk vectors in
-``node.metadata[CHUNK_VECTORS_KEY]`` as base64 of little-endian float32, row-major, shape
-(n_chunks, dim) with dim = ``len(node.embedding)`` (:func:`decode_chunk_vectors` reads it back),
-and the fingerprint of the encoder that made its vectors in ``node.metadata[ENCODER_KEY]``.
-Both keys are listed in the node's ``excluded_embed_metadata_keys`` and
-``excluded_llm_metadata_keys``, so they never reach an embedding or an LLM prompt, and they
-survive every LlamaIndex path a node takes (ingestion cache, docstore, worker processes), which a
-cache keyed by node id would not. ``LandmarkVectorStore`` checks the fingerprint against the
-store's encoder, writes the chunk vectors as the node's multivector and keeps both keys out of
-the stored metadata.
+Chunk vectors travel outside the node: the parser keeps each node's landmark chunk vectors in a process-local
+cache keyed by node id and text hash (:func:`cached_chunk_vectors`, bounded by :data:`CACHE_BYTES`), so nodes,
+docstores and the ingestion cache stay light (a node carries its text, its embedding and the fingerprint of the
+encoder that made its vectors in ``node.metadata[ENCODER_KEY]``, excluded from embeddings and LLM prompts).
+``LandmarkVectorStore`` checks the fingerprint against the store's encoder and takes the chunk vectors from the
+cache; a node that reaches it without them (another process, an ingestion-cache hit, an evicted entry) is encoded
+again from its text by the store's encoder. Nodes written by earlier versions, with the vectors as base64 in
+``node.metadata[CHUNK_VECTORS_KEY]`` (:func:`decode_chunk_vectors`), still load.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,25 +31,49 @@ from lmk_rag.errors import InvalidInputError, invalid_fields
 from lmk_rag.nodes import DEFAULT_NODE_TOKENS, NodeSlice, group_chunks
 
 CHUNK_VECTORS_KEY = "lmk_chunk_vectors"
-"""Node metadata key of the side channel that carries a node's chunk vectors to the vector store."""
+"""Node metadata key where earlier versions carried a node's chunk vectors as base64 (still read, never written)."""
 ENCODER_KEY = "lmk_encoder"
 """Node metadata key holding the fingerprint of the encoder that made the node's vectors."""
 SIDE_CHANNEL_KEYS = (CHUNK_VECTORS_KEY, ENCODER_KEY)
 
 _NODE_ID_NAMESPACE = uuid.UUID("6f1c7a52-3f0e-4f57-9a8e-2d1f6c0b7a11")
 
+CACHE_BYTES = 512 * 2**20
+"""The most bytes of chunk vectors the parser keeps for the store in this process (the oldest go first)."""
+_CACHE: OrderedDict[tuple[str, str], tuple[str, np.ndarray]] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+_cached_bytes = 0
 
-def encode_chunk_vectors(vectors: np.ndarray) -> str:
-    """Pack chunk vectors for node metadata.
 
-    :param vectors: shape (n_chunks, dim).
-    :return: base64 of the little-endian float32 bytes, row-major.
+def _text_key(node_id: str, text: str) -> tuple[str, str]:
+    return node_id, hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _remember(node_id: str, text: str, fingerprint: str, vectors: np.ndarray) -> None:
+    """Keep a node's chunk vectors for the store (see the module docstring)."""
+    global _cached_bytes
+    key = _text_key(node_id, text)
+    with _CACHE_LOCK:
+        old = _CACHE.pop(key, None)
+        _cached_bytes += vectors.nbytes - (old[1].nbytes if old else 0)
+        _CACHE[key] = (fingerprint, vectors)
+        while _cached_bytes > CACHE_BYTES and _CACHE:
+            _cached_bytes -= _CACHE.popitem(last=False)[1][1].nbytes
+
+
+def cached_chunk_vectors(node: BaseNode) -> tuple[str, np.ndarray] | None:
+    """The chunk vectors the parser made for this node in this process, with their encoder's fingerprint, or None
+    (another process made the node, its text changed since, or the entry was evicted).
+
+    :param node: a node from :class:`LandmarkNodeParser`.
+    :return: ``(fingerprint, vectors of shape (n_chunks, dim))`` or None.
     """
-    return base64.b64encode(np.ascontiguousarray(vectors, dtype="<f4").tobytes()).decode("ascii")
+    with _CACHE_LOCK:
+        return _CACHE.get(_text_key(node.node_id, node.get_content(metadata_mode=MetadataMode.NONE)))
 
 
 def decode_chunk_vectors(value: str, dim: int) -> np.ndarray:
-    """Unpack chunk vectors written by :class:`LandmarkNodeParser`.
+    """Unpack the chunk vectors earlier versions of :class:`LandmarkNodeParser` wrote into node metadata.
 
     :param value: the ``CHUNK_VECTORS_KEY`` metadata value.
     :param dim: the vector size (the length of the node's embedding).
@@ -144,25 +169,27 @@ class LandmarkNodeParser(NodeParser):
     def _build_nodes(self, document: BaseNode, text: str, slices: list[NodeSlice], fingerprint: str) -> list[TextNode]:
         """One TextNode per slice, carrying its span, vector and chunk vectors."""
         source = {NodeRelationship.SOURCE: document.as_related_node_info()}
-        excluded_embed = [*document.excluded_embed_metadata_keys, *SIDE_CHANNEL_KEYS]
-        excluded_llm = [*document.excluded_llm_metadata_keys, *SIDE_CHANNEL_KEYS]
-        return [
-            TextNode(
-                id_=self.id_func(piece.index, document),
-                text=text[piece.span[0] : piece.span[1]],
+        excluded_embed = [*document.excluded_embed_metadata_keys, ENCODER_KEY]
+        excluded_llm = [*document.excluded_llm_metadata_keys, ENCODER_KEY]
+        nodes = []
+        for piece in slices:
+            node_id, piece_text = self.id_func(piece.index, document), text[piece.span[0] : piece.span[1]]
+            _remember(node_id, piece_text, fingerprint, piece.chunk_vectors)
+            nodes.append(TextNode(
+                id_=node_id,
+                text=piece_text,
                 start_char_idx=piece.span[0],
                 end_char_idx=piece.span[1],
                 embedding=piece.vector.tolist(),
-                metadata={CHUNK_VECTORS_KEY: encode_chunk_vectors(piece.chunk_vectors), ENCODER_KEY: fingerprint},
+                metadata={ENCODER_KEY: fingerprint},
                 excluded_embed_metadata_keys=excluded_embed,
                 excluded_llm_metadata_keys=excluded_llm,
                 metadata_separator=document.metadata_separator,
                 metadata_template=document.metadata_template,
                 text_template=document.text_template,
                 relationships=dict(source),
-            )
-            for piece in slices
-        ]
+            ))
+        return nodes
 
     def _postprocess_parsed_nodes(self, nodes: list[BaseNode], parent_doc_map: dict[str, Document]) -> list[BaseNode]:
         # The base class adds metadata and PREVIOUS/NEXT, but re-derives char indices with

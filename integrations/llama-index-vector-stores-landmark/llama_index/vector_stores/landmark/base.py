@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import numpy as np
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
-from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.vector_stores.types import (
     BasePydanticVectorStore,
     MetadataFilters,
@@ -20,13 +21,22 @@ from llama_index.core.vector_stores.types import (
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 
 from llama_index.embeddings.landmark import LandmarkEmbedding
-from llama_index.node_parser.landmark import CHUNK_VECTORS_KEY, ENCODER_KEY, decode_chunk_vectors, without_side_channel
+from llama_index.node_parser.landmark import (
+    CHUNK_VECTORS_KEY,
+    ENCODER_KEY,
+    cached_chunk_vectors,
+    decode_chunk_vectors,
+    without_side_channel,
+)
 from llama_index.vector_stores.landmark.filters import to_store_filter
 from llama_index.vector_stores.landmark.search import search
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError
 from lmk_rag.store import FieldCondition, Filter, Hit, LandmarkStore, NodeRecord, Rerank
 from lmk_rag.store.ingest import clean_metadata
 from lmk_rag.store.query import check_rerank
+from lmk_rag.store.types import StoreMode
+
+logger = logging.getLogger(__name__)
 
 NO_SOURCE = "lmk-rag:no-source:"
 """Prefix of the store document that holds a node without a SOURCE relationship (``NO_SOURCE + node_id``): such a
@@ -175,11 +185,13 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         if isinstance(nodes, (str, bytes, BaseNode)) or not isinstance(nodes, Sequence):
             raise InvalidInputError(f"nodes must be a list of LlamaIndex nodes, got {type(nodes).__name__}")
         fingerprint = self._store.settings["encoder"]["fingerprint"]
-        owner: dict[str, NodeRecord] = {}
+        latest: dict[str, BaseNode] = {}
         for node in nodes:
             if not isinstance(node, BaseNode):
                 raise InvalidInputError(f"nodes must be LlamaIndex nodes (BaseNode), got a {type(node).__name__}")
-            owner[node.node_id] = self._to_record(node, fingerprint)  # the last one of an id wins
+            latest[node.node_id] = node  # the last one of an id wins
+        chunks = self._chunk_vectors(list(latest.values()), fingerprint)
+        owner = {node_id: self._to_record(node, fingerprint, chunks[node_id]) for node_id, node in latest.items()}
         if not owner:
             return {}, []
         incoming: dict[str, dict[str, NodeRecord]] = {}
@@ -200,12 +212,68 @@ class LandmarkVectorStore(BasePydanticVectorStore):
             merged[doc_id].update(records)
         return {doc_id: list(records.values()) for doc_id, records in merged.items()}, moved
 
+    def _chunk_vectors(self, nodes: list[BaseNode], fingerprint: str) -> dict[str, np.ndarray | None]:
+        """Each node's chunk vectors: those the parser made in this process (:func:`cached_chunk_vectors`), else
+        the base64 metadata of earlier versions, else, for a landmark node of this store's encoder (a node from
+        another process or the ingestion cache), encoded again by the store's encoder (:meth:`_encoded_again`),
+        else None (a node of another parser: its embedding is its only chunk vector).
+        """
+        found: dict[str, np.ndarray | None] = {}
+        again: list[BaseNode] = []
+        for node in nodes:
+            cached = cached_chunk_vectors(node)
+            packed = node.metadata.get(CHUNK_VECTORS_KEY)
+            if cached is not None and cached[0] == fingerprint:
+                found[node.node_id] = cached[1]
+            elif packed is not None and node.embedding is not None:
+                found[node.node_id] = decode_chunk_vectors(packed, len(node.embedding))
+            elif node.metadata.get(ENCODER_KEY) == fingerprint and self._store.mode == StoreMode.TRANSFORMER:
+                again.append(node)
+            else:
+                found[node.node_id] = None
+        if again:
+            logger.debug("%d node(s) reached the store without their chunk vectors: encoding them again", len(again))
+            found.update(self._encoded_again(again))
+        return found
+
+    def _encoded_again(self, nodes: list[BaseNode]) -> dict[str, np.ndarray | None]:
+        """Chunk vectors of landmark nodes, encoded again in one encoder call. The nodes of a document that arrive
+        together and tile it from its start (``start_char_idx``/``end_char_idx``, as the parser cuts them) are
+        joined back into the document's text and encoded as the parser did, so their vectors are the parser's;
+        any other node is encoded alone (the same chunks, each seeing only its node's neighbours in document
+        context, so close to the parser's, not equal).
+        """
+        by_doc: dict[str | None, list[BaseNode]] = {}
+        for node in nodes:
+            by_doc.setdefault(node.ref_doc_id, []).append(node)
+        jobs: list[tuple[str, list[tuple[BaseNode, int, int]]]] = []
+        for doc_id, group in by_doc.items():
+            texts = [node.get_content(metadata_mode=MetadataMode.NONE) for node in group]
+            ordered = sorted(zip(group, texts), key=lambda pair: pair[0].start_char_idx or 0)
+            ends = [0]
+            for node, text in ordered:
+                ends.append(ends[-1] + len(text) if node.start_char_idx == ends[-1] else -1)
+            if doc_id is not None and min(ends) >= 0:
+                jobs.append(("".join(text for _, text in ordered),
+                             [(node, start, end) for (node, _), start, end in zip(ordered, ends, ends[1:])]))
+            else:
+                jobs.extend((text, [(node, 0, len(text))]) for node, text in zip(group, texts))
+        worded = [(text, parts) for text, parts in jobs if text.strip()]
+        found: dict[str, np.ndarray | None] = {node.node_id: None for node in nodes}
+        encoded = self._store.encoder.encode_documents([text for text, _ in worded]) if worded else []
+        for (_, parts), enc in zip(worded, encoded):
+            for node, start, end in parts:
+                rows = [index for index, (chunk_start, _) in enumerate(enc.spans) if start <= chunk_start < end]
+                found[node.node_id] = enc.chunk_vectors[rows] if rows else None
+        return found
+
     @staticmethod
-    def _to_record(node: BaseNode, fingerprint: str) -> NodeRecord:
-        """A store record from a node: its embedding, chunk vectors (side channel) and full node JSON.
+    def _to_record(node: BaseNode, fingerprint: str, chunk_vectors: np.ndarray | None) -> NodeRecord:
+        """A store record from a node: its embedding, chunk vectors and full node JSON.
 
         :param node: the node.
         :param fingerprint: the store's encoder fingerprint, which the node's must equal when it has one.
+        :param chunk_vectors: the node's chunk vectors (:meth:`_chunk_vectors`), or None: its embedding alone.
         """
         if node.embedding is None:
             raise InvalidInputError(
@@ -220,8 +288,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
                 "parse with the store's encoder settings (LandmarkVectorStore.client.encoder.settings)"
             )
         vector = np.asarray(node.embedding, dtype=np.float32)
-        packed = node.metadata.get(CHUNK_VECTORS_KEY)
-        chunk_vectors = vector[None, :] if packed is None else decode_chunk_vectors(packed, len(vector))
+        chunk_vectors = vector[None, :] if chunk_vectors is None else chunk_vectors
         text = node.get_content()
         start = getattr(node, "start_char_idx", None)
         end = getattr(node, "end_char_idx", None)
