@@ -32,6 +32,7 @@ from lmk_rag.encoder.windows import (
     tokenize_with_offsets,
 )
 from lmk_rag.errors import EmptyTextError, InvalidInputError, ModelLoadError
+from lmk_rag.jsonl import read_json_object
 
 DEFAULT_GRANULARITY = 64
 """Default chunk size: best mean nDCG@10 of 32/64/128/256 on the dev sets (docs/decisions.md,
@@ -439,13 +440,7 @@ def _read_lmk_config(model_path: Path) -> dict[str, Any]:
         if not path.is_file():
             return {}
         logger.warning("%s: the LMK model marker is now named %s; please rename the file", path, LMK_CONFIG_FILE)
-    try:
-        config = json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        raise ModelLoadError(f"{path}: unreadable LMK model marker ({error}); restore it or delete it") from error
-    if not isinstance(config, dict):
-        raise ModelLoadError(f"{path}: the LMK model marker must be a JSON object")
-    return config
+    return read_json_object(path, ModelLoadError, "LMK model marker", "restore it or delete it")
 
 
 def _default_max_length(model_path: Path, tokenizer: Any, config: Any) -> int:

@@ -17,6 +17,7 @@ import numpy as np
 import qdrant_edge as qe
 
 from lmk_rag.errors import CorruptStoreError, StoreFullError, StoreLockedError, StoreReadOnlyError, VectorSizeError
+from lmk_rag.jsonl import read_json_object
 from lmk_rag.store.base import Backend, Guarded, IndexKind
 from lmk_rag.store.filters import ConditionBuilder
 from lmk_rag.store.layout import vector_layout
@@ -187,13 +188,7 @@ class EdgeBackend(Backend):
         path = self.folder / META_FILE
         if not path.exists():
             return None
-        try:
-            meta = json.loads(path.read_text())
-        except (OSError, ValueError) as error:
-            raise CorruptStoreError(f"{path}: unreadable store settings ({error}); the folder is damaged") from error
-        if not isinstance(meta, dict):
-            raise CorruptStoreError(f"{path}: store settings must be a JSON object")
-        return meta
+        return read_json_object(path, CorruptStoreError, "store settings", "the folder is damaged")
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         """Write ``lmk_rag.json`` atomically (temp file, fsync, rename)."""
