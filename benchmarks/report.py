@@ -291,9 +291,7 @@ def write_report(reports: Sequence[dict[str, Any]], out: Path, command: str) -> 
     lines = [
         "# Retrieval quality", "",
         f"- Date: {datetime.date.today().isoformat()}. Machine: {machine()}.",
-        *([f"- Kept from earlier reports (`--resume`): {kept}."] if (kept := "; ".join(
-            f"{r['label']} on {r['dataset']} ({r['date']})" for r in reports if r.get("date", today) != today))
-          else []),
+        *kept_lines(reports, today),
         f"- Models: {', '.join(models)}; encoder and store defaults. The lmk-rag pipelines search at the product's "
         "depth (the prefetch of a k=10 query: 100 candidates per branch).",
         ("- **Whole sets**: " if whole else f"- **Subsampled**, seed {SEED}: ") + "; ".join(sizes) + ".",
@@ -309,6 +307,19 @@ def write_report(reports: Sequence[dict[str, Any]], out: Path, command: str) -> 
     lines += [f"![{metric} by needle position]({name})" for metric, name in PLOT_METRICS.items() if name in plots]
     (out / "quality.md").write_text("\n".join(lines) + "\n")
     return [out / "quality.md", *written]
+
+
+def kept_lines(reports: Sequence[dict[str, Any]], today: str) -> list[str]:
+    """The report's line on runs kept from earlier days (``--resume``): per day, which pipelines on which sets."""
+    days: dict[str, tuple[dict[str, None], dict[str, None]]] = {}
+    for report in reports:
+        if report.get("date", today) != today:
+            labels, sets = days.setdefault(report["date"], ({}, {}))
+            labels[report["label"]] = sets[report["dataset"]] = None
+    if not days:
+        return []
+    return ["- Kept from earlier reports (`--resume`): " + "; ".join(
+        f"{day}: {', '.join(labels)} on {', '.join(sets)}" for day, (labels, sets) in sorted(days.items())) + "."]
 
 
 def parse_size(text: str) -> tuple[str, tuple[int | None, int | None]]:

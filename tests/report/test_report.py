@@ -124,7 +124,8 @@ def test_resume_keeps_earlier_runs_and_runs_only_the_missing_cells(report, fixtu
     assert after["llamaindex-chunked-bm25", L2048]["date"] != "2026-01-02"  # the missing cell ran
     assert ("other-pipeline", "another-set") in after
     markdown = (out / "quality.md").read_text()
-    assert f"Kept from earlier reports (`--resume`): bm25 on {L2048} (2026-01-02)" in markdown
+    assert f"Kept from earlier reports (`--resume`): 2026-01-02: bm25 on {L2048}; 2026-11-30: other-pipeline on " \
+           "another-set." in markdown
 
 
 def test_perldoc_sets_are_read_from_the_repository(report, tmp_path: Path) -> None:
