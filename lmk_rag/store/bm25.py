@@ -22,16 +22,39 @@ keeps ``dry_run`` whole) on the whole dev sets, so the identifiers of technical 
 stores written before it was recorded use ``"word"``."""
 
 
+BM25_LANGUAGE = "english"
+"""The stop words and stemmer of new stores (and of stores written before the language was recorded)."""
+
+
+def bm25_languages() -> list[str]:
+    """The languages Qdrant's BM25 model has stop words for (``english``, ``german``, ...)."""
+    import qdrant_edge as qe
+
+    return sorted(name.lower() for name in dir(qe.Language) if not name.startswith("_"))
+
+
+def check_language(language: str) -> str:
+    """A BM25 language, lowercased.
+
+    :raises InvalidInputError: for a language Qdrant's BM25 model does not know, naming the ones it does.
+    """
+    if not isinstance(language, str) or language.lower() not in bm25_languages():
+        raise InvalidInputError(f"bm25_language must be one of {bm25_languages()}, got {language!r}")
+    return language.lower()
+
+
 class Bm25Encoder:
     """Qdrant's BM25 model: term-frequency vectors of documents (k=1.2, b=0.75, average length 256 tokens)
     and binary query vectors.
 
-    :param tokenizer: ``"word"`` or ``"code"`` (English stop words and stemming in both).
-    :raises InvalidInputError: for an unknown tokenizer.
+    :param tokenizer: ``"word"`` or ``"code"``.
+    :param language: the stop words and stemmer (:func:`bm25_languages`; a language without a Snowball stemmer
+        gets stop words only).
+    :raises InvalidInputError: for an unknown tokenizer or language.
     :raises ImportError: when ``qdrant-edge-py`` (which ships the model) is not installed.
     """
 
-    def __init__(self, tokenizer: Bm25Tokenizer = BM25_TOKENIZER) -> None:
+    def __init__(self, tokenizer: Bm25Tokenizer = BM25_TOKENIZER, language: str = BM25_LANGUAGE) -> None:
         """Build the model."""
         if tokenizer not in BM25_TOKENIZERS:
             raise InvalidInputError(f"bm25 tokenizer must be one of {BM25_TOKENIZERS}, got {tokenizer!r}")
@@ -43,7 +66,8 @@ class Bm25Encoder:
             ) from error
         kind = qe.TokenizerType.Code if tokenizer == "code" else qe.TokenizerType.Word
         self.tokenizer = tokenizer
-        self._model = qe.Bm25(qe.Bm25Config(tokenizer=kind))
+        self.language = check_language(language)
+        self._model = qe.Bm25(qe.Bm25Config(tokenizer=kind, language=self.language))
 
     def embed_document(self, text: str) -> SparseVector:
         """A node's BM25 vector (term-frequency weights)."""

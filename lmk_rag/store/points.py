@@ -9,7 +9,7 @@ import numpy as np
 
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import records as rec
-from lmk_rag.store.bm25 import Bm25Encoder
+from lmk_rag.store.bm25 import BM25_LANGUAGE, Bm25Encoder
 from lmk_rag.store.layout import recorded_vectors
 from lmk_rag.store.types import Branch, NodeRecord, PointData, Rerank, SparseVector
 
@@ -42,7 +42,9 @@ class StoreVectors:
     def from_settings(cls, meta: dict[str, Any], static_encoder: Any, where: str) -> StoreVectors:
         """The vectors a store's settings record names (stores from before the tokenizer was recorded: word
         tokens)."""
-        bm25 = Bm25Encoder(meta.get("bm25_tokenizer") or "word") if meta.get("bm25") else None
+        bm25 = None
+        if meta.get("bm25"):
+            bm25 = Bm25Encoder(meta.get("bm25_tokenizer") or "word", meta.get("bm25_language") or BM25_LANGUAGE)
         static_dim = None if meta.get("static") is None else int(meta["static"]["dim"])
         chunks = "chunks" in recorded_vectors(meta)
         return cls(int(meta["encoder"]["dim"]), static_dim, static_encoder, bm25, where, chunks)

@@ -7,7 +7,7 @@ from typing import Any
 
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, StoreNotFoundError
 from lmk_rag.store.base import Backend
-from lmk_rag.store.bm25 import BM25_TOKENIZER
+from lmk_rag.store.bm25 import BM25_LANGUAGE, BM25_TOKENIZER
 from lmk_rag.store.filters import RESERVED_KEYS, payload_key
 from lmk_rag.store.layout import recorded_vectors
 from lmk_rag.store.records import PAYLOAD_INDEXES
@@ -29,6 +29,7 @@ def create_settings(
     quantization: Quantization | None,
     text_keys: list[str],
     mode: StoreMode = StoreMode.TRANSFORMER,
+    bm25_language: str = BM25_LANGUAGE,
 ) -> dict[str, Any]:
     """Create the collection and its payload indexes, then record the settings (in that order, so a crash
     leaves no settings record without its collection).
@@ -43,6 +44,7 @@ def create_settings(
     :param quantization: quantization of the multivectors, or None.
     :param text_keys: metadata keys to index as full text (words and their prefixes, lowercased).
     :param mode: the store's mode; a static store has no ``chunks`` vector.
+    :param bm25_language: the BM25 stop words and stemmer (checked by :func:`~lmk_rag.store.bm25.check_language`).
     :return: the settings record (JSON-able).
     :raises StoreNotFoundError: when ``create`` is False.
     :raises CorruptStoreError: when the collection holds points but no settings record (foreign data).
@@ -70,6 +72,7 @@ def create_settings(
         "node_tokens": node_tokens,
         "bm25": bm25,
         "bm25_tokenizer": BM25_TOKENIZER if bm25 else None,
+        "bm25_language": bm25_language if bm25 else None,
         "alpha": alpha if bm25 else 1.0,
         "quantization": quantization,
         "text_keys": text_keys,
@@ -102,6 +105,7 @@ def check_settings(
     node_tokens: int | None,
     bm25: bool | None,
     text_keys: list[str] | None,
+    bm25_language: str | None = None,
 ) -> dict[str, Any]:
     """Check an existing store's settings record against the collection and the caller's arguments.
 
@@ -109,8 +113,8 @@ def check_settings(
     :param where: the store, for messages.
     :return: the record.
     :raises CorruptStoreError: for a foreign, damaged or newer record, or vectors missing from the collection.
-    :raises SettingsMismatchError: when the static encoder, ``node_tokens``, ``bm25`` or ``text_keys`` differ from
-        the store's.
+    :raises SettingsMismatchError: when the static encoder, ``node_tokens``, ``bm25``, ``bm25_language`` or
+        ``text_keys`` differ from the store's.
     """
     meta = validate_meta(meta, where)
     if not backend.exists():
@@ -118,6 +122,12 @@ def check_settings(
     check_static(meta, static_encoder, where)
     if bm25 is not None and bm25 != bool(meta.get("bm25")):
         raise SettingsMismatchError(f"{where} was built with bm25={bool(meta.get('bm25'))}, given bm25={bm25}")
+    recorded_language = (meta.get("bm25_language") or BM25_LANGUAGE) if meta.get("bm25") else None
+    if bm25_language is not None and bm25_language != recorded_language:
+        raise SettingsMismatchError(
+            f"{where} was built with bm25_language={recorded_language!r}, given {bm25_language!r}: the language is "
+            "chosen when a store is created"
+        )
     if node_tokens is not None and meta.get("node_tokens") != node_tokens:
         raise SettingsMismatchError(f"{where} cuts nodes of {meta.get('node_tokens')} tokens, given {node_tokens}")
     if text_keys is not None and text_keys != meta.get("text_keys", []):
@@ -180,6 +190,7 @@ RECORDED: dict[str, tuple[Callable[[Any], bool], str]] = {
     "alpha": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1, "a number in [0, 1]"),
     "quantization": (lambda v: v in (None, "int8", "binary"), "null, 'int8' or 'binary'"),
     "text_keys": (lambda v: isinstance(v, list) and all(isinstance(k, str) and k for k in v), "a list of keys"),
+    "bm25_language": (lambda v: v is None or isinstance(v, str), "null or a language name"),
     "committed": (_committed, '{"documents": n, "nodes": n}'),
 }
 

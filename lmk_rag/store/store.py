@@ -21,6 +21,7 @@ from lmk_rag.nodes import DEFAULT_NODE_TOKENS
 from lmk_rag.store import versions
 from lmk_rag.store.backends import OpenedBackend, open_backend
 from lmk_rag.store.base import Backend
+from lmk_rag.store.bm25 import BM25_LANGUAGE, check_language
 from lmk_rag.store.ledger import Ledger
 from lmk_rag.store.modes import default_rerank, resolve_mode, static_store_encoder
 from lmk_rag.store.points import StoreVectors
@@ -65,6 +66,8 @@ class LandmarkStore(StoreReads, StoreWrites):
     :param collection: collection name on qdrant-client backends.
     :param bm25: store a BM25 sparse vector per node, used in the prefetch and fused into the final score;
         None = as recorded (on for new stores, see docs/decisions.md).
+    :param bm25_language: the language of BM25's stop words and stemmer for a new store (``"english"``,
+        ``"german"``, ... :func:`~lmk_rag.store.bm25.bm25_languages`); None = as recorded (English for new stores).
     :param alpha: weight of the rerank score against BM25 in the final score, in [0, 1] (1 = rerank alone, 0 =
         BM25 alone). None = as recorded (:data:`~lmk_rag.store.query.DEFAULT_ALPHA` for new stores); a value
         given for a new store is recorded, for an existing one it applies to this handle. ``search`` may override it.
@@ -100,6 +103,7 @@ class LandmarkStore(StoreReads, StoreWrites):
         node_tokens: int | None = None,
         collection: str = DEFAULT_COLLECTION,
         bm25: bool | None = None,
+        bm25_language: str | None = None,
         alpha: float | None = None,
         quantization: Quantization | None = None,
         text_keys: Sequence[str] | None = None,
@@ -116,6 +120,9 @@ class LandmarkStore(StoreReads, StoreWrites):
         self._alpha = None if alpha is None else check_alpha(alpha)
         keys = None if text_keys is None else check_text_keys(text_keys)
         node_tokens = None if node_tokens is None else check_count("node_tokens", node_tokens)
+        bm25_language = None if bm25_language is None else check_language(bm25_language)
+        if bm25 is False and bm25_language is not None:
+            raise InvalidInputError("bm25_language chooses BM25's stop words and stemmer: it needs bm25=True")
         for name, given in (("encoder", encoder), ("static_encoder", static_encoder)):
             if isinstance(given, (str, bytes, int, float, os.PathLike)):  # a model name or folder, not an encoder
                 raise InvalidInputError(
@@ -144,9 +151,11 @@ class LandmarkStore(StoreReads, StoreWrites):
                 self._meta = create_settings(self._backend, self.where, create, lambda: self.encoder, static_encoder,
                                              DEFAULT_NODE_TOKENS if node_tokens is None else node_tokens,
                                              True if bm25 is None else bm25, alpha,
-                                             quantization, keys or [], self.mode)
+                                             quantization, keys or [], self.mode,
+                                             bm25_language or BM25_LANGUAGE)
             else:
-                self._meta = check_settings(meta, self._backend, self.where, static_encoder, node_tokens, bm25, keys)
+                self._meta = check_settings(meta, self._backend, self.where, static_encoder, node_tokens, bm25, keys,
+                                            bm25_language)
                 if encoder is not None or self.mode == StoreMode.STATIC:
                     check_encoder(self._meta, self._encoder, self.where)
             self._vectors = StoreVectors.from_settings(self._meta, static_encoder, self.where)

@@ -535,3 +535,34 @@ def test_keys_no_filter_can_name_are_refused_at_add_and_in_filters(store, key) -
     if key and key not in ("a.b", "x[0]"):  # dotted and indexed keys are paths into nested metadata
         with pytest.raises(InvalidInputError, match="cannot name a metadata field"):
             store.get_nodes(filter={key: 1})
+
+
+# ------------------------------------------------------------------ BM25 in another language (issue 27)
+
+GERMAN = ["Die Katzen schlafen den ganzen Tag auf dem warmen Sofa im Wohnzimmer.",
+          "Der Zug nach Berlin fährt jeden Morgen pünktlich um acht Uhr ab.",
+          "Im Garten wachsen Tomaten, Bohnen und viele bunte Blumen."]
+
+
+def test_bm25_speaks_the_stores_language(tmp_path: Path, minilm_encoder) -> None:
+    from lmk_rag.errors import SettingsMismatchError
+    from lmk_rag.store.bm25 import Bm25Encoder
+
+    german, english = Bm25Encoder(language="german"), Bm25Encoder(language="english")
+    stemmed = set(german.embed_query("Katze").indices) & set(german.embed_document(GERMAN[0]).indices)
+    assert stemmed and not set(english.embed_query("Katze").indices) & set(english.embed_document(GERMAN[0]).indices)
+    assert len(german.embed_query("die der und").indices) == 0  # German stop words
+    with LandmarkStore(tmp_path / "de", encoder=minilm_encoder, bm25_language="German") as store:
+        store.add_documents([(f"de{i}", text) for i, text in enumerate(GERMAN)])
+        assert store.settings["bm25_language"] == "german" and store.info()["bm25_language"] == "german"
+        assert store.search("Katze", k=1, alpha=0.0)[0].doc_id == "de0"  # BM25 alone: the stem matches
+    with pytest.raises(SettingsMismatchError, match="bm25_language='german'"):
+        LandmarkStore(tmp_path / "de", encoder=minilm_encoder, bm25_language="english")
+    with LandmarkStore(tmp_path / "de", encoder=minilm_encoder) as reopened:  # as recorded
+        assert reopened.search("Katze", k=1, alpha=0.0)[0].doc_id == "de0"
+    for bad in ("klingon", 5):
+        with pytest.raises(InvalidInputError, match="bm25_language must be one of"):
+            LandmarkStore(tmp_path / "x", encoder=minilm_encoder, bm25_language=bad)
+    with pytest.raises(InvalidInputError, match="needs bm25=True"):
+        LandmarkStore(tmp_path / "y", encoder=minilm_encoder, bm25=False, bm25_language="german")
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
