@@ -100,6 +100,7 @@ def open_backend(
     given = (("path", path), ("url", url), ("client", client), ("location", location))
     chosen = [name for name, value in given if value is not None]
     check_locations(path, url, api_key, location)
+    check_server_options(server_options)
     if len(chosen) > 1:
         raise InvalidInputError(f"give only one of path, url, client, location; got {', '.join(chosen)}")
     if server_options and (path is not None or not chosen):
@@ -122,6 +123,24 @@ def open_backend(
             lock.release()
         raise
     return OpenedBackend(backend, f"collection {collection!r}", lock)
+
+
+def check_server_options(options: dict[str, Any]) -> None:
+    """Refuse keyword arguments that are no qdrant-client backend option (a typo such as ``aplha=``).
+
+    :raises TypeError: naming the unknown arguments and the options there are, as Python does for a bad keyword.
+    """
+    import inspect
+
+    from lmk_rag.store.server import ServerBackend
+
+    known = set(inspect.signature(ServerBackend).parameters) - {"url", "api_key", "client", "location", "collection"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(
+            f"LandmarkStore() got unexpected keyword argument(s) {unknown}; besides its own arguments (see "
+            f"help(LandmarkStore)) it takes the qdrant-client backend options {sorted(known)}"
+        )
 
 
 def check_locations(path: Any, url: Any, api_key: Any, location: Any) -> None:

@@ -566,3 +566,16 @@ def test_bm25_speaks_the_stores_language(tmp_path: Path, minilm_encoder) -> None
     with pytest.raises(InvalidInputError, match="needs bm25=True"):
         LandmarkStore(tmp_path / "y", encoder=minilm_encoder, bm25=False, bm25_language="german")
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+@pytest.mark.parametrize("kwargs", [{"aplha": 0.5}, {"collection_name": "docs", "location": ":memory:"},
+                                    {"enable_hybrid": True, "url": "http://localhost:6333"}],
+                         ids=["typo", "collection_name", "enable_hybrid"])
+def test_unknown_keyword_arguments_are_a_type_error_naming_the_valid_ones(tmp_path: Path, kwargs) -> None:
+    from llama_index.vector_stores.landmark import LandmarkVectorStore
+
+    for make in (LandmarkStore, LandmarkVectorStore):
+        with pytest.raises(TypeError, match=r"unexpected keyword argument.*prefer_grpc") as caught:
+            make(**({"path": tmp_path / "s"} if "location" not in kwargs and "url" not in kwargs else {}), **kwargs)
+        assert "ServerBackend" not in str(caught.value)
+    assert not (tmp_path / "s").exists()
