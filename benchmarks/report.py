@@ -11,6 +11,7 @@ with its interval, one panel per needle length)::
     python benchmarks/report.py --long               # adds manpages-needle/L32768 (200 haystacks of ~32k tokens)
     python benchmarks/report.py --size manpages-short=50,150 --pipelines bm25,lmk-rag   # a quick subsample
     python benchmarks/report.py --long --resume      # keep the runs quality.json holds, run only the missing ones
+    python benchmarks/report.py --render             # rewrite quality.md and the plots from quality.json, run nothing
 
 The manual-page sets are read from ``--data`` (``../shared/data``), the perldoc sets from ``benchmarks/data``
 (built by ``benchmarks/build_perldoc.py``). The report is rewritten after every run, so an interrupted report
@@ -309,6 +310,14 @@ def write_report(reports: Sequence[dict[str, Any]], out: Path, command: str) -> 
     return [out / "quality.md", *written]
 
 
+def in_report_order(reports: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Runs sorted as the report lays them out: sets as in :data:`SETS` (the long set last), rows as in
+    :data:`PIPELINES` (fine-tuned and other rows after)."""
+    sets = [*SETS, LONG_SET[0]]
+    return sorted(reports, key=lambda r: (sets.index(r["dataset"]) if r["dataset"] in sets else len(sets),
+                                          PIPELINES.index(r["label"]) if r["label"] in PIPELINES else len(PIPELINES)))
+
+
 def kept_lines(reports: Sequence[dict[str, Any]], today: str) -> list[str]:
     """The report's line on runs kept from earlier days (``--resume``): per day, which pipelines on which sets."""
     days: dict[str, tuple[dict[str, None], dict[str, None]]] = {}
@@ -345,6 +354,8 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--cache-dir", type=Path, default=CACHE)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--render", action="store_true",
+                        help="rewrite the report from the output's quality.json (sets and rows in report order)")
     parser.add_argument("--resume", action="store_true",
                         help="keep the runs the output's quality.json holds (those of other cells too); "
                              "run only the missing cells")
@@ -356,7 +367,9 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     if args.only:
         sets = {name: sizes for name, sizes in sets.items() if name in args.only}
     pipelines = args.pipelines.split(",") if args.pipelines else PIPELINES
-    earlier = json.loads((args.out / "quality.json").read_text()) if args.resume else []
+    earlier = json.loads((args.out / "quality.json").read_text()) if args.resume or args.render else []
+    if args.render:
+        return write_report(in_report_order(earlier), args.out, "python benchmarks/report.py --long --resume")
     command = "python benchmarks/report.py" + (" " + " ".join(argv) if argv else "")
     cells = plan(sets, pipelines, args.finetuned)
     others = [run for run in earlier if not any(same_cell(cell, run) for cell in cells)]

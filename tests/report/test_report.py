@@ -132,3 +132,13 @@ def test_perldoc_sets_are_read_from_the_repository(report, tmp_path: Path) -> No
     assert report.set_folder("perldoc-ref", tmp_path) == report.SHIPPED_DATA / "perldoc-ref"
     assert (report.set_folder("perldoc-longdoc", tmp_path) / "corpus.jsonl.gz").is_file()
     assert report.set_folder("manpages-short", tmp_path) == tmp_path / "manpages-short"
+
+
+def test_render_lays_out_kept_runs_in_report_order(report, tmp_path: Path) -> None:
+    runs = [_fake_run(label, dataset, [0.5, 0.7]) for dataset in ("perldoc-ref", "manpages-short")
+            for label in ("lmk-rag", "bm25")]
+    (tmp_path / "quality.json").write_text(json.dumps(runs))
+    report.main(["--render", "--out", str(tmp_path)])
+    markdown = (tmp_path / "quality.md").read_text()
+    assert "| pipeline | manpages-short | perldoc-ref | mean |" in markdown
+    assert list(_table_rows(markdown.split("## Recall@1")[0])) == ["bm25", "lmk-rag"]
