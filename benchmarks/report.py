@@ -371,11 +371,9 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     if args.render:
         return write_report(in_report_order(earlier), args.out, "python benchmarks/report.py --long --resume")
     command = "python benchmarks/report.py" + (" " + " ".join(argv) if argv else "")
-    cells = plan(sets, pipelines, args.finetuned)
-    others = [run for run in earlier if not any(same_cell(cell, run) for cell in cells)]
     reports: list[dict[str, Any]] = []
     written: list[Path] = []
-    for cell in cells:
+    for cell in plan(sets, pipelines, args.finetuned):
         report = next((run for run in earlier if same_cell(cell, run)), None)
         if report is None:
             # A fine-tuned model gets its own cache folder: its states must never be mixed with another model's.
@@ -385,7 +383,8 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
             print(f"{cell.folder} {report['label']}: ndcg@10={report['ndcg@10']:.3f} cached={report['cached']} "
                   f"wall_s={report['wall_s']}", flush=True)
         reports.append(report)
-        written = write_report(reports + others, args.out, command)
+        earlier = [run for run in earlier if not same_cell(cell, run)]  # what is not (yet) measured again stays
+        written = write_report(reports + earlier, args.out, command)
     return written
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from lmk_rag.errors import InvalidInputError
+
 REPORT = Path(__file__).resolve().parents[2] / "benchmarks" / "report.py"
 L2048, L8192 = "manpages-needle/L2048", "manpages-needle/L8192"
 
@@ -126,6 +128,12 @@ def test_resume_keeps_earlier_runs_and_runs_only_the_missing_cells(report, fixtu
     markdown = (out / "quality.md").read_text()
     assert f"Kept from earlier reports (`--resume`): 2026-01-02: bm25 on {L2048}; 2026-11-30: other-pipeline on " \
            "another-set." in markdown
+    runs = [*after.values(), _fake_run("llamaindex-fused", L2048, [0.1] * 6) | {"max_queries": 6, "max_docs": 6}]
+    (out / "quality.json").write_text(json.dumps(runs))
+    with pytest.raises(InvalidInputError, match="unknown pipeline"):  # interrupted at its second cell
+        report.main([*common, "--pipelines", "bm25,no-such-pipeline,llamaindex-fused", "--resume"])
+    left = {(run["label"], run["dataset"]) for run in json.loads((out / "quality.json").read_text())}
+    assert ("llamaindex-fused", L2048) in left  # a planned cell not reached yet keeps its earlier run
 
 
 def test_perldoc_sets_are_read_from_the_repository(report, tmp_path: Path) -> None:
