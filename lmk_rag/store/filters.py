@@ -67,19 +67,18 @@ class FieldCondition:
             raise InvalidInputError(f"unknown filter operator {self.op!r} for key {self.key!r}; use one of {OPERATORS}")
         if self.op in ("in", "nin") and (isinstance(self.value, str) or not isinstance(self.value, Sequence)):
             raise InvalidInputError(f"filter {self.key!r} {self.op}: value must be a list, got {self.value!r}")
-        if self.op in ("gt", "gte", "lt", "lte") and (isinstance(self.value, bool) or (
-                not isinstance(self.value, (int, float)) and as_datetime(self.value) is None)):
+        ranged = self.op in ("gt", "gte", "lt", "lte")
+        dated = ranged and as_datetime(self.value) is not None
+        if ranged and not dated and (isinstance(self.value, bool) or not isinstance(self.value, (int, float))):
             raise InvalidInputError(
                 f"filter {self.key!r} {self.op}: value must be a number or a date (an ISO 8601 string such as "
                 f"'2026-01-01', or a datetime), got {self.value!r}"
             )
         if self.op in ("in", "nin"):
             values = list(self.value)
-        elif self.op in ("text", "is_empty"):
+        elif self.op in ("text", "is_empty") or dated:
             values = []
-        elif self.op in ("gt", "gte", "lt", "lte"):
-            values = [] if as_datetime(self.value) is not None else [self.value]
-        else:  # eq and ne compare one value
+        else:  # eq, ne and numeric ranges compare one value
             values = [self.value]
         odd = [v for v in values if v is not None and not isinstance(v, (str, int, float))]
         odd += [v for v in values if isinstance(v, float) and not math.isfinite(v)]  # NaN matches nothing

@@ -120,7 +120,7 @@ def _clean(value: Any, owner: str, path: str, depth: int) -> Any:
         if not math.isfinite(value):
             raise InvalidInputError(f"{owner}: {path} = {value} is not a finite number; use None or a string")
         return value
-    if isinstance(value, (datetime.date, datetime.datetime)):
+    if isinstance(value, datetime.date):  # datetimes too
         return value.isoformat()
     if isinstance(value, (list, tuple, set, frozenset)):
         items = sorted(value, key=lambda item: (type(item).__name__, repr(item))) if isinstance(

@@ -98,7 +98,7 @@ def check_text_keys(text_keys: Sequence[str]) -> list[str]:
 
 
 def check_settings(
-    meta: Any,
+    meta: dict[str, Any],
     backend: Backend,
     where: str,
     static_encoder: Any | None,
@@ -109,14 +109,13 @@ def check_settings(
 ) -> dict[str, Any]:
     """Check an existing store's settings record against the collection and the caller's arguments.
 
-    :param meta: the record read from the backend.
+    :param meta: the record read from the backend, as :func:`validate_meta` accepted it.
     :param where: the store, for messages.
     :return: the record.
-    :raises CorruptStoreError: for a foreign, damaged or newer record, or vectors missing from the collection.
+    :raises CorruptStoreError: for vectors missing from the collection.
     :raises SettingsMismatchError: when the static encoder, ``node_tokens``, ``bm25``, ``bm25_language`` or
         ``text_keys`` differ from the store's.
     """
-    meta = validate_meta(meta, where)
     if not backend.exists():
         raise CorruptStoreError(f"{where}: settings recorded but the vector data is missing")
     check_static(meta, static_encoder, where)

@@ -76,14 +76,16 @@ def write_documents(
         committed.append(rec.marker_payload(doc_id, version, slot, n_nodes, write.metadata, version, content_hash,
                                             source))
         done.append(rec.marker_payload(doc_id, version, slot, n_nodes, write.metadata, None, content_hash, source))
-    backend.reserve(nodes + [rec.marker_point(p) for p in pending + committed + done],
+    pending_points, committed_points, done_points = ([rec.marker_point(p) for p in payloads]
+                                                     for payloads in (pending, committed, done))
+    backend.reserve(nodes + pending_points + committed_points + done_points,
                     f"write {len(unique)} document(s) of {len(nodes)} nodes")
-    backend.upsert([rec.marker_point(p) for p in pending])
+    backend.upsert(pending_points)
     backend.upsert(nodes)
-    backend.upsert([rec.marker_point(p) for p in committed])
+    backend.upsert(committed_points)
     backend.flush()  # acknowledged: the new versions are durable and visible
     _drop_other_versions(backend, list(unique), version)
-    backend.upsert([rec.marker_point(p) for p in done])
+    backend.upsert(done_points)
     return len(nodes)
 
 
@@ -229,12 +231,14 @@ def visible(backend: Backend, points: Sequence[Any]) -> list[Any]:
 def nodes_filter(backend: Backend, filter: FilterLike, node_ids: Sequence[str] | None = None) -> Any:
     """The native filter of nodes matching a caller's filter (and, when given, some node ids).
 
-    :raises InvalidInputError: for ``node_ids`` that are not a list of str (a str alone would match nothing).
+    :raises InvalidInputError: for ``node_ids`` that are not a list of str (a str alone would match nothing, a
+        number would not iterate).
     """
     b = backend.builder
     extra = [b.match("kind", rec.NODE)]
     if node_ids is not None:
-        if isinstance(node_ids, str) or not all(isinstance(node_id, str) for node_id in node_ids):
+        if isinstance(node_ids, (str, bytes)) or not isinstance(node_ids, Sequence) or not all(
+                isinstance(node_id, str) for node_id in node_ids):
             raise InvalidInputError(f"node_ids must be a list of str, got {node_ids!r:.80}")
         extra.append(b.match_any("node_id", list(node_ids)))
     return translate(filter, b, extra)

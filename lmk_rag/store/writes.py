@@ -174,17 +174,15 @@ class StoreWrites:
         :param node_ids: node ids (an empty list deletes nothing).
         :param filter: metadata filter.
         :return: the number of nodes deleted.
-        :raises InvalidInputError: when ``node_ids`` is not a list of strings.
+        :raises InvalidInputError: when ``node_ids`` is not a list of strings (before anything is recorded).
         """
-        if node_ids is not None and (isinstance(node_ids, (str, bytes)) or not isinstance(node_ids, Sequence)
-                                     or not all(isinstance(node_id, str) for node_id in node_ids)):
-            raise InvalidInputError(f"node_ids must be a list of node id strings, got {node_ids!r}")
         if node_ids is None and filter is None:
             deleted = self.count()
             self.clear()
             return deleted
+        wanted = versions.nodes_filter(self._backend, filter, node_ids)
         with self._changing(None):
-            return versions.delete_nodes(self._backend, versions.nodes_filter(self._backend, filter, node_ids))
+            return versions.delete_nodes(self._backend, wanted)
 
     def clear(self) -> None:
         """Delete every document (the settings stay)."""
