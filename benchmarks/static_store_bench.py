@@ -128,7 +128,7 @@ def ingest(kind: str, encoder: Any, texts: list[str], batch_size: int) -> dict[s
                 docs.append((str(index), records))
                 floats += sum(_floats(record, store.mode) for record in records)
             t1 = time.perf_counter()
-            nodes += store.upsert_documents(docs, batch_size=batch_size)
+            nodes += store.upsert_documents(docs, document_batch_size=batch_size)
             t2 = time.perf_counter()
             encode_s, write_s = encode_s + t1 - t0, write_s + t2 - t1
         t3 = time.perf_counter()

@@ -88,7 +88,7 @@ def build(store: LandmarkStore, docs: list[list[NodeRecord]], n_nodes: int) -> d
         nonlocal n_docs
         n_docs += len(ids)
 
-    store.upsert_documents(replicated(docs, n_nodes), batch_size=64, on_ack=count)
+    store.upsert_documents(replicated(docs, n_nodes), document_batch_size=64, on_ack=count)
     write_s = time.perf_counter() - start
     start = time.perf_counter()
     store.optimize()
@@ -138,7 +138,7 @@ def overhead(encoder: LandmarkEncoder, n_docs: int) -> dict[str, float]:
         encoder.encode_documents = timed  # type: ignore[method-assign]
         with LandmarkStore(folder, encoder=encoder) as store:
             start = time.perf_counter()
-            nodes = store.add_documents([(str(i), t, None) for i, t in enumerate(texts)], batch_size=16,
+            nodes = store.add_documents([(str(i), t, None) for i, t in enumerate(texts)], document_batch_size=16,
                                         show_progress_bar=False)
             total = time.perf_counter() - start
     finally:

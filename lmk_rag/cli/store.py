@@ -49,16 +49,18 @@ def location_option() -> Any:
 
 
 def collection_option() -> Any:
-    """``--collection NAME`` on a server or in local mode."""
-    return typer.Option(None, "--collection", help="The collection on --url / --location (default: lmk_rag).")
+    """``--collection-name NAME`` on a server or in local mode."""
+    return typer.Option(
+        None, "--collection-name", help=f"The collection on --url / --location (default: {DEFAULT_COLLECTION})."
+    )
 
 
 def open_store(
-    store: Path | None, url: str | None, location: str | None, collection: str | None, **options: Any
+    store: Path | None, url: str | None, location: str | None, collection_name: str | None, **options: Any
 ) -> Any:
     """The store that exactly one of ``--store``, ``--url``, ``--location`` names.
 
-    :raises InvalidInputError: when none or several are given, or ``--collection`` with ``--store``.
+    :raises InvalidInputError: when none or several are given, or ``--collection-name`` with ``--store``.
     """
     from lmk_rag.store import LandmarkStore
 
@@ -66,13 +68,13 @@ def open_store(
     if len(given) != 1:
         raise InvalidInputError(f"give exactly one of --store, --url, --location (got {', '.join(given) or 'none'})")
     if store is not None:
-        if collection is not None:
-            raise InvalidInputError("--collection names a collection on --url or --location; --store holds one")
+        if collection_name is not None:
+            raise InvalidInputError("--collection-name names a collection on --url or --location; --store holds one")
         return LandmarkStore(store, **options)
-    collection = collection or DEFAULT_COLLECTION
     if url is not None:
-        return LandmarkStore(url=url, api_key=os.environ.get("QDRANT_API_KEY"), collection=collection, **options)
-    return LandmarkStore(location=location, collection=collection, **options)
+        return LandmarkStore(url=url, api_key=os.environ.get("QDRANT_API_KEY"), collection_name=collection_name,
+                             **options)
+    return LandmarkStore(location=location, collection_name=collection_name, **options)
 
 
 def parse_filters(values: list[str]) -> dict[str, Any] | None:
@@ -145,7 +147,7 @@ def ingest(
     store: Path = store_option(),
     url: str = url_option(),
     location: str = location_option(),
-    collection: str | None = collection_option(),
+    collection_name: str | None = collection_option(),
     glob: list[str] = typer.Option(
         None, "--glob", help="File name pattern in folders (repeatable; default *.txt, *.md)."
     ),
@@ -153,7 +155,9 @@ def ingest(
     encoding: str = typer.Option(None, "--encoding", help="Encoding of files that are not UTF-8 (default: skip them)."),
     sync: bool = typer.Option(False, "--sync", help="Also delete documents whose file under these folders is gone."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print what would happen; change nothing."),
-    batch_size: int = typer.Option(8, "--batch-size", min=1, help="Documents encoded and written per batch."),
+    document_batch_size: int = typer.Option(
+        8, "--document-batch-size", min=1, help="Documents encoded and written per batch."
+    ),
     bm25: bool = typer.Option(None, "--bm25/--no-bm25", help="BM25 vectors, fused into the ranking (new stores only)."),
     static: bool = typer.Option(
         False, "--static", help="A new store without a transformer: static node vectors and token multivectors, "
@@ -173,7 +177,7 @@ def ingest(
     documents, skipped = _read(files, encoding)
     skipped = skipped_links + skipped
     if dry_run:
-        changes, gone = _plan(documents, paths if sync else [], store, url, location, collection)
+        changes, gone = _plan(documents, paths if sync else [], store, url, location, collection_name)
         nodes = 0
     else:
         encoder = None
@@ -184,10 +188,10 @@ def ingest(
 
             encoder = LandmarkEncoder(**runtime_settings(backend, dtype))
         mode = "static" if static else None
-        with open_store(store, url, location, collection, bm25=bm25, encoder=encoder, mode=mode) as target:
+        with open_store(store, url, location, collection_name, bm25=bm25, encoder=encoder, mode=mode) as target:
             changes = target.changes(documents)
             gone = _gone(target, [p for p in paths if p.is_dir()]) if sync else []
-            nodes = target.add_documents(documents, batch_size=batch_size, show_progress_bar=True,
+            nodes = target.add_documents(documents, document_batch_size=document_batch_size, show_progress_bar=True,
                                          sources={doc_id: metadata["path"] for doc_id, _, metadata in documents})
             for doc_id in gone:
                 target.delete_document(doc_id)
@@ -208,11 +212,11 @@ def ingest(
 
 def _plan(
     documents: list[tuple[str, str, dict[str, Any]]], sync_roots: list[Path], store: Path | None, url: str | None,
-    location: str | None, collection: str | None,
+    location: str | None, collection_name: str | None,
 ) -> tuple[dict[str, str], list[str]]:
     """What an ingest would do, without creating or changing the store (every document is new when there is none)."""
     try:
-        with open_store(store, url, location, collection, read_only=True) as target:
+        with open_store(store, url, location, collection_name, read_only=True) as target:
             return target.changes(documents), _gone(target, [p for p in sync_roots if p.is_dir()])
     except StoreNotFoundError:
         return {doc_id: "new" for doc_id, _, _ in documents}, []
@@ -224,7 +228,7 @@ def query(
     store: Path = store_option(),
     url: str = url_option(),
     location: str = location_option(),
-    collection: str | None = collection_option(),
+    collection_name: str | None = collection_option(),
     k: int = typer.Option(10, "-k", min=1, help="Hits to return."),
     rerank: str = typer.Option(
         None, help="chunks | static | none (default: the store's, chunks or static in a --static store; the old name "
@@ -239,7 +243,7 @@ def query(
     as_json: bool = typer.Option(False, "--json", help='Print {"query": ..., "hits": [...]} as JSON.'),
 ) -> None:
     """Search a store: dense and BM25 prefetch, MaxSim rerank fused with BM25; the best node per document."""
-    with open_store(store, url, location, collection, read_only=True) as source:
+    with open_store(store, url, location, collection_name, read_only=True) as source:
         hits = source.search(
             text, k=k, rerank=rerank, filter=parse_filters(filter or []), doc_level=not nodes, alpha=alpha
         )
@@ -256,12 +260,12 @@ def info(
     store: Path = store_option(),
     url: str = url_option(),
     location: str = location_option(),
-    collection: str | None = collection_option(),
+    collection_name: str | None = collection_option(),
     as_json: bool = typer.Option(True, "--json", help="Print JSON (the default; as query --json prints).",
                                  show_default=False),
 ) -> None:
     """Print a store's counts and recorded settings as JSON."""
-    with open_store(store, url, location, collection, read_only=True) as source:
+    with open_store(store, url, location, collection_name, read_only=True) as source:
         typer.echo(json.dumps(source.info(), indent=2))
 
 
@@ -270,10 +274,10 @@ def check(
     store: Path = store_option(),
     url: str = url_option(),
     location: str = location_option(),
-    collection: str | None = collection_option(),
+    collection_name: str | None = collection_option(),
 ) -> None:
     """Verify a whole store: every point, vector and count; exit 1 when anything is damaged."""
-    with open_store(store, url, location, collection, read_only=True) as source:
+    with open_store(store, url, location, collection_name, read_only=True) as source:
         problems = source.check()
         summary = f"{source.count_documents()} documents, {source.count()} nodes"
     for problem in problems:

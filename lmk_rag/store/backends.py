@@ -1,8 +1,9 @@
 """Which backend a store opens, with the folder checks and the single-writer lock that come with it.
 
 Exactly one of ``path`` (a Qdrant Edge folder; the default ``./lmk_store``), ``url`` (a Qdrant server),
-``client`` (an existing ``QdrantClient``) or ``location`` (qdrant-client local mode: ``":memory:"`` or a folder)
-picks the backend. Folders are locked for one writing process at a time.
+``client`` (an existing ``QdrantClient``), ``location`` (qdrant-client local mode: ``":memory:"`` or a folder) or an
+``aclient`` alone (an ``AsyncQdrantClient`` in local mode) picks the backend. Folders are locked for one writing
+process at a time.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from lmk_rag.errors import (
     StoreReadOnlyError,
 )
 from lmk_rag.store.base import Backend
+from lmk_rag.store.types import DEFAULT_COLLECTION, ServerOptions
 
 DEFAULT_PATH = "./lmk_store"
 LOCK_FILE = "lmk_rag.lock"
@@ -80,19 +82,22 @@ def open_backend(
     api_key: str | None,
     client: Any,
     location: str | None,
-    collection: str,
+    collection_name: str | None,
     create: bool,
-    server_options: dict[str, Any],
+    options: ServerOptions,
+    batch_size: int,
     read_only: bool = False,
 ) -> OpenedBackend:
     """Open the backend the arguments name (see the module docstring).
 
-    :param server_options: pass-through options of qdrant-client backends (see :mod:`lmk_rag.store.server`).
+    :param collection_name: the collection on a qdrant-client backend (None: :data:`DEFAULT_COLLECTION`).
+    :param options: the qdrant-client backend's options (see :class:`ServerOptions`).
+    :param batch_size: points per upsert request.
     :param read_only: never create the store; a folder is still locked while open (Qdrant Edge cannot share a shard
         between processes, and a second process loading it can damage the first one's files), unless the folder
         cannot be written at all (then no writer can be there either).
-    :raises InvalidInputError: for several locations, server options given to an Edge store, a bad collection name,
-        or a URL or location qdrant-client cannot use.
+    :raises InvalidInputError: for several locations, a collection name or server options given to an Edge store, a
+        bad collection name, or a URL or location qdrant-client cannot use.
     :raises StoreLockedError: when another process holds the folder.
     :raises CorruptStoreError: for a folder that is not a lmk-rag store.
     :raises StoreNotFoundError: when ``create`` is False and there is no store folder.
@@ -100,47 +105,35 @@ def open_backend(
     given = (("path", path), ("url", url), ("client", client), ("location", location))
     chosen = [name for name, value in given if value is not None]
     check_locations(path, url, api_key, location)
-    check_server_options(server_options)
+    if isinstance(collection_name, os.PathLike):
+        raise InvalidInputError(f"collection_name is a collection's name, got the path {os.fspath(collection_name)!r}; "
+                                "give a store folder as path=")
     if len(chosen) > 1:
         raise InvalidInputError(f"give only one of path, url, client, location; got {', '.join(chosen)}")
-    if server_options and (path is not None or not chosen):
-        raise InvalidInputError(f"options {sorted(server_options)} only apply to qdrant-client backends")
-    if path is not None or not chosen:
-        return _open_edge(Path(path if path is not None else DEFAULT_PATH), create and not read_only, read_only)
+    if path is not None or not (chosen or options.aclient is not None):
+        server_only = (["collection_name"] if collection_name is not None else []) + options.given()
+        if server_only:
+            raise InvalidInputError(
+                f"{', '.join(server_only)}: only for qdrant-client backends (url=, client=, aclient= or location=); "
+                "an Edge store is one folder in this process, named by path="
+            )
+        return _open_edge(Path(path if path is not None else DEFAULT_PATH), create and not read_only, read_only,
+                          batch_size)
     from lmk_rag.store.server import ServerBackend, check_collection
 
-    check_collection(collection)
+    collection_name = DEFAULT_COLLECTION if collection_name is None else collection_name
+    check_collection(collection_name)
     folder = None if location in (None, ":memory:") else Path(location)  # local mode on disk: a locked folder
     if folder is not None and not create and not folder.is_dir():
         raise StoreNotFoundError(f"no lmk-rag store at {location}")  # checked before the lock: nothing is written
     lock = _lock(folder, read_only) if folder is not None else None
     try:
-        backend = ServerBackend(
-            url=url, api_key=api_key, client=client, location=location, collection=collection, **server_options
-        )
+        backend = ServerBackend(url, api_key, client, location, collection_name, options, batch_size)
     except BaseException:
         if lock is not None:
             lock.release()
         raise
-    return OpenedBackend(backend, f"collection {collection!r}", lock)
-
-
-def check_server_options(options: dict[str, Any]) -> None:
-    """Refuse keyword arguments that are no qdrant-client backend option (a typo such as ``aplha=``).
-
-    :raises TypeError: naming the unknown arguments and the options there are, as Python does for a bad keyword.
-    """
-    import inspect
-
-    from lmk_rag.store.server import ServerBackend
-
-    known = set(inspect.signature(ServerBackend).parameters) - {"url", "api_key", "client", "location", "collection"}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise TypeError(
-            f"LandmarkStore() got unexpected keyword argument(s) {unknown}; besides its own arguments (see "
-            f"help(LandmarkStore)) it takes the qdrant-client backend options {sorted(known)}"
-        )
+    return OpenedBackend(backend, f"collection {collection_name!r}", lock)
 
 
 def check_locations(path: Any, url: Any, api_key: Any, location: Any) -> None:
@@ -159,7 +152,7 @@ def check_locations(path: Any, url: Any, api_key: Any, location: Any) -> None:
             raise InvalidInputError(f"{name} must be a string, got {value!r}")
 
 
-def _open_edge(folder: Path, create: bool, read_only: bool) -> OpenedBackend:
+def _open_edge(folder: Path, create: bool, read_only: bool, batch_size: int) -> OpenedBackend:
     """Check the folder, take its lock and open the Edge shard."""
     from lmk_rag.store.edge import META_FILE, SHARD_DIR, EdgeBackend
 
@@ -174,7 +167,7 @@ def _open_edge(folder: Path, create: bool, read_only: bool) -> OpenedBackend:
         raise StoreNotFoundError(f"no lmk-rag store at {folder}")  # checked before the lock: nothing is written
     lock = _lock(folder, read_only)
     try:
-        return OpenedBackend(EdgeBackend(folder), str(folder), lock)
+        return OpenedBackend(EdgeBackend(folder, batch_size), str(folder), lock)
     except BaseException:
         if lock is not None:
             lock.release()

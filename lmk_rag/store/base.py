@@ -6,6 +6,8 @@ logic; a backend only moves backend-neutral points and plans in and out of one Q
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -13,7 +15,7 @@ from typing import Any, Literal
 from lmk_rag.store.filters import ConditionBuilder
 from lmk_rag.store.types import CollectionSpec, PointData, QueryPlan, ScoredPointData
 
-IndexKind = Literal["keyword", "integer", "float", "text", "bool"]
+IndexKind = Literal["keyword", "integer", "float", "text", "bool", "datetime", "uuid"]
 
 
 class Backend(ABC):
@@ -100,6 +102,11 @@ class Backend(ABC):
     @abstractmethod
     def close(self) -> None:
         """Flush and release the backend's files or connections."""
+
+    def async_transport(self, loop: asyncio.AbstractEventLoop) -> contextlib.AbstractContextManager[None]:
+        """A context in which this thread's engine calls go to an async client on ``loop``, where the backend has
+        one (qdrant-client's ``AsyncQdrantClient``); elsewhere the same calls, unchanged."""
+        return contextlib.nullcontext()
 
 
 class Guarded:

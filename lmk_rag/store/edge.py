@@ -22,7 +22,15 @@ from lmk_rag.store.base import Backend, Guarded, IndexKind
 from lmk_rag.store.filters import ConditionBuilder
 from lmk_rag.store.layout import vector_layout
 from lmk_rag.store.space import NEW_SHARD, WRITE_FACTOR, points_bytes, require_space, shard_bytes
-from lmk_rag.store.types import Branch, CollectionSpec, PointData, QueryPlan, ScoredPointData, SparseVector
+from lmk_rag.store.types import (
+    DEFAULT_BATCH_SIZE,
+    Branch,
+    CollectionSpec,
+    PointData,
+    QueryPlan,
+    ScoredPointData,
+    SparseVector,
+)
 
 META_FILE = "lmk_rag.json"
 SHARD_DIR = "shard"
@@ -33,6 +41,8 @@ _INDEX_TYPES = {
     "float": qe.PayloadSchemaType.Float,
     "text": qe.TextIndexParams(tokenizer=qe.TokenizerType.Prefix, lowercase=True),
     "bool": qe.PayloadSchemaType.Bool,
+    "datetime": qe.PayloadSchemaType.Datetime,
+    "uuid": qe.PayloadSchemaType.Uuid,
 }
 
 
@@ -106,14 +116,16 @@ class EdgeBackend(Backend):
     """A Qdrant Edge shard in ``<folder>/shard`` with the store's settings in ``<folder>/lmk_rag.json``.
 
     :param folder: the store folder.
+    :param batch_size: points per update operation of an upsert.
     """
 
     name = "qdrant-edge"
     single_writer = True
 
-    def __init__(self, folder: str | os.PathLike[str]) -> None:
+    def __init__(self, folder: str | os.PathLike[str], batch_size: int = DEFAULT_BATCH_SIZE) -> None:
         """Open the shard if the folder holds one; :meth:`create` makes a new one."""
         self.folder = Path(folder)
+        self.batch_size = batch_size
         self._shard: qe.EdgeShard | None = None
         self._conditions = EdgeConditions()
         if (self.folder / SHARD_DIR).exists():
@@ -218,12 +230,12 @@ class EdgeBackend(Backend):
         self.shard.update(qe.UpdateOperation.create_field_index(key, _INDEX_TYPES[kind]))
 
     def upsert(self, points: list[PointData]) -> None:
-        """Upsert all points as one update operation (one WAL record)."""
-        if not points:
-            return
-        native = [qe.Point(id=p.id, vector=_native_vectors(p.vectors), payload=p.payload) for p in points]
+        """Upsert points, :attr:`batch_size` per update operation (one WAL record each)."""
         try:
-            self.shard.update(qe.UpdateOperation.upsert_points(native))
+            for start in range(0, len(points), self.batch_size):
+                native = [qe.Point(id=p.id, vector=_native_vectors(p.vectors), payload=p.payload)
+                          for p in points[start : start + self.batch_size]]
+                self.shard.update(qe.UpdateOperation.upsert_points(native))
         except Exception as error:
             if "dimension" in str(error).lower():
                 raise VectorSizeError(f"{self.folder}: {error}") from error

@@ -8,12 +8,21 @@ The request builders (:func:`client_kwargs`, :func:`create_collection_request`,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import concurrent.futures
+import contextlib
+import inspect
+import logging
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
-from qdrant_client import QdrantClient, models
+from qdrant_client import AsyncQdrantClient, QdrantClient, models
 from qdrant_client.http.exceptions import ApiException
+from qdrant_client.local.async_qdrant_local import AsyncQdrantLocal
 from qdrant_client.local.qdrant_local import QdrantLocal
 
 from lmk_rag.checks import check_count
@@ -23,14 +32,16 @@ from lmk_rag.store.filters import ConditionBuilder
 from lmk_rag.store.layout import vector_layout
 from lmk_rag.store.records import META_POINT_ID, STORE
 from lmk_rag.store.types import (
-    DEFAULT_COLLECTION,
     Branch,
     CollectionSpec,
     PointData,
     QueryPlan,
     ScoredPointData,
+    ServerOptions,
     SparseVector,
 )
+
+logger = logging.getLogger(__name__)
 
 _INDEX_TYPES = {
     "keyword": models.PayloadSchemaType.KEYWORD,
@@ -40,6 +51,8 @@ _INDEX_TYPES = {
         type=models.TextIndexType.TEXT, tokenizer=models.TokenizerType.PREFIX, lowercase=True
     ),
     "bool": models.PayloadSchemaType.BOOL,
+    "datetime": models.PayloadSchemaType.DATETIME,
+    "uuid": models.PayloadSchemaType.UUID,
 }
 
 
@@ -75,58 +88,117 @@ class ServerConditions:
         return models.Filter(must=must or None, should=should or None, must_not=must_not or None)
 
 
-def client_kwargs(
-    url: str | None, api_key: str | None, location: str | None, prefer_grpc: bool, timeout: int | None
-) -> dict[str, Any]:
-    """Keyword arguments of ``QdrantClient`` for a server (``url``) or local mode (``location``).
+def client_kwargs(url: str | None, api_key: str | None, location: str | None, options: ServerOptions) -> dict[str, Any]:
+    """Keyword arguments of the ``QdrantClient`` (and ``AsyncQdrantClient``) for a server (``url``) or local mode
+    (``location``): the store's own arguments over ``options.client_kwargs``.
 
     :return: the kwargs; gRPC and timeout only apply to servers.
     """
+    kwargs = dict(options.client_kwargs or {})
     if url is not None:
-        kwargs: dict[str, Any] = {"url": url, "api_key": api_key, "prefer_grpc": prefer_grpc}
-        if timeout is not None:
-            kwargs["timeout"] = timeout
-        return kwargs
-    if location == ":memory:":
-        return {"location": ":memory:"}
-    return {"path": location}
+        kwargs.update(url=url, api_key=api_key, prefer_grpc=bool(options.prefer_grpc))
+        if options.timeout is not None:
+            kwargs["timeout"] = options.timeout
+    elif location == ":memory:":
+        kwargs["location"] = ":memory:"
+    else:
+        kwargs["path"] = location
+    return kwargs
+
+
+#: ``QdrantClient`` arguments the store's own arguments set (``client_kwargs`` may not hold them).
+OWN_CLIENT_ARGUMENTS = ("url", "api_key", "location", "path", "prefer_grpc", "timeout", "host", "port")
+
+
+def check_options(options: ServerOptions, url: str | None, client: Any, location: str | None) -> None:
+    """Refuse options that are malformed or would have no effect on this backend, before anything is opened.
+
+    :raises InvalidInputError: for a count that is not a positive integer, a ``client_kwargs`` that is not a dict of
+        other ``QdrantClient`` arguments, client options beside a ready-made client, server options in local mode,
+        an ``aclient`` that is not an ``AsyncQdrantClient``, or a server's ``aclient`` without a sync client.
+    """
+    for name in ("timeout", "shard_number", "replication_factor", "write_consistency_factor", "parallel"):
+        if getattr(options, name) is not None:
+            check_count(name, getattr(options, name))
+    if options.max_retries is not None:
+        check_count("max_retries", options.max_retries, minimum=0)
+    if options.prefer_grpc is not None and not isinstance(options.prefer_grpc, bool):
+        raise InvalidInputError(f"prefer_grpc must be True or False, got {options.prefer_grpc!r}")
+    if options.client_kwargs is not None:
+        if not isinstance(options.client_kwargs, Mapping) or not all(isinstance(k, str) for k in options.client_kwargs):
+            raise InvalidInputError(f"client_kwargs must be a dict of QdrantClient arguments, got "
+                                    f"{options.client_kwargs!r}")
+        own = sorted(set(options.client_kwargs) & set(OWN_CLIENT_ARGUMENTS))
+        if own:
+            raise InvalidInputError(f"client_kwargs may not set {own}: give them as the store's own arguments")
+    aclient = options.aclient
+    building = [name for name in ("prefer_grpc", "timeout", "client_kwargs") if getattr(options, name) is not None]
+    if building and (client is not None or (aclient is not None and url is None)):
+        raise InvalidInputError(f"{', '.join(building)}: for the clients the store builds for url= or location=; "
+                                "the client you gave is configured already")
+    server_only = [name for name in building if name != "client_kwargs"]
+    if server_only and url is None:
+        raise InvalidInputError(f"{', '.join(server_only)}: for calls to a Qdrant server (url=); local mode has "
+                                "no server")
+    if aclient is not None and not isinstance(aclient, AsyncQdrantClient):
+        raise InvalidInputError(f"aclient must be a qdrant_client.AsyncQdrantClient, got {type(aclient).__name__}")
+    local = _is_local(client) or location is not None or _is_local(aclient)
+    if local:
+        cluster = [name for name in ("shard_number", "replication_factor", "write_consistency_factor")
+                   if getattr(options, name) is not None]
+        if cluster:
+            raise InvalidInputError(f"{', '.join(cluster)}: for a collection spread over a Qdrant cluster (url=); "
+                                    "qdrant-client local mode has no shards")
+    elif aclient is not None and client is None and url is None:
+        raise InvalidInputError(
+            "aclient= alone serves only local mode; for a Qdrant server give url= (both clients are built) or "
+            "client= beside it: a store opens and checks its settings synchronously"
+        )
+
+
+def memory_client() -> QdrantClient:
+    """A new in-memory qdrant-client local-mode client (the eval's stock ``QdrantVectorStore`` pipelines run on it)."""
+    return QdrantClient(location=":memory:")
+
+
+def _is_local(client: Any) -> bool:
+    """Whether a (sync or async) qdrant-client client runs local mode."""
+    return isinstance(getattr(client, "_client", None), (QdrantLocal, AsyncQdrantLocal))
 
 
 #: Characters Qdrant refuses in a collection name.
 FORBIDDEN_COLLECTION_CHARS = '<>:"/\\|?*\0'
 
 
-def check_collection(collection: str) -> None:
+def check_collection(collection_name: str) -> None:
     """Refuse a collection name Qdrant would refuse (checked before anything is opened).
 
     :raises InvalidInputError: for a name that is not a non-empty str of at most 255 characters without
         any of :data:`FORBIDDEN_COLLECTION_CHARS`.
     """
-    if not isinstance(collection, str) or not collection or len(collection) > 255:
-        raise InvalidInputError(f"collection must be a name of 1 to 255 characters, got {collection!r}")
-    bad = sorted({char for char in collection if char in FORBIDDEN_COLLECTION_CHARS})
+    if not isinstance(collection_name, str) or not collection_name or len(collection_name) > 255:
+        raise InvalidInputError(f"collection_name must be a name of 1 to 255 characters, got {collection_name!r}")
+    bad = sorted({char for char in collection_name if char in FORBIDDEN_COLLECTION_CHARS})
     if bad:
         raise InvalidInputError(
-            f"collection {collection!r} holds {', '.join(map(repr, bad))}, which Qdrant refuses in collection names; "
-            "use letters, digits, '-' and '_'"
+            f"collection_name {collection_name!r} holds {', '.join(map(repr, bad))}, which Qdrant refuses in "
+            "collection names; use letters, digits, '-' and '_'"
         )
 
 
-def _client(
-    url: str | None, api_key: str | None, location: str | None, prefer_grpc: bool, timeout: int | None
-) -> QdrantClient:
-    """A new ``QdrantClient`` (see :func:`client_kwargs`).
+def _client(factory: Any, url: str | None, api_key: str | None, location: str | None, options: ServerOptions) -> Any:
+    """A new ``QdrantClient`` or ``AsyncQdrantClient`` (``factory``; see :func:`client_kwargs`).
 
-    :raises InvalidInputError: for a URL or location qdrant-client cannot parse.
+    :raises InvalidInputError: for a URL, location or ``client_kwargs`` qdrant-client cannot use.
     """
     try:
-        return QdrantClient(**client_kwargs(url, api_key, location, prefer_grpc, timeout))
-    except ValueError as error:
-        given, fix = (
-            (f"url {url!r}", "give a URL such as http://localhost:6333")
-            if url is not None else (f"location {location!r}", "give a folder or ':memory:'")
-        )
-        raise InvalidInputError(f"qdrant-client cannot use {given} ({error}); {fix}") from None
+        return factory(**client_kwargs(url, api_key, location, options))
+    except (ValueError, TypeError) as error:
+        given = (f"url {url!r}", "give a URL such as http://localhost:6333") if url is not None else (
+            f"location {location!r}", "give a folder or ':memory:'")
+        if isinstance(error, TypeError):
+            given = (f"client_kwargs {dict(options.client_kwargs or {})!r}", "give QdrantClient's own arguments")
+        raise InvalidInputError(f"qdrant-client cannot use {given[0]} ({error}); {given[1]}") from None
 
 
 def create_collection_request(
@@ -185,8 +257,11 @@ def _quantization(kind: str | None) -> Any:
     return models.BinaryQuantization(binary=models.BinaryQuantizationConfig(always_ram=True))
 
 
-def upload_request(collection: str, points: list[PointData], parallel: int, batch_size: int) -> dict[str, Any]:
-    """Keyword arguments of ``QdrantClient.upload_points`` (batched, ``parallel`` processes, waits for the write).
+def upload_request(
+    collection: str, points: list[PointData], parallel: int, batch_size: int, max_retries: int
+) -> dict[str, Any]:
+    """Keyword arguments of ``QdrantClient.upload_points`` (batched, ``parallel`` processes, each failed batch
+    retried up to ``max_retries`` times, waits for the write).
 
     :return: the kwargs.
     """
@@ -195,6 +270,7 @@ def upload_request(collection: str, points: list[PointData], parallel: int, batc
         "points": [_native_point(p) for p in points],
         "batch_size": batch_size,
         "parallel": parallel,
+        "max_retries": max_retries,
         "wait": True,
     }
 
@@ -248,53 +324,66 @@ def _query_value(branch: Branch) -> Any:
 class ServerBackend(Backend):
     """A collection on a Qdrant server/cluster or in qdrant-client local mode.
 
+    Every engine call goes through one :class:`Transport`: the sync client, or, inside
+    :meth:`async_transport`, the async client's coroutine of the same name with the same request.
+
     :param url: server URL (or None).
     :param api_key: server API key.
     :param client: an existing ``QdrantClient`` (not closed by :meth:`close`).
     :param location: local mode: ``":memory:"`` or a folder.
-    :param collection: the collection name.
-    :param prefer_grpc: use gRPC for server calls.
-    :param timeout: request timeout in seconds.
-    :param shard_number: shards on creation (cluster).
-    :param replication_factor: replicas on creation.
-    :param write_consistency_factor: write confirmations on creation.
-    :param upload_parallel: processes for uploads (``upload_points(parallel=...)``); 1 = in-process.
-    :param upload_batch_size: points per upload request.
+    :param collection_name: the collection name.
+    :param options: how to reach Qdrant and what a new collection is made with (checked by :func:`check_options`).
+    :param batch_size: points per upsert request.
     """
 
     def __init__(
         self,
-        url: str | None = None,
-        api_key: str | None = None,
-        client: QdrantClient | None = None,
-        location: str | None = None,
-        collection: str = DEFAULT_COLLECTION,
-        prefer_grpc: bool = False,
-        timeout: int | None = None,
-        shard_number: int | None = None,
-        replication_factor: int | None = None,
-        write_consistency_factor: int | None = None,
-        upload_parallel: int = 1,
-        upload_batch_size: int = 64,
+        url: str | None,
+        api_key: str | None,
+        client: QdrantClient | None,
+        location: str | None,
+        collection_name: str,
+        options: ServerOptions,
+        batch_size: int,
     ) -> None:
-        """Connect (or wrap ``client``)."""
-        check_count("upload_parallel", upload_parallel)
-        check_count("upload_batch_size", upload_batch_size)
-        self._owns_client = client is None
-        self.client = client if client is not None else _client(url, api_key, location, prefer_grpc, timeout)
-        self.collection = collection
-        self.local = isinstance(getattr(self.client, "_client", None), QdrantLocal)
-        self._api = self.client if self.local else Guarded(self.client, _server_error(url or "the Qdrant server"))
+        """Connect (or wrap ``client`` and ``options.aclient``)."""
+        check_options(options, url, client, location)
+        self._owned: list[Any] = []
+        aclient = options.aclient
+        if aclient is not None and (location is not None or _is_local(client)):
+            warnings.warn(
+                "aclient= is not used: a local-mode client and async client never share their data, so the async "
+                "methods use the sync client in a worker thread; give aclient= alone for async calls in local mode",
+                stacklevel=4,
+            )
+            aclient = None
+        if client is None and (url is not None or location is not None):
+            client = _client(QdrantClient, url, api_key, location, options)
+            self._owned.append(client)
+        if aclient is None and url is not None:
+            aclient = _client(AsyncQdrantClient, url, api_key, None, options)
+            self._owned.append(aclient)
+        self.client, self.aclient = client, aclient
+        self.collection = collection_name
+        self.local = _is_local(client if client is not None else aclient)
+        transport = Transport(client, aclient)
+        self._transport = transport
+        self._api = transport if self.local else Guarded(transport, _server_error(url or "the Qdrant server"))
         self.name = "qdrant-local" if self.local else "qdrant-server"
-        self.single_writer = self.local and location != ":memory:"  # a locked folder
+        self.single_writer = self.local and location not in (None, ":memory:")  # a locked folder
         self._create_options = {
-            "shard_number": shard_number,
-            "replication_factor": replication_factor,
-            "write_consistency_factor": write_consistency_factor,
+            "shard_number": options.shard_number,
+            "replication_factor": options.replication_factor,
+            "write_consistency_factor": options.write_consistency_factor,
         }
-        self.upload_parallel = upload_parallel
-        self.upload_batch_size = upload_batch_size
+        self.parallel = options.parallel or 1
+        self.max_retries = 3 if options.max_retries is None else options.max_retries
+        self.batch_size = batch_size
         self._conditions = ServerConditions()
+
+    def async_transport(self, loop: asyncio.AbstractEventLoop) -> contextlib.AbstractContextManager[None]:
+        """Within this context, this thread's engine calls are the async client's, run on ``loop``."""
+        return self._transport.routed(loop)
 
     @property
     def builder(self) -> ConditionBuilder:
@@ -339,18 +428,29 @@ class ServerBackend(Backend):
         self._api.create_payload_index(self.collection, key, field_schema=_INDEX_TYPES[kind], wait=True)
 
     def upsert(self, points: list[PointData]) -> None:
-        """Upsert points: one request, or batched parallel uploads when ``upload_parallel`` > 1."""
+        """Upsert points, :attr:`batch_size` per request, each sent again up to :attr:`max_retries` times when the
+        server cannot be reached (upserts are idempotent); with ``parallel`` > 1, ``upload_points`` in that many
+        processes."""
         if not points:
             return
         try:
-            if self.upload_parallel > 1 and len(points) > self.upload_batch_size:
-                self._api.upload_points(
-                    **upload_request(self.collection, points, self.upload_parallel, self.upload_batch_size)
-                )
-            else:
-                for start in range(0, len(points), self.upload_batch_size):
-                    batch = [_native_point(p) for p in points[start : start + self.upload_batch_size]]
-                    self._api.upsert(self.collection, batch, wait=True)
+            if self.parallel > 1 and len(points) > self.batch_size:
+                self._api.upload_points(**upload_request(self.collection, points, self.parallel, self.batch_size,
+                                                         self.max_retries))
+                return
+            for start in range(0, len(points), self.batch_size):
+                batch = [_native_point(p) for p in points[start : start + self.batch_size]]
+                for attempt in range(self.max_retries + 1):
+                    try:
+                        self._api.upsert(self.collection, batch, wait=True)
+                        break
+                    except StoreUnavailableError as error:
+                        if attempt == self.max_retries:
+                            raise
+                        pause = RETRY_PAUSE * 2**attempt
+                        logger.warning("upsert failed, try %d of %d; sending it again in %.1f s (%s)", attempt + 1,
+                                       self.max_retries + 1, pause, error)
+                        time.sleep(pause)
         except ValueError as error:
             if "dim" in str(error).lower() or "size" in str(error).lower():
                 raise VectorSizeError(f"collection {self.collection!r}: {error}") from error
@@ -398,9 +498,61 @@ class ServerBackend(Backend):
         """Nothing to do: writes wait for the server (local mode persists each write)."""
 
     def close(self) -> None:
-        """Close the client if this backend created it."""
-        if self._owns_client:
-            self.client.close()
+        """Close the clients this backend created."""
+        for client in self._owned:
+            self._transport.close(client)
+
+
+RETRY_PAUSE = 0.5
+"""Seconds before the first retry of a failed upsert request; each further retry waits twice as long."""
+
+
+class Transport:
+    """The engine calls of one backend: the sync client's methods, or, in a thread inside :meth:`routed`, the async
+    client's coroutines of the same name and arguments run on the caller's event loop (so each request is built
+    once, for both). A backend with only an async client (local mode) runs its sync calls on a private event loop.
+
+    :param client: the ``QdrantClient``, or None.
+    :param aclient: the ``AsyncQdrantClient``, or None.
+    """
+
+    def __init__(self, client: QdrantClient | None, aclient: AsyncQdrantClient | None) -> None:
+        self._client = client
+        self._aclient = aclient
+        self._routes = threading.local()
+
+    @contextlib.contextmanager
+    def routed(self, loop: asyncio.AbstractEventLoop) -> Iterator[None]:
+        """Send this thread's calls to the async client, on ``loop`` (a no-op without an async client)."""
+        self._routes.loop = loop if self._aclient is not None else None
+        try:
+            yield
+        finally:
+            self._routes.loop = None
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        loop = getattr(self._routes, "loop", None)
+        if loop is None and self._client is not None:
+            return getattr(self._client, name)
+        method = getattr(self._aclient, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            result = method(*args, **kwargs)
+            if not inspect.iscoroutine(result):  # upload_points is a plain method of the async client
+                return result
+            if loop is not None:
+                return asyncio.run_coroutine_threadsafe(result, loop).result()
+            with concurrent.futures.ThreadPoolExecutor(1) as apart:  # never inside the caller's running loop
+                return apart.submit(asyncio.run, result).result()
+
+        return call
+
+    def close(self, client: Any) -> None:
+        """Close a client this transport's backend built (the async client's ``close`` is a coroutine)."""
+        closing = client.close()
+        if inspect.iscoroutine(closing):
+            with concurrent.futures.ThreadPoolExecutor(1) as apart:
+                apart.submit(asyncio.run, closing).result()
 
 
 def _server_error(where: str) -> Callable[[str, BaseException], Exception | None]:

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, StoreNotFoundError
-from lmk_rag.store.base import Backend
+from lmk_rag.errors import (
+    CorruptStoreError,
+    InvalidInputError,
+    SettingsMismatchError,
+    StoreNotFoundError,
+    StoreReadOnlyError,
+)
+from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.bm25 import BM25_LANGUAGE, BM25_TOKENIZER
 from lmk_rag.store.filters import RESERVED_KEYS, payload_key
 from lmk_rag.store.layout import recorded_vectors
@@ -30,6 +36,7 @@ def create_settings(
     text_keys: list[str],
     mode: StoreMode = StoreMode.TRANSFORMER,
     bm25_language: str = BM25_LANGUAGE,
+    payload_indexes: dict[str, IndexKind] | None = None,
 ) -> dict[str, Any]:
     """Create the collection and its payload indexes, then record the settings (in that order, so a crash
     leaves no settings record without its collection).
@@ -45,6 +52,7 @@ def create_settings(
     :param text_keys: metadata keys to index as full text (words and their prefixes, lowercased).
     :param mode: the store's mode; a static store has no ``chunks`` vector.
     :param bm25_language: the BM25 stop words and stemmer (checked by :func:`~lmk_rag.store.bm25.check_language`).
+    :param payload_indexes: ``{metadata key: kind}`` to index for filtering (:func:`check_payload_indexes`).
     :return: the settings record (JSON-able).
     :raises StoreNotFoundError: when ``create`` is False.
     :raises CorruptStoreError: when the collection holds points but no settings record (foreign data).
@@ -63,6 +71,8 @@ def create_settings(
         backend.create_payload_index(key, kind)
     for key in text_keys:
         backend.create_payload_index(payload_key(key), "text")
+    for key, kind in (payload_indexes or {}).items():
+        backend.create_payload_index(payload_key(key), kind)
     meta = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -76,6 +86,7 @@ def create_settings(
         "alpha": alpha if bm25 else 1.0,
         "quantization": quantization,
         "text_keys": text_keys,
+        "payload_indexes": dict(payload_indexes or {}),
         "hnsw_m": spec.hnsw_m,
         "ef_construct": spec.ef_construct,
     }
@@ -95,6 +106,68 @@ def check_text_keys(text_keys: Sequence[str]) -> list[str]:
     if bad:
         raise InvalidInputError(f"text_keys must name metadata keys (non-empty, not {sorted(RESERVED_KEYS)}): {bad}")
     return sorted(set(text_keys))
+
+
+#: The ``field_schema`` values a ``payload_indexes`` entry may give (qdrant-client's ``PayloadSchemaType``, as
+#: names or members); ``"text"`` is a full-text index, as ``text_keys`` declares.
+PAYLOAD_SCHEMAS: tuple[IndexKind, ...] = ("keyword", "integer", "float", "bool", "datetime", "uuid", "text")
+
+
+def check_payload_indexes(indexes: Any) -> dict[str, IndexKind]:
+    """``payload_indexes`` as ``{metadata key: kind}``: QdrantVectorStore's list of
+    ``{"field_name": key, "field_schema": PayloadSchemaType}`` dicts, each key a document metadata key.
+
+    :raises InvalidInputError: for anything but such a list, a key that is empty or one of the store's own fields, a
+        schema outside :data:`PAYLOAD_SCHEMAS`, or one key given two schemas.
+    """
+    if isinstance(indexes, (str, bytes, Mapping)) or not isinstance(indexes, Sequence):
+        raise InvalidInputError(f"payload_indexes must be a list of {{'field_name': key, 'field_schema': type}} "
+                                f"dicts, got {indexes!r}")
+    found: dict[str, IndexKind] = {}
+    for entry in indexes:
+        if not isinstance(entry, Mapping) or set(entry) != {"field_name", "field_schema"}:
+            raise InvalidInputError(f"a payload_indexes entry is {{'field_name': key, 'field_schema': type}}, got "
+                                    f"{entry!r}")
+        key, schema = entry["field_name"], getattr(entry["field_schema"], "value", entry["field_schema"])
+        if not isinstance(key, str) or not key or key in RESERVED_KEYS:
+            raise InvalidInputError(f"payload_indexes field_name must name a metadata key (non-empty, not "
+                                    f"{sorted(RESERVED_KEYS)}), got {key!r}")
+        if schema not in PAYLOAD_SCHEMAS:
+            raise InvalidInputError(f"payload_indexes field_schema of {key!r} must be one of {list(PAYLOAD_SCHEMAS)}, "
+                                    f"got {entry['field_schema']!r}")
+        if found.get(key, schema) != schema:
+            raise InvalidInputError(f"payload_indexes gives {key!r} two schemas: {found[key]!r} and {schema!r}")
+        found[key] = schema
+    return found
+
+
+def add_payload_indexes(backend: Backend, meta: dict[str, Any], indexes: dict[str, IndexKind], where: str,
+                        read_only: bool) -> dict[str, Any]:
+    """Create the payload indexes an existing store lacks and record them (as QdrantVectorStore adds its
+    ``payload_indexes`` to an existing collection).
+
+    :param indexes: ``{metadata key: kind}`` without ``"text"`` (full-text keys are declared at creation).
+    :return: the settings record, with every index it now has.
+    :raises SettingsMismatchError: for a key recorded with another kind.
+    :raises StoreReadOnlyError: when an index is missing and the store is open read-only.
+    """
+    recorded = dict(meta.get("payload_indexes", {}))
+    clashes = sorted(key for key in indexes if recorded.get(key, indexes[key]) != indexes[key])
+    if clashes:
+        raise SettingsMismatchError(f"{where} indexes {', '.join(f'{k!r} as {recorded[k]!r}' for k in clashes)}, "
+                                    f"given {', '.join(repr(indexes[k]) for k in clashes)}")
+    missing = {key: kind for key, kind in indexes.items() if key not in recorded}
+    if not missing:
+        return meta
+    if read_only:
+        raise StoreReadOnlyError(f"{where} is open read-only: open it for writing to add the payload indexes "
+                                 f"{sorted(missing)}")
+    for key, kind in missing.items():
+        backend.create_payload_index(payload_key(key), kind)
+    meta = {**meta, "payload_indexes": {**recorded, **missing}}
+    backend.flush()
+    backend.write_meta(meta)
+    return meta
 
 
 def check_settings(
@@ -189,6 +262,8 @@ RECORDED: dict[str, tuple[Callable[[Any], bool], str]] = {
     "alpha": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1, "a number in [0, 1]"),
     "quantization": (lambda v: v in (None, "int8", "binary"), "null, 'int8' or 'binary'"),
     "text_keys": (lambda v: isinstance(v, list) and all(isinstance(k, str) and k for k in v), "a list of keys"),
+    "payload_indexes": (lambda v: isinstance(v, dict) and all(isinstance(k, str) and k and kind in PAYLOAD_SCHEMAS
+                                                              for k, kind in v.items()), "{key: index kind}"),
     "bm25_language": (lambda v: v is None or isinstance(v, str), "null or a language name"),
     "committed": (_committed, '{"documents": n, "nodes": n}'),
 }

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, Literal
 
@@ -12,6 +13,40 @@ import numpy as np
 Quantization = Literal["int8", "binary"]
 DEFAULT_COLLECTION = "lmk_rag"
 """The collection of a store on a Qdrant server or in qdrant-client local mode when none is named."""
+DEFAULT_BATCH_SIZE = 64
+"""Points per upsert request (``QdrantVectorStore``'s default)."""
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """How a store on a qdrant-client backend talks to Qdrant, and what a new collection is made with (the names
+    and meanings of ``QdrantClient`` and ``QdrantVectorStore``). None means "not given": the default applies.
+
+    :param aclient: a ``qdrant_client.AsyncQdrantClient`` the async methods call (built from ``url`` when not given).
+    :param prefer_grpc: use gRPC for server calls (default False).
+    :param timeout: request timeout in seconds.
+    :param client_kwargs: other keyword arguments of the ``QdrantClient`` (and ``AsyncQdrantClient``) the store
+        builds for ``url`` or ``location``.
+    :param shard_number: shards of a new collection (a cluster).
+    :param replication_factor: copies of each shard of a new collection.
+    :param write_consistency_factor: replicas that must confirm a write, for a new collection.
+    :param parallel: processes uploading points (``upload_points(parallel=...)``; default 1: in-process).
+    :param max_retries: times a failed upsert request is sent again before the error is raised (default 3).
+    """
+
+    aclient: Any = None
+    prefer_grpc: bool | None = None
+    timeout: int | None = None
+    client_kwargs: Mapping[str, Any] | None = None
+    shard_number: int | None = None
+    replication_factor: int | None = None
+    write_consistency_factor: int | None = None
+    parallel: int | None = None
+    max_retries: int | None = None
+
+    def given(self) -> list[str]:
+        """The names of the options that were given (not None)."""
+        return [option.name for option in fields(self) if getattr(self, option.name) is not None]
 
 
 class Rerank(str, Enum):

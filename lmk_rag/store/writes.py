@@ -43,7 +43,7 @@ class StoreWrites:
     _ledger: Ledger
     where: str
     read_only: bool
-    batch_size: int
+    document_batch_size: int
     encoder: Any
     node_tokens: int
 
@@ -63,7 +63,7 @@ class StoreWrites:
         self,
         documents: Iterable[Document],
         *,
-        batch_size: int | None = None,
+        document_batch_size: int | None = None,
         show_progress_bar: bool | None = None,
         on_ack: Callable[[list[str]], None] | None = None,
         skip_unchanged: bool = True,
@@ -72,7 +72,7 @@ class StoreWrites:
         """Encode, cut and write ``(doc_id, text, metadata)`` documents (or ``(doc_id, text)``: no metadata) in
         batches, each durable before the next.
 
-        :param batch_size: documents per batch (default: the store's ``batch_size``).
+        :param document_batch_size: documents per batch (default: the store's ``document_batch_size``).
         :param show_progress_bar: show a tqdm bar (None: only on a terminal).
         :param on_ack: called with the doc ids of each batch once it is durable.
         :param skip_unchanged: leave out documents whose text and metadata the store already holds (by the content
@@ -81,10 +81,11 @@ class StoreWrites:
             from its metadata (an unchanged document gets it too, without being rewritten); :meth:`sources` lists
             them. ``lmk-rag ingest --sync`` deletes only documents it recorded a source for.
         :return: the number of nodes written.
-        :raises InvalidInputError: for a bad document, a doc id given twice, a ``batch_size`` that is not a
+        :raises InvalidInputError: for a bad document, a doc id given twice, a ``document_batch_size`` that is not a
             positive integer or an ``on_ack`` that is not callable (nothing is written then).
         """
-        batch_size = self.batch_size if batch_size is None else check_count("batch_size", batch_size)
+        batch_size = (self.document_batch_size if document_batch_size is None
+                      else check_count("document_batch_size", document_batch_size))
         check_on_ack(on_ack)
         docs = check_documents(documents)
         sources = check_sources(sources, docs)
@@ -134,19 +135,20 @@ class StoreWrites:
         self,
         documents: Iterable[tuple[str, Sequence[NodeRecord]]],
         *,
-        batch_size: int = 64,
+        document_batch_size: int = 64,
         on_ack: Callable[[list[str]], None] | None = None,
     ) -> int:
-        """Write many pre-encoded ``(doc_id, records)`` documents, ``batch_size`` per write (as :meth:`upsert_nodes`;
-        metadata from each document's first record), calling ``on_ack`` with each batch's ids once durable.
+        """Write many pre-encoded ``(doc_id, records)`` documents, ``document_batch_size`` per write (as
+        :meth:`upsert_nodes`; metadata from each document's first record), calling ``on_ack`` with each batch's ids
+        once durable.
 
         :return: the number of nodes written.
-        :raises InvalidInputError: for bad records, a ``batch_size`` that is not a positive integer or an ``on_ack``
-            that is not callable.
+        :raises InvalidInputError: for bad records, a ``document_batch_size`` that is not a positive integer or an
+            ``on_ack`` that is not callable.
         """
-        check_count("batch_size", batch_size)
+        check_count("document_batch_size", document_batch_size)
         check_on_ack(on_ack)
-        return upsert_in_batches(lambda writes: self._write(writes, on_ack), documents, batch_size)
+        return upsert_in_batches(lambda writes: self._write(writes, on_ack), documents, document_batch_size)
 
     def _write(self, writes: list[versions.DocumentWrite], on_ack: Callable[[list[str]], None] | None = None) -> int:
         """Write the documents as new versions (every record checked first), then acknowledge them."""

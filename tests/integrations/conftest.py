@@ -73,4 +73,4 @@ def vector_store(tmp_path: Path, embed_model: LandmarkEmbedding) -> Iterator[Lan
     """A LandmarkVectorStore over a fresh Qdrant Edge shard in tmp_path."""
     store = LandmarkVectorStore(path=tmp_path / "store", embed_model=embed_model)
     yield store
-    store.client.close()
+    store.store.close()

@@ -38,19 +38,19 @@ def test_ingestion_pipeline_reingests_idempotently(
 ) -> None:
     documents = manpage_documents[:3]
     first = pipeline.run(documents=documents)
-    assert vector_store.client.count() == len(first)
+    assert vector_store.store.count() == len(first)
     assert {node.ref_doc_id for node in first} == {document.doc_id for document in documents}
 
     forward_counter.reset()
     assert pipeline.run(documents=[_copy(document) for document in documents]) == []
     assert forward_counter.calls == 0
-    assert vector_store.client.count() == len(first)
+    assert vector_store.store.count() == len(first)
 
     changed = _copy(documents[1], documents[1].text + "\n\nSEE ALSO\n       exit(3), wait(2)\n")
     rerun = pipeline.run(documents=[_copy(documents[0]), changed, _copy(documents[2])])
     assert {node.ref_doc_id for node in rerun} == {changed.doc_id}
     old = [node for node in first if node.ref_doc_id == changed.doc_id]
-    assert vector_store.client.count() == len(first) - len(old) + len(rerun)
+    assert vector_store.store.count() == len(first) - len(old) + len(rerun)
     stored = sorted(
         (node for node in vector_store.get_nodes() if node.ref_doc_id == changed.doc_id),
         key=lambda node: node.start_char_idx,
@@ -69,7 +69,7 @@ def test_index_over_the_store_embeds_nothing_at_index_time(
     storage = StorageContext.from_defaults(vector_store=vector_store)
     VectorStoreIndex(nodes, storage_context=storage, embed_model=embed_model)
     assert forward_counter.calls == 0
-    assert vector_store.client.count() == len(nodes)
+    assert vector_store.store.count() == len(nodes)
 
 
 def test_retriever_and_query_engine_encode_each_query_once(

@@ -69,7 +69,7 @@ def test_needle_at_the_end_of_20k_tokens_is_in_the_top_3(
             ranks.append(hits.index(True) + 1 if any(hits) else None)
         assert forward_counter.batches == [1] * len(queries)
     finally:
-        vector_store.client.close()
+        vector_store.store.close()
     print(f"needle ranks (top 3; None = missed) for {len(queries)} queries: {ranks}")
     assert ranks[0] is not None, f"the first train query ({queries[0]!r}) missed its needle: ranks {ranks}"
     assert sum(rank is not None for rank in ranks) > len(ranks) / 2, f"most needles missed: ranks {ranks}"

@@ -40,7 +40,7 @@ def test_parser_and_store_cut_the_same_nodes_as_the_store_alone(
     parser = LandmarkNodeParser(embed_model=static_embedding, node_tokens=128)
     vector_store = LandmarkVectorStore(path=tmp_path / "li", embed_model=static_embedding, node_tokens=128)
     try:
-        store = vector_store.client
+        store = vector_store.store
         assert store.mode == StoreMode.STATIC and store.default_rerank == Rerank.STATIC
         nodes = IngestionPipeline(transformations=[parser], vector_store=vector_store).run(
             documents=manpage_documents[:3]
@@ -57,7 +57,7 @@ def test_parser_and_store_cut_the_same_nodes_as_the_store_alone(
         hits = retriever.retrieve(first)
         assert hits[0].node.ref_doc_id == manpage_documents[1].doc_id
     finally:
-        vector_store.client.close()
+        vector_store.store.close()
 
 
 def test_reopened_static_vector_store_needs_no_configuration(

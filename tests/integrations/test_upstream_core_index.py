@@ -70,7 +70,7 @@ def new_store(tmp_path: Path, embed_model: LandmarkEmbedding) -> Iterator[Callab
     opened: list[LandmarkVectorStore] = []
 
     def _new(cls: type[LandmarkVectorStore] = LandmarkVectorStore) -> LandmarkVectorStore:
-        opened.append(cls(tmp_path / f"s{len(opened)}", embed_model=embed_model))
+        opened.append(cls(path=tmp_path / f"s{len(opened)}", embed_model=embed_model))
         return opened[-1]
 
     yield _new
@@ -136,7 +136,7 @@ def test_build_simple(build, tup, documents: list[Document]) -> None:
         assert contained(node_tup, actual_node_tups)
 
     # test ref doc info (a store that keeps the text: its documents)
-    all_ref_doc_info = index.vector_store.client.doc_ids()
+    all_ref_doc_info = index.vector_store.store.doc_ids()
     for idx, ref_doc_id in enumerate(all_ref_doc_info):
         assert documents[idx].node_id == ref_doc_id
 

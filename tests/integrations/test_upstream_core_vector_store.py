@@ -100,7 +100,7 @@ def new_store(tmp_path: Path, embed_model: LandmarkEmbedding) -> Iterator[Callab
     opened: list[LandmarkVectorStore] = []
 
     def _new() -> LandmarkVectorStore:
-        opened.append(LandmarkVectorStore(tmp_path / f"s{len(opened)}", embed_model=embed_model,
+        opened.append(LandmarkVectorStore(path=tmp_path / f"s{len(opened)}", embed_model=embed_model,
                                           text_keys=["identifier"]))
         return opened[-1]
 

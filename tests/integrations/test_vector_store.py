@@ -58,7 +58,7 @@ def test_is_a_pydantic_vector_store_that_stores_text_and_embeds_queries_itself()
 
 
 def test_add_then_get_nodes_round_trips_nodes_and_vectors(filled: LandmarkVectorStore, nodes: list[TextNode]) -> None:
-    assert filled.client.count() == len(nodes)
+    assert filled.store.count() == len(nodes)
     original = nodes[3]
     (node,) = filled.get_nodes(node_ids=[original.node_id])
     assert node.text == original.text
@@ -68,7 +68,7 @@ def test_add_then_get_nodes_round_trips_nodes_and_vectors(filled: LandmarkVector
     for relation in (NodeRelationship.PREVIOUS, NodeRelationship.NEXT):
         assert node.relationships[relation].node_id == original.relationships[relation].node_id
     np.testing.assert_allclose(node.embedding, original.embedding, atol=1e-6)
-    (record,) = filled.client.get_nodes(node_ids=[original.node_id])
+    (record,) = filled.store.get_nodes(node_ids=[original.node_id])
     np.testing.assert_allclose(record.chunk_vectors, cached_chunk_vectors(original)[1], atol=1e-6)
     assert CHUNK_VECTORS_KEY not in record.metadata and CHUNK_VECTORS_KEY not in record.metadata["_node_content"]
 
@@ -99,7 +99,7 @@ def test_query_encodes_once_and_returns_scored_nodes(
     assert len(result.nodes) == len(result.similarities) == len(result.ids) == 5
     assert result.similarities == sorted(result.similarities, reverse=True)
     assert [node.node_id for node in result.nodes] == result.ids
-    hits = filled.client.search(QUERY, k=5, doc_level=False)
+    hits = filled.store.search(QUERY, k=5, doc_level=False)
     assert [hit.node_id for hit in hits] == result.ids
     np.testing.assert_allclose(result.similarities, [hit.score for hit in hits], atol=1e-5)
     top = result.nodes[0]
@@ -141,19 +141,19 @@ def test_async_variants_match_sync(vector_store: LandmarkVectorStore, nodes: lis
     left = asyncio.run(vector_store.aget_nodes())
     assert left and all(node.ref_doc_id != doc_id for node in left)
     asyncio.run(vector_store.aclear())
-    assert vector_store.client.count() == 0
+    assert vector_store.store.count() == 0
 
 
 def test_clear_empties_the_store(filled: LandmarkVectorStore) -> None:
     filled.clear()
-    assert filled.client.count() == 0 and filled.get_nodes() == []
+    assert filled.store.count() == 0 and filled.get_nodes() == []
 
 
 def test_nodes_from_another_encoder_are_refused(vector_store: LandmarkVectorStore, nodes: list[TextNode]) -> None:
     foreign = nodes[0].model_copy(update={"metadata": {**nodes[0].metadata, ENCODER_KEY: "0123456789abcdef"}})
     with pytest.raises(SettingsMismatchError, match="0123456789abcdef"):
         vector_store.add([foreign])
-    assert vector_store.client.count() == 0
+    assert vector_store.store.count() == 0
 
 
 def test_nodes_of_other_parsers_use_their_embedding_as_the_only_chunk(
@@ -163,7 +163,7 @@ def test_nodes_of_other_parsers_use_their_embedding_as_the_only_chunk(
     for node, vector in zip(plain, embed_model.get_text_embedding_batch([n.get_content() for n in plain])):
         node.embedding = vector
     vector_store.add(plain)
-    (record,) = vector_store.client.get_nodes(node_ids=[plain[0].node_id])
+    (record,) = vector_store.store.get_nodes(node_ids=[plain[0].node_id])
     np.testing.assert_allclose(record.chunk_vectors, [plain[0].embedding], atol=1e-6)
     assert len(vector_store.query(_query(k=2)).nodes) == 2
     with pytest.raises(InvalidInputError, match="no embedding"):
@@ -173,11 +173,11 @@ def test_nodes_of_other_parsers_use_their_embedding_as_the_only_chunk(
 def test_wraps_an_injected_store(tmp_path: Path, minilm_encoder, nodes: list[TextNode]) -> None:
     with LandmarkStore(tmp_path / "injected", encoder=minilm_encoder) as store:
         vector_store = LandmarkVectorStore(store=store)
-        assert vector_store.client is store
+        assert vector_store.store is store
         vector_store.add(nodes[:4])
         assert store.count() == 4
         with pytest.raises(InvalidInputError):
-            LandmarkVectorStore(tmp_path / "other", store=store)
+            LandmarkVectorStore(path=tmp_path / "other", store=store)
 
 
 def test_static_rerank_runs_through_the_adapter(
@@ -206,11 +206,11 @@ def test_static_rerank_runs_through_the_adapter(
             assert score == pytest.approx(expected, abs=1e-3)
         assert result.similarities != vector_store.query(_query(k=3)).similarities
     finally:
-        vector_store.client.close()
+        vector_store.store.close()
 
 
 def test_query_modes_map_onto_the_store(filled: LandmarkVectorStore, nodes: list[TextNode]) -> None:
-    store = filled.client
+    store = filled.store
 
     def store_ids(k: int = 5, **kwargs) -> list[str]:
         return [hit.node_id for hit in store.search(QUERY, k=k, doc_level=False, **kwargs)]
@@ -248,7 +248,7 @@ def test_scores_of_a_many_chunk_query_stay_cosine_like(
     filled: LandmarkVectorStore, manpage_documents: list[Document]
 ) -> None:
     text = manpage_documents[1].text[:1500]
-    assert len(filled.client.encoder.encode_queries(text).chunk_vectors) >= 5
+    assert len(filled.store.encoder.encode_queries(text).chunk_vectors) >= 5
     for mode, kwargs in [("default", {}), ("default", {"rerank": "none"}), ("hybrid", {}), ("sparse", {}),
                          ("mmr", {})]:
         scores = filled.query(_query(text, k=10, mode=mode), **kwargs).similarities
@@ -260,7 +260,7 @@ def test_delete_nodes_removes_only_those_nodes(filled: LandmarkVectorStore, node
     filled.delete_nodes(gone)
     left = {node.node_id for node in filled.get_nodes()}
     assert left == {node.node_id for node in nodes} - set(gone)
-    assert {nodes[0].ref_doc_id, nodes[-1].ref_doc_id} <= set(filled.client.doc_ids())
+    assert {nodes[0].ref_doc_id, nodes[-1].ref_doc_id} <= set(filled.store.doc_ids())
     filled.delete_nodes(node_ids=[])
     assert len(filled.get_nodes()) == len(left)
     asyncio.run(filled.adelete_nodes(filters=MetadataFilters(filters=[MetadataFilter(key="rank", value=2)])))
@@ -276,7 +276,7 @@ def test_node_ids_are_unique_across_documents(vector_store: LandmarkVectorStore,
     vector_store.add([moving])
     (stored,) = vector_store.get_nodes(node_ids=[moving.node_id])
     assert stored.ref_doc_id == "b"
-    assert vector_store.client.count() == len(document)
+    assert vector_store.store.count() == len(document)
     found = vector_store.query(_query(document[1].text[:300], k=len(document))).ids
     assert found.count(moving.node_id) == 1
 
@@ -320,7 +320,7 @@ def test_a_reader_opens_an_index_without_settings_or_an_llm(
         assert reader.embed_model.encoder.fingerprint == embed_model.encoder.fingerprint
         assert len(index.as_retriever(similarity_top_k=2).retrieve(QUERY)) == 2
         index.insert(Document(text="pwd prints the name of the current working directory", id_="pwd"))
-        assert "pwd" in reader.client.doc_ids()
+        assert "pwd" in reader.store.doc_ids()
     assert Settings._embed_model is None
 
 
@@ -330,13 +330,13 @@ def test_reads_a_store_written_by_the_core_api(
     text = manpage_documents[0].text
     with LandmarkStore(tmp_path / "core", encoder=minilm_encoder) as store:
         store.add_document("page", text, {"rank": 0})
-    vector_store = LandmarkVectorStore(tmp_path / "core", embed_model=embed_model)
+    vector_store = LandmarkVectorStore(path=tmp_path / "core", embed_model=embed_model)
     try:
         node = vector_store.query(_query(k=1)).nodes[0]
         assert node.ref_doc_id == "page" and node.metadata == {"rank": 0}
         assert node.text == text[node.start_char_idx : node.end_char_idx]
     finally:
-        vector_store.client.close()
+        vector_store.store.close()
 
 
 def test_nodes_are_light_and_a_node_without_its_vectors_is_encoded_again(
@@ -363,9 +363,9 @@ def test_nodes_are_light_and_a_node_without_its_vectors_is_encoded_again(
         direct.add(nodes)
         again.add([elsewhere(node) for node in reversed(nodes)])  # any order
         single.add([elsewhere(alone)])
-        first = {r.node_id: r.chunk_vectors for r in direct.client.get_nodes()}
-        second = {r.node_id.removesuffix("-copy"): r.chunk_vectors for r in again.client.get_nodes()}
-        (lone,) = single.client.get_nodes()
+        first = {r.node_id: r.chunk_vectors for r in direct.store.get_nodes()}
+        second = {r.node_id.removesuffix("-copy"): r.chunk_vectors for r in again.store.get_nodes()}
+        (lone,) = single.store.get_nodes()
     assert first.keys() == second.keys() == {node.node_id for node in nodes}
     for node_id, chunks in first.items():
         np.testing.assert_allclose(second[node_id], chunks, atol=1e-5)

@@ -70,10 +70,10 @@ def open_store(backend: str, tmp_path: Path, minilm_encoder: Any) -> Iterator[Ca
         if backend == "edge":
             store = LandmarkStore(tmp_path / name, **kwargs)
         elif backend == "local":
-            store = LandmarkStore(location=str(tmp_path / f"local-{name}"), collection=collection, **kwargs)
+            store = LandmarkStore(location=str(tmp_path / f"local-{name}"), collection_name=collection, **kwargs)
         else:
             store = LandmarkStore(url=os.environ["QDRANT_URL"], api_key=os.environ.get("QDRANT_API_KEY"),
-                                  collection=f"{collection}_{name}", **kwargs)
+                                  collection_name=f"{collection}_{name}", **kwargs)
         opened.append(store)
         return store
 

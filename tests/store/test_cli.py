@@ -23,7 +23,7 @@ def test_ingest_query_info(tmp_path, docs):
     runner = CliRunner()
     store = str(tmp_path / "store")
 
-    result = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--batch-size", "2"])
+    result = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--document-batch-size", "2"])
     assert result.exit_code == 0, result.output
     assert "3 new, 0 changed, 0 unchanged, 0 deleted, 1 skipped" in result.stdout  # empty.txt (skip.json: no glob)
 

@@ -90,7 +90,7 @@ CHILD = textwrap.dedent(
     from lmk_rag.store import LandmarkStore
     docs = json.load(open(sys.argv[2]))
     store = LandmarkStore(sys.argv[1])
-    store.add_documents([(d, t, None) for d, t in docs.items()], batch_size=2,
+    store.add_documents([(d, t, None) for d, t in docs.items()], document_batch_size=2,
                         on_ack=lambda ids: print("ACK", json.dumps(ids), flush=True))
     nodes = {d: sorted(store.get_nodes(filter={"doc_id": d}), key=lambda n: n.span) for d in docs}
     i = 0

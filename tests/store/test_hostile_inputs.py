@@ -253,8 +253,8 @@ def test_reading_where_there_is_no_store_writes_nothing(tmp_path: Path, minilm_e
 
 @pytest.mark.parametrize("collection", ["", "a/b", "../up", "x:y", "nul\0", "c" * 256, 7])
 def test_bad_collection_names_are_refused_before_anything_is_written(tmp_path: Path, collection) -> None:
-    with pytest.raises(InvalidInputError, match="collection"):
-        LandmarkStore(location=str(tmp_path / "local"), collection=collection)
+    with pytest.raises(InvalidInputError, match="collection_name"):
+        LandmarkStore(location=str(tmp_path / "local"), collection_name=collection)
     assert not (tmp_path / "local").exists()
 
 
@@ -370,7 +370,7 @@ CLI_CASES = [
     (["encode", "x", "--granularity", "0"], "granularity"),
     (["encode", "x", "--granularity", "-3"], "granularity"),
     (["encode", "x", "--model", "no-such/x"], "no-such/x"),
-    (["ingest", "STORE_DIR", "--store", "NEW", "--batch-size", "-1"], "batch-size"),
+    (["ingest", "STORE_DIR", "--store", "NEW", "--document-batch-size", "-1"], "document-batch-size"),
     (["query", "x", "--store", "STORE", "-k", "0"], "-k"),
     (["query", "x", "--store", "STORE", "--alpha", "2"], "alpha"),
     (["query", "x", "--store", "STORE", "--rerank", "bogus"], "rerank"),
@@ -380,7 +380,7 @@ CLI_CASES = [
     (["query", "x", "--store", "STORE_DIR"], "no lmk-rag store"),
     (["query", "x", "--url", "not a url"], "cannot use url"),
     (["info", "--location", "MISSING"], "no lmk-rag store"),
-    (["query", "x", "--store", "STORE", "--collection", "other"], "--collection names a collection"),
+    (["query", "x", "--store", "STORE", "--collection-name", "other"], "--collection-name names a collection"),
     (["ingest", "MISSING", "--store", "NEW"], "no such file"),
     (["query", "x"], "exactly one of"),
     (["nosuchcommand"], "No such command"),

@@ -40,6 +40,7 @@ def _state(store: LandmarkStore) -> tuple[Any, ...]:
     {"node_tokens": 0}, {"node_tokens": True}, {"node_tokens": "256"}, {"node_tokens": -1},
     {"hnsw_ef": -1}, {"hnsw_ef": "x"}, {"hnsw_ef": 0}, {"prefetch_limit": "x"}, {"prefetch_limit": 0},
     {"batch_size": -1}, {"batch_size": 0}, {"batch_size": "8"}, {"batch_size": 2.0},
+    {"document_batch_size": 0}, {"document_batch_size": "8"},
 ], ids=lambda kwargs: "-".join(f"{k}={v!r}" for k, v in kwargs.items()))
 def test_bad_constructor_numbers_are_refused_before_anything_is_created(tmp_path: Path, minilm_encoder,
                                                                         kwargs) -> None:
@@ -54,9 +55,9 @@ def test_a_bad_batch_size_stores_nothing_and_says_so(store, docs, batch_size) ->
     before = _state(store)
     documents = [(f"new{i}.txt", text, None) for i, text in enumerate(list(docs.values())[2:6])]
     with pytest.raises(InvalidInputError, match="batch_size"):
-        store.add_documents(documents, batch_size=batch_size)
+        store.add_documents(documents, document_batch_size=batch_size)
     with pytest.raises(InvalidInputError, match="batch_size"):
-        store.upsert_documents([], batch_size=batch_size)
+        store.upsert_documents([], document_batch_size=batch_size)
     assert _state(store) == before
 
 
@@ -568,14 +569,13 @@ def test_bm25_speaks_the_stores_language(tmp_path: Path, minilm_encoder) -> None
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 
-@pytest.mark.parametrize("kwargs", [{"aplha": 0.5}, {"collection_name": "docs", "location": ":memory:"},
-                                    {"enable_hybrid": True, "url": "http://localhost:6333"}],
-                         ids=["typo", "collection_name", "enable_hybrid"])
-def test_unknown_keyword_arguments_are_a_type_error_naming_the_valid_ones(tmp_path: Path, kwargs) -> None:
-    from llama_index.vector_stores.landmark import LandmarkVectorStore
-
-    for make in (LandmarkStore, LandmarkVectorStore):
-        with pytest.raises(TypeError, match=r"unexpected keyword argument.*prefer_grpc") as caught:
-            make(**({"path": tmp_path / "s"} if "location" not in kwargs and "url" not in kwargs else {}), **kwargs)
-        assert "ServerBackend" not in str(caught.value)
+@pytest.mark.parametrize(("kwargs", "hint"), [({"aplha": 0.5}, "did you mean 'alpha'"),
+                                              ({"collection": "docs"}, "did you mean 'collection_name'"),
+                                              ({"enable_hybrid": True}, "")],
+                         ids=["typo", "collection", "enable_hybrid"])
+def test_unknown_keyword_arguments_are_a_type_error_naming_the_valid_ones(tmp_path: Path, kwargs, hint) -> None:
+    """LandmarkVectorStore's own: tests/integrations/test_constructor.py."""
+    with pytest.raises(TypeError, match=r"LandmarkStore\(\) got unexpected keyword argument.*prefer_grpc") as caught:
+        LandmarkStore(tmp_path / "s", **kwargs)
+    assert hint in str(caught.value) and "Backend" not in str(caught.value)
     assert not (tmp_path / "s").exists()

@@ -17,7 +17,7 @@ from lmk_rag.store.server import (
     query_requests,
     upload_request,
 )
-from lmk_rag.store.types import Branch, CollectionSpec, PointData, ScoredPointData, SparseVector
+from lmk_rag.store.types import Branch, CollectionSpec, PointData, ScoredPointData, ServerOptions, SparseVector
 
 
 def test_payload_keys_put_metadata_under_meta():
@@ -105,11 +105,13 @@ def test_bad_filters_are_refused(bad):
         bad()
 
 
-def test_client_kwargs():
-    assert client_kwargs("http://q:6333", "k", None, True, 30) == {
-        "url": "http://q:6333", "api_key": "k", "prefer_grpc": True, "timeout": 30}
-    assert client_kwargs(None, None, ":memory:", True, None) == {"location": ":memory:"}
-    assert client_kwargs(None, None, "/tmp/x", False, None) == {"path": "/tmp/x"}
+def test_client_kwargs_put_the_store_arguments_over_client_kwargs():
+    options = ServerOptions(prefer_grpc=True, timeout=30, client_kwargs={"https": True, "grpc_port": 6334})
+    assert client_kwargs("http://q:6333", "k", None, options) == {
+        "url": "http://q:6333", "api_key": "k", "prefer_grpc": True, "timeout": 30, "https": True, "grpc_port": 6334}
+    assert client_kwargs(None, None, ":memory:", ServerOptions()) == {"location": ":memory:"}
+    assert client_kwargs(None, None, "/tmp/x", ServerOptions(client_kwargs={"force_disable_check_same_thread": True})
+                         ) == {"path": "/tmp/x", "force_disable_check_same_thread": True}
 
 
 def test_create_collection_request_passes_cluster_settings():
@@ -132,8 +134,8 @@ def test_create_collection_request_passes_cluster_settings():
 def test_upload_request_is_batched_and_parallel():
     vectors = {"node": [0.1, 0.2], "bm25": SparseVector([1], [0.5])}
     points = [PointData("6f1d3c52-7f4e-4a55-9a38-5b1f0c2d9e10", vectors, {"a": 1})]
-    request = upload_request("c", points, parallel=4, batch_size=128)
-    assert (request["parallel"], request["batch_size"], request["wait"]) == (4, 128, True)
+    request = upload_request("c", points, parallel=4, batch_size=128, max_retries=5)
+    assert (request["parallel"], request["batch_size"], request["max_retries"], request["wait"]) == (4, 128, 5, True)
     assert request["points"][0].vector["bm25"] == models.SparseVector(indices=[1], values=[0.5])
 
 

@@ -29,7 +29,7 @@ def _first_sentence(text: str) -> str:
 def test_ingest_and_search_find_each_document_by_its_own_words(open_store, docs) -> None:
     store = open_store()
     items = [(doc_id, text, {"rank": i}) for i, (doc_id, text) in enumerate(docs.items())]
-    n_nodes = store.add_documents(items[:4], batch_size=2)
+    n_nodes = store.add_documents(items[:4], document_batch_size=2)
     assert n_nodes == store.count() > 4  # long pages make several nodes
     assert store.doc_ids() == sorted(doc_id for doc_id, _, _ in items[:4])
     for doc_id, text, _ in items[:4]:

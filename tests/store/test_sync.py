@@ -128,12 +128,12 @@ def test_folder_prefix_binary_and_latin1_files(tmp_path, docs) -> None:
 def test_store_commands_reach_qdrant_client_backends(tmp_path, docs) -> None:
     corpus, location = tmp_path / "corpus", str(tmp_path / "local")
     _write_pages(corpus, docs, ["a.txt", "b.txt"])
-    assert _ingest(str(corpus), "--location", location, "--collection", "pages").exit_code == 0
+    assert _ingest(str(corpus), "--location", location, "--collection-name", "pages").exit_code == 0
     query = list(docs.values())[1][:120]
-    found = CliRunner().invoke(app, ["query", query, "--location", location, "--collection", "pages", "--json"])
+    found = CliRunner().invoke(app, ["query", query, "--location", location, "--collection-name", "pages", "--json"])
     assert found.exit_code == 0, found.output
     assert json.loads(found.stdout)["hits"][0]["doc_id"] == "b.txt"
-    info = CliRunner().invoke(app, ["info", "--location", location, "--collection", "pages"])
+    info = CliRunner().invoke(app, ["info", "--location", location, "--collection-name", "pages"])
     assert json.loads(info.stdout)["backend"] == "qdrant-local" and json.loads(info.stdout)["documents"] == 2
     both = CliRunner().invoke(app, ["info", "--location", location, "--store", str(tmp_path / "s")])
     assert both.exit_code == 1 and "exactly one of --store, --url, --location" in both.stderr

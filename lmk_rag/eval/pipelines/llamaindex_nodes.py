@@ -74,15 +74,14 @@ def embed_and_index(nodes: list[Any], embed_model: Any, options: PipelineOptions
     from llama_index.core.schema import MetadataMode
     from llama_index.vector_stores.qdrant import QdrantVectorStore
 
-    from lmk_rag.store.server import ServerBackend
+    from lmk_rag.store.server import memory_client
 
     texts = [node.get_content(metadata_mode=MetadataMode.EMBED) for node in nodes]
     result = cached_arrays(options.cache_dir, key, texts, lambda: {
         "embeddings": np.asarray(embed_model.get_text_embedding_batch(texts), dtype=np.float32)})
     for node, embedding in zip(nodes, result.arrays["embeddings"]):
         node.embedding = embedding.tolist()
-    client = ServerBackend(location=":memory:", collection=_COLLECTION).client
-    store = QdrantVectorStore(client=client, collection_name=_COLLECTION)
+    store = QdrantVectorStore(client=memory_client(), collection_name=_COLLECTION)
     index = VectorStoreIndex(
         nodes, storage_context=StorageContext.from_defaults(vector_store=store), embed_model=embed_model
     )

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
+import inspect
 import logging
+import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
@@ -16,6 +18,7 @@ from llama_index.core.vector_stores.types import (
     BasePydanticVectorStore,
     MetadataFilters,
     VectorStoreQuery,
+    VectorStoreQueryMode,
     VectorStoreQueryResult,
 )
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
@@ -30,11 +33,12 @@ from llama_index.node_parser.landmark import (
 )
 from llama_index.vector_stores.landmark.filters import to_store_filter
 from llama_index.vector_stores.landmark.search import search
+from lmk_rag.checks import refuse_unknown
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError
 from lmk_rag.store import FieldCondition, Filter, Hit, LandmarkStore, NodeRecord, Rerank
 from lmk_rag.store.ingest import clean_metadata
 from lmk_rag.store.query import check_rerank
-from lmk_rag.store.types import StoreMode
+from lmk_rag.store.types import DEFAULT_BATCH_SIZE, StoreMode
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +46,50 @@ NO_SOURCE = "lmk-rag:no-source:"
 """Prefix of the store document that holds a node without a SOURCE relationship (``NO_SOURCE + node_id``): such a
 node is a document of its own, which ``delete(ref_doc_id)`` never reaches. Reserved: no ``ref_doc_id`` may start
 with it."""
+
+
+class HybridFusionCallable(Protocol):
+    """QdrantVectorStore's ``hybrid_fusion_fn`` signature (``llama_index.vector_stores.qdrant.utils``): the dense and
+    the sparse results of one query fused into one."""
+
+    def __call__(
+        self, dense_result: VectorStoreQueryResult, sparse_result: VectorStoreQueryResult, alpha: float = 0.5,
+        top_k: int = 2,
+    ) -> VectorStoreQueryResult:
+        """Fuse ``dense_result`` and ``sparse_result`` (``alpha``: 1 dense only, 0 sparse only) into ``top_k``."""
+        ...
+
+
+STORE_OPTIONS = ("alpha", "text_keys", "node_tokens", "bm25_language", "quantization", "mode", "create", "read_only",
+                 "prefetch_limit", "hnsw_ef", "document_batch_size")
+"""The :class:`LandmarkStore` arguments ``LandmarkVectorStore`` passes through as they are (the others it names
+itself, with ``QdrantVectorStore``'s vocabulary)."""
+
+UNSUPPORTED = {
+    "sparse_doc_fn": "the sparse side is Qdrant's own BM25, computed by the engine from each node's text with IDF "
+                     "at query time (bm25_language= picks its stop words and stemmer)",
+    "sparse_query_fn": "the sparse side is Qdrant's own BM25, computed by the engine from the query text",
+    "dense_vector_name": "the store's named vectors are fixed (node, chunks, bm25, ...: docs/store.md)",
+    "sparse_vector_name": "the store's named vectors are fixed (node, chunks, bm25, ...: docs/store.md)",
+    "dense_config": "the store sets its own vector parameters (cosine node vectors, MaxSim chunk multivectors)",
+    "sparse_config": "the store sets its own sparse parameters (BM25 with Qdrant's IDF modifier)",
+    "quantization_config": "quantization applies to the chunk multivectors: give quantization='int8' or 'binary'",
+    "sharding_method": "custom sharding is not offered; shard_number= spreads a collection over a cluster",
+    "shard_key_selector_fn": "custom sharding is not offered; shard_number= spreads a collection over a cluster",
+    "shard_keys": "custom sharding is not offered; shard_number= spreads a collection over a cluster",
+}
+"""``QdrantVectorStore`` arguments with no meaning here, and why (given, even as None, they raise
+``NotImplementedError``)."""
+
+
+def refuse_unsupported(arguments: dict[str, Any]) -> None:
+    """Raise for the first :data:`UNSUPPORTED` argument given.
+
+    :raises NotImplementedError: naming the argument and the reason.
+    """
+    for name in arguments:
+        if name in UNSUPPORTED:
+            raise NotImplementedError(f"LandmarkVectorStore does not take {name}=: {UNSUPPORTED[name]}")
 
 
 class LandmarkVectorStore(BasePydanticVectorStore):
@@ -54,7 +102,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
     with ``"none"``; by default the store's: ``"chunks"``, or ``"static"`` in a static store) fused with its BM25
     score. Nodes from :class:`LandmarkNodeParser` bring their chunk vectors; other nodes with an embedding are
     written with that embedding as their only chunk vector. A static store (no transformer) comes from a static
-    embedding: ``LandmarkVectorStore(path, embed_model=LandmarkEmbedding(static=True))``, parsed by the same
+    embedding: ``LandmarkVectorStore(path=..., embed_model=LandmarkEmbedding(static=True))``, parsed by the same
     :class:`LandmarkNodeParser`.
     Pass ``rerank`` or ``alpha`` per query with ``index.as_retriever(vector_store_kwargs={"rerank": "static"})``.
     Query modes, filters and what is not supported: docs/llamaindex.md.
@@ -75,53 +123,123 @@ class LandmarkVectorStore(BasePydanticVectorStore):
     _store: LandmarkStore = PrivateAttr()
     _owns_store: bool = PrivateAttr(default=True)
     _embed_model: LandmarkEmbedding | None = PrivateAttr(default=None)
+    _hybrid_fusion_fn: HybridFusionCallable | None = PrivateAttr(default=None)
 
     def __init__(
         self,
-        path: str | Path | None = None,
+        collection_name: str | None = None,
         *,
+        client: Any = None,
+        aclient: Any = None,
         url: str | None = None,
         api_key: str | None = None,
-        client: Any = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        parallel: int | None = None,
+        max_retries: int | None = None,
+        client_kwargs: dict[str, Any] | None = None,
+        enable_hybrid: bool | None = None,
+        hybrid_fusion_fn: HybridFusionCallable | None = None,
+        payload_indexes: list[dict[str, Any]] | None = None,
+        shard_number: int | None = None,
+        replication_factor: int | None = None,
+        write_consistency_factor: int | None = None,
+        fastembed_sparse_model: str | None = None,
+        index_doc_id: bool = True,
+        text_key: str | None = "text",
+        path: str | Path | None = None,
         location: str | None = None,
+        prefer_grpc: bool | None = None,
+        timeout: int | None = None,
         store: LandmarkStore | None = None,
         embed_model: LandmarkEmbedding | None = None,
         static_encoder: Any = None,
         rerank: Rerank | str | None = None,
         **store_options: Any,
     ) -> None:
-        """Open a store, or wrap one.
+        """Open a store, or wrap one. The arguments of ``QdrantVectorStore`` keep their meaning (a table in
+        docs/llamaindex.md says which are mapped, accepted with a warning, or refused and why); the others are
+        lmk-rag's.
 
-        :param path: folder of an embedded Qdrant Edge store (created when missing).
+        :param collection_name: the collection on a Qdrant server or in local mode (default ``"lmk_rag"``); an
+            Edge store (``path``) is its folder.
+        :param client: an existing ``qdrant_client.QdrantClient``.
+        :param aclient: a ``qdrant_client.AsyncQdrantClient``: the async methods call it natively (beside
+            ``client`` on a server; alone in local mode). Built from ``url`` when not given.
         :param url: URL of a Qdrant server; ``api_key`` authenticates.
         :param api_key: API key for ``url``.
-        :param client: an existing ``qdrant_client.QdrantClient``.
+        :param batch_size: points per upsert request.
+        :param parallel: processes uploading points to a server (default 1).
+        :param max_retries: times a failed upsert request to a server is sent again (default 3).
+        :param client_kwargs: other arguments of the clients built for ``url`` or ``location``.
+        :param enable_hybrid: BM25 sparse vectors beside the dense ones, fused into every ranking; None = as
+            recorded (on for a new store: it wins on every dev set, docs/decisions.md).
+        :param hybrid_fusion_fn: ``fn(dense_result, sparse_result, alpha=..., top_k=...) -> VectorStoreQueryResult``
+            (QdrantVectorStore's ``HybridFusionCallable``) for ``hybrid`` queries, which then run the dense and the
+            BM25 search apart and pass both; None: the store's own fusion, in one Query API call.
+        :param payload_indexes: ``[{"field_name": key, "field_schema": type}, ...]``: metadata keys to index.
+        :param shard_number: shards of a new collection on a cluster.
+        :param replication_factor: copies of each shard of a new collection.
+        :param write_consistency_factor: replicas that must confirm a write, for a new collection.
+        :param fastembed_sparse_model: accepted with a warning (the sparse side is Qdrant's own BM25; no FastEmbed
+            model is loaded); turns ``enable_hybrid`` on, as in QdrantVectorStore.
+        :param index_doc_id: the ``doc_id`` index is always made (deletes and versions filter by it); False warns.
+        :param text_key: the payload key of the node text: ``"text"`` only.
+        :param path: folder of an embedded Qdrant Edge store (the default ``./lmk_store``).
         :param location: qdrant-client local mode, ``":memory:"`` or a folder.
+        :param prefer_grpc: gRPC for calls to ``url``.
+        :param timeout: request timeout in seconds for ``url``.
         :param store: an open :class:`LandmarkStore` to use instead of the arguments above (:meth:`close` leaves it
             open: it is the caller's).
         :param embed_model: share this model's encoder with the store (else the store builds its own
             from its recorded settings).
         :param static_encoder: a ``StaticTokenEncoder`` to fill and search static token vectors.
         :param rerank: the default second stage (None: the store's, ``"chunks"`` or ``"static"`` in a static store).
-        :param store_options: other :class:`LandmarkStore` arguments (``collection``, ``bm25``, ``alpha``,
-            ``text_keys`` (metadata keys indexed for ``TEXT_MATCH``), ...).
-        :raises InvalidInputError: when ``store`` is given with location arguments.
+        :param store_options: the other :class:`LandmarkStore` arguments (:data:`STORE_OPTIONS`: ``alpha``,
+            ``text_keys``, ``node_tokens``, ``bm25_language``, ...).
+        :raises TypeError: for an argument neither this class nor ``LandmarkStore`` takes, naming the close ones.
+        :raises NotImplementedError: for a QdrantVectorStore argument with no meaning here, saying why.
+        :raises InvalidInputError: when ``store`` is given with arguments that open a store.
         """
-        if store is not None and (path, url, client, location) != (None, None, None, None):
-            raise InvalidInputError("give either store= or one of path, url, client, location, not both")
+        refuse_unsupported(store_options)
+        if "bm25" in store_options:
+            raise TypeError("LandmarkVectorStore() takes enable_hybrid= (QdrantVectorStore's name) for BM25 on or off, "
+                            "not bm25=")
+        refuse_unknown("LandmarkVectorStore()", {k: v for k, v in store_options.items() if k not in STORE_OPTIONS},
+                       set(inspect.signature(LandmarkVectorStore.__init__).parameters) - {"self", "store_options"}
+                       | set(STORE_OPTIONS))
+        if fastembed_sparse_model is not None:
+            warnings.warn(f"fastembed_sparse_model={fastembed_sparse_model!r} is not loaded: the sparse side of "
+                          "LandmarkVectorStore is Qdrant's own BM25 (bm25_language= picks its language)", stacklevel=2)
+            enable_hybrid = True if enable_hybrid is None else enable_hybrid
+        if index_doc_id is False:
+            warnings.warn("index_doc_id=False has no effect: the store always indexes doc_id (its deletes and "
+                          "versions filter by it)", stacklevel=2)
+        if text_key != "text":
+            raise NotImplementedError(f"text_key={text_key!r}: a LandmarkVectorStore keeps node text under 'text'")
+        if hybrid_fusion_fn is not None and not callable(hybrid_fusion_fn):
+            raise InvalidInputError(f"hybrid_fusion_fn must be a callable (dense_result, sparse_result, alpha, "
+                                    f"top_k) -> VectorStoreQueryResult, got {hybrid_fusion_fn!r}")
+        opening = {
+            "path": path, "url": url, "api_key": api_key, "client": client, "aclient": aclient, "location": location,
+            "collection_name": collection_name, "bm25": enable_hybrid, "payload_indexes": payload_indexes,
+            "prefer_grpc": prefer_grpc, "timeout": timeout, "client_kwargs": client_kwargs,
+            "shard_number": shard_number, "replication_factor": replication_factor,
+            "write_consistency_factor": write_consistency_factor, "parallel": parallel, "max_retries": max_retries,
+            "static_encoder": static_encoder, **store_options,
+        }
+        if batch_size != DEFAULT_BATCH_SIZE:
+            opening["batch_size"] = batch_size
+        if store is not None and any(value is not None for value in opening.values()):
+            given = sorted(name for name, value in opening.items() if value is not None)
+            raise InvalidInputError(f"give either store= or the arguments that open one ({', '.join(given)}), not both")
         super().__init__(rerank=None if rerank is None else check_rerank(rerank))
         self._owns_store = store is None
         self._store = store or LandmarkStore(
-            path,
-            url=url,
-            api_key=api_key,
-            client=client,
-            location=location,
             encoder=embed_model.encoder if embed_model is not None else None,
-            static_encoder=static_encoder,
-            **store_options,
+            **{name: value for name, value in opening.items() if value is not None},
         )
         self._embed_model = embed_model
+        self._hybrid_fusion_fn = hybrid_fusion_fn
 
     @classmethod
     def class_name(cls) -> str:
@@ -129,9 +247,25 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         return "LandmarkVectorStore"
 
     @property
-    def client(self) -> LandmarkStore:
+    def store(self) -> LandmarkStore:
         """The underlying :class:`LandmarkStore`."""
         return self._store
+
+    @property
+    def client(self) -> Any:
+        """The ``QdrantClient`` where the store has one (a server or local mode), None on Edge."""
+        return self._store.client
+
+    @property
+    def aclient(self) -> Any:
+        """The ``AsyncQdrantClient`` the async methods call, None where there is none (they run the sync calls in
+        a worker thread then)."""
+        return self._store.aclient
+
+    @property
+    def collection_name(self) -> str | None:
+        """The collection on a qdrant-client backend, None on Edge (the store is its folder)."""
+        return self._store.collection_name
 
     @property
     def embed_model(self) -> LandmarkEmbedding:
@@ -172,8 +306,9 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         return [node.node_id for node in nodes]
 
     async def async_add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
-        """:meth:`add` in a worker thread."""
-        return await asyncio.to_thread(self.add, nodes, **add_kwargs)
+        """:meth:`add`, awaitable: with an :attr:`aclient`, its engine calls are that client's (see
+        :meth:`LandmarkStore.call_async`)."""
+        return await self._store.call_async(self.add, nodes, **add_kwargs)
 
     def _merged_records(self, nodes: Sequence[BaseNode]) -> tuple[dict[str, list[NodeRecord]], list[str]]:
         """Per document, the records to write (its stored nodes, overwritten or extended by ``nodes``), and the ids
@@ -285,7 +420,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         if made_by is not None and made_by != fingerprint:
             raise SettingsMismatchError(
                 f"node {node.node_id!r} was embedded by encoder {made_by}, the store holds vectors of {fingerprint}: "
-                "parse with the store's encoder settings (LandmarkVectorStore.client.encoder.settings)"
+                "parse with the store's encoder settings (LandmarkVectorStore.store.encoder.settings)"
             )
         vector = np.asarray(node.embedding, dtype=np.float32)
         chunk_vectors = vector[None, :] if chunk_vectors is None else chunk_vectors
@@ -310,8 +445,8 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         self._store.delete_document(ref_doc_id)
 
     async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
-        """:meth:`delete` in a worker thread."""
-        await asyncio.to_thread(self.delete, ref_doc_id, **delete_kwargs)
+        """:meth:`delete`, awaitable (as :meth:`async_add`)."""
+        await self._store.call_async(self.delete, ref_doc_id, **delete_kwargs)
 
     def delete_nodes(
         self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None, **delete_kwargs: Any
@@ -328,16 +463,16 @@ class LandmarkVectorStore(BasePydanticVectorStore):
     async def adelete_nodes(
         self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None, **delete_kwargs: Any
     ) -> None:
-        """:meth:`delete_nodes` in a worker thread."""
-        await asyncio.to_thread(self.delete_nodes, node_ids, filters, **delete_kwargs)
+        """:meth:`delete_nodes`, awaitable (as :meth:`async_add`)."""
+        await self._store.call_async(self.delete_nodes, node_ids, filters, **delete_kwargs)
 
     def clear(self) -> None:
         """Delete every node (the store keeps its encoder settings)."""
         self._store.clear()
 
     async def aclear(self) -> None:
-        """:meth:`clear` in a worker thread."""
-        await asyncio.to_thread(self.clear)
+        """:meth:`clear`, awaitable (as :meth:`async_add`)."""
+        await self._store.call_async(self.clear)
 
     # ------------------------------------------------------------------ reading
 
@@ -347,17 +482,26 @@ class LandmarkVectorStore(BasePydanticVectorStore):
 
         :param query: LlamaIndex's query: ``query_str`` (encoded once by the store) or, without it,
             ``query_embedding``; ``similarity_top_k``, ``filters``, ``doc_ids``, ``node_ids``, ``mode``, ``alpha``,
-            ``mmr_threshold``.
+            ``mmr_threshold``. With a ``hybrid_fusion_fn``, a ``hybrid`` query runs the dense search
+            (``similarity_top_k``) and the BM25 search (``sparse_top_k``) apart and returns the function's fusion of
+            the two.
         :param kwargs: ``rerank`` (``"chunks"``, ``"static"``, ``"none"``) and ``alpha`` (weight of the rerank
             score against BM25, see :meth:`LandmarkStore.search`) override the store's defaults; ``mmr_threshold``
             overrides the query's.
         :return: the nodes, their scores (in [-1, 1]) and ids, best first.
         """
-        return self._result(self._search(query, **kwargs))
+        fusion = self._hybrid_fusion_fn
+        if fusion is None or query.mode != VectorStoreQueryMode.HYBRID or not query.query_str:
+            return self._result(self._search(query, **kwargs))
+        kwargs.pop("alpha", None)
+        dense = self._search(replace(query, mode=VectorStoreQueryMode.DEFAULT), alpha=1.0, **kwargs)
+        sparse = self._search(replace(query, mode=VectorStoreQueryMode.SPARSE), **kwargs)
+        return fusion(self._result(dense), self._result(sparse), alpha=0.5 if query.alpha is None else query.alpha,
+                      top_k=query.hybrid_top_k or query.similarity_top_k)
 
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
-        """:meth:`query` with the search in a worker thread."""
-        return self._result(await asyncio.to_thread(self._search, query, **kwargs))
+        """:meth:`query`, awaitable (as :meth:`async_add`)."""
+        return await self._store.call_async(self.query, query, **kwargs)
 
     def _search(
         self, query: VectorStoreQuery, rerank: Rerank | str | None = None, alpha: float | None = None, **kwargs: Any
@@ -392,8 +536,8 @@ class LandmarkVectorStore(BasePydanticVectorStore):
     async def aget_nodes(
         self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
     ) -> list[BaseNode]:
-        """:meth:`get_nodes` in a worker thread."""
-        return await asyncio.to_thread(self.get_nodes, node_ids, filters)
+        """:meth:`get_nodes`, awaitable (as :meth:`async_add`)."""
+        return await self._store.call_async(self.get_nodes, node_ids, filters)
 
     # ------------------------------------------------------------------ closing
 
