@@ -170,3 +170,21 @@ def test_qdrant_bindings_stay_in_their_backend_modules() -> None:
     assert client <= {"lmk_rag/store/server.py"}, (
         f"only lmk_rag/store/server.py may import qdrant_client; found in {sorted(client)}"
     )
+
+
+def store_class_bases(root: Path) -> dict[str, set[str]]:
+    """Each class defined in ``lmk_rag/store``, with the names of its bases that are classes defined there too."""
+    defined: dict[str, list[str]] = {}
+    for path in sorted((root / "lmk_rag" / "store").glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8"), str(path)).body:
+            if isinstance(node, ast.ClassDef):
+                defined[node.name] = [base.id for base in node.bases if isinstance(base, ast.Name)]
+    return {name: {base for base in bases if base in defined} for name, bases in defined.items()}
+
+
+def test_store_classes_compose_and_only_backends_inherit() -> None:
+    """The store is built by composition: no store class inherits another store class but the backend ABC."""
+    inheriting = {name: bases for name, bases in store_class_bases(ROOT).items() if bases - {"Backend"}}
+    assert not inheriting, f"store classes inheriting store classes: {inheriting}"
+    assert {name for name, bases in store_class_bases(ROOT).items() if bases == {"Backend"}} == {
+        "EdgeBackend", "ServerBackend"}

@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 
 from lmk_rag.store import records as rec
-from lmk_rag.store import versions
 from lmk_rag.store.base import Backend
+from lmk_rag.store.filters import every
+from lmk_rag.store.visibility import scroll
 
 #: How far a stored unit vector's norm may drift (float32 storage, cosine normalisation).
 NORM_TOLERANCE = 1e-2
@@ -33,14 +34,13 @@ def verify(backend: Backend, committed: tuple[int, int] | None) -> list[str]:
     """
     b = backend.builder
     problems: list[str] = []
-    markers = {m.payload["doc_id"]: m.payload for m in versions.scroll(backend, b.combine([b.match("kind", rec.DOC)],
-                                                                                          [], []), False)}
+    markers = {m.payload["doc_id"]: m.payload for m in scroll(backend, every(b, b.match("kind", rec.DOC)), False)}
     current = {doc_id: payload.get("version") for doc_id, payload in markers.items()}
     pending = sorted(doc_id for doc_id, payload in markers.items() if payload.get("pending") is not None)
     _add(problems, "documents with an interrupted write (opening the store to write repairs them)", pending)
     nodes: Counter[str] = Counter()
     orphans, damaged = [], []
-    for point in versions.scroll(backend, b.combine([b.match("kind", rec.NODE)], [], []), True):
+    for point in scroll(backend, every(b, b.match("kind", rec.NODE)), True):
         doc_id = point.payload.get("doc_id")
         if doc_id not in current or current[doc_id] != point.payload.get("version"):
             orphans.append(point.payload.get("node_id", point.id))
@@ -70,7 +70,7 @@ def sample_problem(backend: Backend, size: int = SAMPLE) -> str | None:
     :return: ``"<node id>: <problem>"``, or None when the sample is sound.
     """
     b = backend.builder
-    nodes = b.combine([b.match("kind", rec.NODE)], [], [])
+    nodes = every(b, b.match("kind", rec.NODE))
     for offset in (None, str(uuid.uuid4())):
         points, _ = backend.scroll(nodes, True, size, offset)
         for point in points:

@@ -144,6 +144,11 @@ class ConditionBuilder(Protocol):
         """A native filter from native conditions."""
 
 
+def every(builder: ConditionBuilder, *conditions: Any, but_not: Sequence[Any] = ()) -> Any:
+    """The native filter of the points matching every one of ``conditions`` and none of ``but_not``."""
+    return builder.combine(list(conditions), [], list(but_not))
+
+
 def payload_key(key: str) -> str:
     """Map a filter key to its payload path: the store's own fields stay, metadata keys go under ``meta.``, each
     dotted part quoted (``my key.sub[]`` -> ``meta."my key"."sub"[]``), so a key of any characters but

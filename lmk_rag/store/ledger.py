@@ -12,11 +12,12 @@ have several writers, so its counts are not recorded.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from lmk_rag.errors import CorruptStoreError
+from lmk_rag.store import visibility
 from lmk_rag.store.base import Backend
 
 Counts = tuple[int, int]
@@ -28,14 +29,12 @@ class Ledger:
 
     :param backend: the store's backend (its settings record is rewritten on each change).
     :param meta: the store's settings record (updated in place).
-    :param counts: returns the engine's ``(documents, nodes)``.
     :param where: the store, for messages.
     """
 
-    def __init__(self, backend: Backend, meta: dict[str, Any], counts: Callable[[], Counts], where: str) -> None:
+    def __init__(self, backend: Backend, meta: dict[str, Any], where: str) -> None:
         self.backend = backend
         self.meta = meta
-        self.counts = counts
         self.where = where
         self.enabled = backend.single_writer
 
@@ -48,7 +47,7 @@ class Ledger:
         record = self.meta.get("committed")
         if not self.enabled or record is None:
             return
-        actual = self.counts()
+        actual = visibility.counts(self.backend)
         expected = (record["documents"], record["nodes"])
         upcoming = record.get("next")
         if actual == expected and upcoming is None:
@@ -68,11 +67,20 @@ class Ledger:
         if not self.enabled:
             yield
             return
-        current = self.meta.get("committed")
-        before = (current["documents"], current["nodes"]) if current else self.counts()
-        self._record(before, upcoming or "unknown")
+        self._record(self.counts(), upcoming or "unknown")
         yield
-        self._record(self.counts(), None)
+        self._record(visibility.counts(self.backend), None)
+
+    def counts(self) -> Counts:
+        """The committed counts, else (none recorded yet) the engine's."""
+        return self.current() or visibility.counts(self.backend)
+
+    def after(self, delta: Counts) -> Counts | None:
+        """What a change of ``delta`` documents and nodes will leave (None when the ledger is off)."""
+        if not self.enabled:
+            return None
+        now = self.counts()
+        return now[0] + delta[0], now[1] + delta[1]
 
     def current(self) -> Counts | None:
         """The committed counts, or None when they are not recorded."""

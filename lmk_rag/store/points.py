@@ -1,5 +1,5 @@
-"""A store's named vectors on both sides: node points with every vector the store holds (shapes checked, static
-and BM25 vectors added; a static store holds no chunk vectors), and the query's vectors for the rerank and BM25."""
+"""The write side of a store's named vectors: node points with every vector the store holds (shapes checked, static
+and BM25 vectors added; a static store holds no chunk vectors). The query side: :mod:`lmk_rag.store.query_vectors`."""
 
 from __future__ import annotations
 
@@ -11,12 +11,11 @@ from lmk_rag.errors import InvalidInputError, SettingsMismatchError, VectorSizeE
 from lmk_rag.store import records as rec
 from lmk_rag.store.bm25 import BM25_LANGUAGE, Bm25Encoder
 from lmk_rag.store.layout import recorded_vectors
-from lmk_rag.store.types import Branch, NodeRecord, PointData, Rerank, SparseVector
+from lmk_rag.store.types import NodeRecord, PointData
 
 
-class StoreVectors:
-    """Turns a store's :class:`NodeRecord` s into points carrying every vector its settings name, and a query
-    into the rerank's and BM25's query vectors.
+class NodeVectors:
+    """Turns a store's :class:`NodeRecord` s into points carrying every vector its settings name.
 
     :param dim: size of the node and chunk vectors.
     :param static_dim: size of the static token vectors, or None when the store holds none.
@@ -39,7 +38,7 @@ class StoreVectors:
         self.where = where
 
     @classmethod
-    def from_settings(cls, meta: dict[str, Any], static_encoder: Any, where: str) -> StoreVectors:
+    def from_settings(cls, meta: dict[str, Any], static_encoder: Any, where: str) -> NodeVectors:
         """The vectors a store's settings record names (stores from before the tokenizer was recorded: word
         tokens)."""
         bm25 = None
@@ -97,50 +96,6 @@ class StoreVectors:
         if self.bm25 is not None:
             vectors["bm25"] = self.bm25.embed_document(record.text)
         return vectors
-
-    def static_query(self, text: str) -> np.ndarray:
-        """The query's static token vectors.
-
-        :raises SettingsMismatchError: when the store was opened without a static encoder.
-        """
-        if self.static_encoder is None:
-            raise SettingsMismatchError("rerank='static' needs the store opened with static_encoder=...")
-        return self.static_encoder.encode_query_tokens(text)
-
-    def sparse_query(self, text: str | None) -> SparseVector | None:
-        """The query's BM25 vector (None without BM25 or without text)."""
-        return self.bm25.embed_query(text) if self.bm25 is not None and text else None
-
-    def scorer(self, rerank: Rerank, query: Any, static_query: np.ndarray | None) -> Branch:
-        """The rerank's scoring query: the query's chunk vectors, its static token vectors or its vector.
-
-        :param query: the encoded query (``.vector`` (dim,), ``.chunk_vectors`` (q, dim)).
-        :raises VectorSizeError: for vectors of the wrong shape.
-        :raises SettingsMismatchError: for ``"static"`` on a store without static vectors.
-        """
-        vector = np.asarray(query.vector, dtype=np.float32)
-        if vector.shape != (self.dim,):
-            raise VectorSizeError(f"query vector of shape {vector.shape}, store expects ({self.dim},)")
-        check_directions(vector, "query vector")
-        if rerank == Rerank.CHUNKS:
-            if not self.chunks:
-                raise SettingsMismatchError(
-                    f"{self.where} is a static store: it has no chunk vectors; use rerank='static' or 'none'"
-                )
-            chunks = np.asarray(query.chunk_vectors, dtype=np.float32).reshape(-1, self.dim)
-            check_directions(chunks, "query chunk_vectors")
-            return Branch("chunks", chunks.tolist())
-        if rerank == Rerank.NONE:
-            return Branch("node", vector.tolist())
-        if self.static_dim is None:
-            raise SettingsMismatchError(f"{self.where} has no static token vectors; rerank='static' is unavailable")
-        if static_query is None:
-            raise InvalidInputError("rerank='static' needs static_query (the query's static token vectors)")
-        tokens = np.asarray(static_query, dtype=np.float32)
-        if tokens.ndim != 2 or tokens.shape[1] != self.static_dim or len(tokens) == 0:
-            raise VectorSizeError(f"static query of shape {tokens.shape}, store expects (q>=1, {self.static_dim})")
-        check_directions(tokens, "static query")
-        return Branch("static", tokens.tolist())
 
 
 def check_directions(vectors: np.ndarray, what: str) -> None:

@@ -1,24 +1,28 @@
-"""The read half of :class:`~lmk_rag.store.LandmarkStore`: searches (fused, MMR) and look-ups.
+"""The reader of a store: searches (fused, MMR) and look-ups; it changes nothing in the store.
 
-A mixin (as qdrant-client adds its fastembed methods to ``QdrantClient``): it uses the store's backend, vectors
-and settings and changes nothing in the store.
+A fused search is one Query API call (the rerank and BM25 over the union of the prefetches), then one look-up of the
+candidates' markers (:func:`~lmk_rag.store.visibility.visible`) and one of the hits' payloads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from lmk_rag.checks import check_count
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import records as rec
-from lmk_rag.store import versions
+from lmk_rag.store import visibility
+from lmk_rag.store.base import Backend
 from lmk_rag.store.check import sample_problem
 from lmk_rag.store.filters import FilterLike
+from lmk_rag.store.ledger import Ledger
+from lmk_rag.store.modes import default_rerank
 from lmk_rag.store.points import check_directions
 from lmk_rag.store.query import (
+    DEFAULT_ALPHA,
     best_hits,
     check_alpha,
     check_rerank,
@@ -27,31 +31,43 @@ from lmk_rag.store.query import (
     plan_mmr,
     plan_search,
 )
-from lmk_rag.store.types import Branch, Hit, NodeRecord, Rerank
-
-if TYPE_CHECKING:  # pragma: no cover
-    from lmk_rag.store.base import Backend
-    from lmk_rag.store.ledger import Ledger
-    from lmk_rag.store.points import StoreVectors
+from lmk_rag.store.query_vectors import QueryVectors
+from lmk_rag.store.settings import StoreEncoder
+from lmk_rag.store.types import Branch, Hit, NodeRecord, Rerank, StoreMode
 
 
-class StoreReads:
-    """Searches and look-ups of a store (see :class:`~lmk_rag.store.LandmarkStore`)."""
+class Reader:
+    """Searches and look-ups of one store (see :class:`~lmk_rag.store.LandmarkStore`, whose methods these are).
 
-    _backend: Backend
-    _vectors: StoreVectors
-    _meta: dict[str, Any]
-    _ledger: Ledger
-    where: str
-    prefetch_limit: int
-    hnsw_ef: int | None
-    #: Whether this handle has sampled the stored vectors (:meth:`_check_sample`).
-    _sampled: bool = False
-    encoder: Any
-    alpha: float
-    bm25: bool
-    default_rerank: Rerank
-    dim: int
+    :param backend: the store's backend.
+    :param where: the store, for messages.
+    :param meta: the store's settings record.
+    :param queries: makes a query's vectors for the store's rerank and BM25.
+    :param encoder: the store's encoder (built on first use).
+    :param ledger: the committed counts (for :meth:`check`).
+    :param mode: the store's mode.
+    :param prefetch_limit: candidates per prefetch branch.
+    :param hnsw_ef: HNSW ``ef`` of the dense prefetch (None: Qdrant's default).
+    :param alpha: this handle's weight of the rerank (None: the recorded one).
+    """
+
+    def __init__(self, backend: Backend, where: str, meta: dict[str, Any], queries: QueryVectors,
+                 encoder: StoreEncoder, ledger: Ledger, mode: StoreMode, prefetch_limit: int, hnsw_ef: int | None,
+                 alpha: float | None) -> None:
+        """Keep the store's collaborators."""
+        self.backend = backend
+        self.where = where
+        self.meta = meta
+        self.queries = queries
+        self.encoder = encoder
+        self.ledger = ledger
+        self.prefetch_limit = prefetch_limit
+        self.hnsw_ef = hnsw_ef
+        self.bm25 = bool(meta.get("bm25"))
+        self.alpha = alpha if alpha is not None else float(meta.get("alpha", DEFAULT_ALPHA if self.bm25 else 1.0))
+        self.default_rerank = default_rerank(mode)
+        self.dim = int(meta["encoder"]["dim"])
+        self._sampled = False  # whether this handle has sampled the stored vectors (:meth:`_check_sample`)
 
     def search(
         self,
@@ -62,18 +78,12 @@ class StoreReads:
         doc_level: bool = True,
         alpha: float | None = None,
     ) -> list[Hit]:
-        """Encode a query once and search in two stages (see :meth:`search_encoded`).
-
-        :param query: the query text.
-        :param rerank: ``"chunks"`` (MaxSim over chunk vectors), ``"static"`` (static token MaxSim) or ``"none"``;
-            None: the store's :attr:`default_rerank`.
-        :return: hits, best first.
-        """
+        """A text query, encoded once, searched in two stages (see :meth:`LandmarkStore.search`)."""
         rerank = self.default_rerank if rerank is None else check_rerank(rerank)
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("query must be a non-empty string")
-        static_query = self._vectors.static_query(query) if rerank == Rerank.STATIC else None
-        return self.search_encoded(self.encoder.encode_queries(query), k=k, rerank=rerank, filter=filter,
+        static_query = self.queries.static_query(query) if rerank == Rerank.STATIC else None
+        return self.search_encoded(self.encoder.get().encode_queries(query), k=k, rerank=rerank, filter=filter,
                                    doc_level=doc_level, static_query=static_query, text=query, alpha=alpha)
 
     def search_encoded(
@@ -88,22 +98,7 @@ class StoreReads:
         alpha: float | None = None,
         prefetch_limit: int | None = None,
     ) -> list[Hit]:
-        """Search with an already encoded query in one Query API call; candidates are ranked by
-        ``alpha * rerank + (1 - alpha) * bm25`` (see :mod:`lmk_rag.store.query`).
-
-        :param query: an :class:`~lmk_rag.EncodedText` (``.vector`` (dim,), ``.chunk_vectors`` (q, dim)).
-        :param k: hits returned.
-        :param rerank: ``"chunks"``, ``"static"`` or ``"none"`` (the node vector's cosine); None: the store's
-            :attr:`default_rerank`.
-        :param filter: metadata filter.
-        :param doc_level: at most one hit (the best node) per document.
-        :param static_query: the query's static token vectors, shape (q, static_dim); needed for ``"static"``.
-        :param text: the query text for BM25; None ranks by the rerank alone.
-        :param alpha: weight of the rerank score in [0, 1] (None: the store's :attr:`alpha`).
-        :param prefetch_limit: candidates per prefetch branch (None: the store's, at least ``4 * k``).
-        :return: hits, best first; scores lie in [-1, 1].
-        :raises SettingsMismatchError: for ``alpha`` < 1 on a store without BM25.
-        """
+        """An encoded query's fused search: one Query API call (see :meth:`LandmarkStore.search_encoded`)."""
         self._check_sample()
         if not (hasattr(query, "vector") and hasattr(query, "chunk_vectors")):
             raise InvalidInputError(
@@ -119,18 +114,18 @@ class StoreReads:
             raise SettingsMismatchError(f"{self.where} has no BM25 vectors: alpha must be 1, got {alpha}")
         plan = plan_search(
             dense=[Branch("node", np.asarray(query.vector, dtype=np.float32).tolist())],
-            scorer=self._vectors.scorer(rerank, query, static_query),
-            sparse=self._vectors.sparse_query(text),
+            scorer=self.queries.scorer(rerank, query, static_query),
+            sparse=self.queries.sparse_query(text),
             alpha=alpha,
             prefetch_limit=prefetch_limit,
-            filter=versions.nodes_filter(self._backend, filter),
+            filter=visibility.nodes_filter(self.backend, filter),
             payload_keys=rec.HIT_KEYS,
             hnsw_ef=self.hnsw_ef,
         )
-        results = self._backend.query(plan)
-        shown = {p.id for p in versions.visible(self._backend, [p for points in results for p in points])}
+        results = self.backend.query(plan)
+        shown = {p.id for p in visibility.visible(self.backend, [p for points in results for p in points])}
         best = best_hits(fuse(plan, [[p for p in points if p.id in shown] for points in results], alpha), k, doc_level)
-        full = {p.id: p for p in self._backend.retrieve([pid for pid, _ in best], False)}
+        full = {p.id: p for p in self.backend.retrieve([pid for pid, _ in best], False)}
         return [rec.hit_from_point(full[pid], score) for pid, score in best if pid in full]
 
     def _check_sample(self) -> None:
@@ -141,7 +136,7 @@ class StoreReads:
         """
         if self._sampled:
             return
-        damaged = sample_problem(self._backend)
+        damaged = sample_problem(self.backend)
         if damaged:
             raise CorruptStoreError(
                 f"{self.where}: stored vectors are damaged (node {damaged}); run lmk-rag check --store "
@@ -163,25 +158,13 @@ class StoreReads:
         filter: FilterLike = None,
         candidates: int | None = None,
     ) -> list[Hit]:
-        """Diverse results: maximal marginal relevance over the node vectors, in one Query API call (no rerank, no
-        BM25). Each next node maximises ``lambda_ * cosine(query, node) - (1 - lambda_) * its highest cosine to a
-        node already picked``.
-
-        :param query: the query text (encoded once) or its vector, shape (dim,).
-        :param k: hits returned.
-        :param lambda_: weight of relevance against diversity in [0, 1]: 1 gives the nearest nodes, 0 the most
-            different ones after the nearest.
-        :param filter: metadata filter.
-        :param candidates: how many nearest nodes MMR chooses from (None: the store's ``prefetch_limit``, at least
-            ``4 * k``).
-        :return: hits in MMR order; each hit's score is its node vector's cosine to the query, in [-1, 1].
-        """
+        """Diverse results by maximal marginal relevance (see :meth:`LandmarkStore.search_mmr`)."""
         self._check_sample()
         candidates = self._candidates(k, candidates, "candidates")
         if isinstance(query, str):
             if not query.strip():
                 raise InvalidInputError("query must be a non-empty string")
-            query = self.encoder.encode_queries(query).vector
+            query = self.encoder.get().encode_queries(query).vector
         try:
             vector = np.asarray(query, dtype=np.float32)
         except (TypeError, ValueError):
@@ -191,58 +174,55 @@ class StoreReads:
         if vector.shape != (self.dim,):
             raise VectorSizeError(f"query vector of shape {vector.shape}, store expects ({self.dim},)")
         check_directions(vector, "query vector")
-        plan = plan_mmr(vector.tolist(), lambda_, candidates, k, versions.nodes_filter(self._backend, filter),
+        plan = plan_mmr(vector.tolist(), lambda_, candidates, k, visibility.nodes_filter(self.backend, filter),
                         rec.HIT_KEYS, self.hnsw_ef)
-        (picked,) = self._backend.query(plan)
+        (picked,) = self.backend.query(plan)
         for point in picked:
             checked_score(point, point.score)  # a cosine outside [-1, 1] comes from damaged vectors
-        shown = versions.visible(self._backend, picked)
-        full = {p.id: p for p in self._backend.retrieve([p.id for p in shown], False)}
+        shown = visibility.visible(self.backend, picked)
+        full = {p.id: p for p in self.backend.retrieve([p.id for p in shown], False)}
         return [rec.hit_from_point(full[p.id], p.score) for p in shown if p.id in full]
 
     def get_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> list[NodeRecord]:
-        """Nodes by id and/or metadata filter, with their vectors (in no particular order)."""
-        wanted = versions.nodes_filter(self._backend, filter, node_ids)
-        points = list(versions.scroll(self._backend, wanted, with_vectors=True))
-        return [rec.record_from_point(p) for p in versions.visible(self._backend, points)]
+        """Nodes by id and/or metadata filter, with their vectors (see :meth:`LandmarkStore.get_nodes`)."""
+        wanted = visibility.nodes_filter(self.backend, filter, node_ids)
+        points = list(visibility.scroll(self.backend, wanted, with_vectors=True))
+        return [rec.record_from_point(p) for p in visibility.visible(self.backend, points)]
 
     def doc_ids(self) -> list[str]:
-        """The ids of the stored documents, sorted."""
+        """The stored documents' ids, sorted (see :meth:`LandmarkStore.doc_ids`)."""
         return sorted(self.documents())
 
     def documents(self) -> dict[str, dict[str, Any]]:
-        """Every stored document's metadata, by doc id."""
-        markers = versions.scroll(self._backend, versions.documents_filter(self._backend), False)
+        """Every stored document's metadata, by doc id (see :meth:`LandmarkStore.documents`)."""
+        markers = visibility.scroll(self.backend, visibility.documents_filter(self.backend), False)
         return {m.payload["doc_id"]: m.payload.get("meta") or {} for m in markers}
 
     def sources(self) -> dict[str, str]:
-        """The file each document was read from, by doc id, for the documents written with one
-        (``add_documents(..., sources=...)``, as ``lmk-rag ingest`` does)."""
-        markers = versions.scroll(self._backend, versions.documents_filter(self._backend), False)
+        """The file each document was read from, by doc id (see :meth:`LandmarkStore.sources`)."""
+        markers = visibility.scroll(self.backend, visibility.documents_filter(self.backend), False)
         return {m.payload["doc_id"]: m.payload["source"] for m in markers if isinstance(m.payload.get("source"), str)}
 
     def count(self) -> int:
-        """The number of stored nodes."""
-        return self._backend.count(versions.nodes_filter(self._backend, None))
+        """The number of stored nodes (see :meth:`LandmarkStore.count`)."""
+        return self.backend.count(visibility.nodes_filter(self.backend, None))
 
     def count_documents(self) -> int:
-        """The number of stored documents."""
-        return self._backend.count(versions.documents_filter(self._backend))
+        """The number of stored documents (see :meth:`LandmarkStore.count_documents`)."""
+        return self.backend.count(visibility.documents_filter(self.backend))
 
     def info(self) -> dict[str, Any]:
-        """Where the store is, its counts and recorded settings (JSON-able)."""
+        """Where the store is, its counts and recorded settings (see :meth:`LandmarkStore.info`)."""
         return {
-            "backend": self._backend.name,
+            "backend": self.backend.name,
             "location": self.where,
             "documents": self.count_documents(),
             "nodes": self.count(),
-            **{key: value for key, value in self._meta.items() if key != "format"},
+            **{key: value for key, value in self.meta.items() if key != "format"},
         }
 
     def check(self) -> list[str]:
-        """Read every point and list what is wrong (empty: the store is sound): interrupted writes, nodes without a
-        current document version, damaged vectors, node counts that differ from their documents' records, and
-        committed counts that differ from what the engine holds."""
+        """What is wrong with the store, from a read of every point (see :meth:`LandmarkStore.check`)."""
         from lmk_rag.store.check import verify
 
-        return verify(self._backend, self._ledger.current() if self._ledger.enabled else None)
+        return verify(self.backend, self.ledger.current() if self.ledger.enabled else None)

@@ -10,15 +10,12 @@ those documents, so a crash leaves the old version or the new one, never both an
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from lmk_rag.errors import CorruptStoreError
 from lmk_rag.store.types import Hit, NodeRecord, PointData
-
-if TYPE_CHECKING:
-    from lmk_rag.encoder.types import EncodedText
 
 NAMESPACE = uuid.UUID("6f1d3c52-7f4e-4a55-9a38-5b1f0c2d9e10")
 META_POINT_ID = str(uuid.uuid5(NAMESPACE, "lmk-rag-store-settings"))
@@ -31,34 +28,6 @@ PAYLOAD_INDEXES = (("kind", "keyword"), ("doc_id", "keyword"), ("node_id", "keyw
 def node_id_for(doc_id: str, index: int) -> str:
     """The id of the ``index``-th node the store cuts from a document: ``"<doc_id>#<index>"``."""
     return f"{doc_id}#{index}"
-
-
-def records_from_encoding(
-    doc_id: str, text: str, encoded: EncodedText, node_tokens: int, metadata: dict[str, Any] | None = None
-) -> list[NodeRecord]:
-    """Cut an encoded document into nodes (runs of whole landmark chunks) and make their records.
-
-    :param doc_id: the document id.
-    :param text: the document text ``encoded`` was made from.
-    :param encoded: the document's encoding.
-    :param node_tokens: the node size in tokens (see :func:`lmk_rag.nodes.group_chunks`).
-    :param metadata: the document's metadata, copied into every node.
-    :return: one record per node, ids ``"<doc_id>#<index>"``.
-    """
-    from lmk_rag.nodes import group_chunks
-
-    return [
-        NodeRecord(
-            node_id=node_id_for(doc_id, node.index),
-            doc_id=doc_id,
-            text=text[node.span[0] : node.span[1]],
-            span=node.span,
-            vector=node.vector,
-            chunk_vectors=node.chunk_vectors,
-            metadata=dict(metadata or {}),
-        )
-        for node in group_chunks(encoded, node_tokens)
-    ]
 
 
 def node_point_id(node_id: str, slot: int) -> str:
@@ -84,7 +53,7 @@ def marker_payload(
     """A document marker's payload; ``version`` None means no visible version.
 
     :param content_hash: the hash of what the visible version was made from (see
-        :func:`lmk_rag.store.ingest.content_hash`); None for nodes written pre-encoded.
+        :func:`lmk_rag.store.documents.content_hash`); None for nodes written pre-encoded.
     :param source: the file the document was read from, when its writer said so (kept apart from the metadata,
         which users fill as they like: ``lmk-rag ingest --sync`` deletes only documents with a source).
     """
@@ -111,7 +80,7 @@ def marker_point(payload: dict[str, Any]) -> PointData:
 
 
 def node_point(record: NodeRecord, version: int, slot: int, vectors: dict[str, Any]) -> PointData:
-    """A node point: its named vectors (built by :class:`~lmk_rag.store.points.StoreVectors`) and payload."""
+    """A node point: its named vectors (built by :class:`~lmk_rag.store.points.NodeVectors`) and payload."""
     payload = {
         "kind": NODE,
         "doc_id": record.doc_id,

@@ -307,3 +307,39 @@ def check_static(meta: dict[str, Any], static_encoder: Any | None, where: str) -
             f"{where} holds static vectors of model {recorded['fingerprint']} (dim {recorded['dim']}), "
             f"given {static_encoder.fingerprint} (dim {static_encoder.dim})"
         )
+
+
+class StoreEncoder:
+    """A store's encoder: the one given, else built on first use from the store's recorded settings (the defaults
+    for a new store) and checked against them.
+
+    :param given: the encoder the store was opened with, or None.
+    :param where: the store, for messages.
+    """
+
+    def __init__(self, given: Any, where: str) -> None:
+        self._encoder = given
+        self.where = where
+        #: the store's settings record, once read or made (None before: a new store's encoder has the defaults).
+        self.meta: dict[str, Any] | None = None
+
+    def get(self) -> Any:
+        """The encoder (built now when none was given).
+
+        :raises CorruptStoreError: when the record names settings this version's encoder does not take.
+        :raises SettingsMismatchError: when the built encoder's model files differ from the store's.
+        """
+        if self._encoder is None:
+            from lmk_rag.encoder import LandmarkEncoder
+
+            settings = self.meta["encoder"]["settings"] if self.meta else {}
+            try:
+                self._encoder = LandmarkEncoder(**settings)
+            except TypeError as error:  # a setting this version does not know: an edited or newer record
+                raise CorruptStoreError(
+                    f"{self.where}: the settings record names encoder settings this lmk-rag does not take ({error}); "
+                    "restore the record, upgrade lmk-rag, or re-ingest into a new store"
+                ) from None
+            if self.meta is not None:
+                check_encoder(self.meta, self._encoder, self.where)
+        return self._encoder

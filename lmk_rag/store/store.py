@@ -1,11 +1,10 @@
 """``LandmarkStore``: landmark nodes in Qdrant (Edge in-process by default, or qdrant-client), two-stage search.
 
-A short facade over modules with one job each: :mod:`~lmk_rag.store.backends` opens the backend (folder checks,
-lock), :mod:`~lmk_rag.store.settings` records and checks how the vectors were made, :mod:`~lmk_rag.store.points`
-builds node points with every vector, :mod:`~lmk_rag.store.versions` writes and deletes documents so that none is
-ever lost or doubled, :mod:`~lmk_rag.store.query` plans a search and fuses its scores. The class itself opens the
-store and holds its settings; :class:`~lmk_rag.store.writes.StoreWrites` (writes and deletes) and
-:class:`~lmk_rag.store.reads.StoreReads` (searches and look-ups) are its two halves.
+The store opens a backend (:mod:`~lmk_rag.store.backends`: folder checks, lock), reads or records its settings
+(:mod:`~lmk_rag.store.settings`), and builds two collaborators over them, as ``QdrantClient`` builds its local or
+remote client: a :class:`~lmk_rag.store.reads.Reader` (searches and look-ups) and a
+:class:`~lmk_rag.store.writes.Writer` (writes and deletes through :mod:`~lmk_rag.store.versions`). Each public
+method is one call to one of them.
 """
 
 from __future__ import annotations
@@ -17,21 +16,25 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+import numpy as np
+
 from lmk_rag.checks import check_count, refuse_unknown
-from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError
+from lmk_rag.errors import InvalidInputError, SettingsMismatchError
 from lmk_rag.nodes import DEFAULT_NODE_TOKENS
-from lmk_rag.store import versions
+from lmk_rag.store import versions, visibility
 from lmk_rag.store.backends import OpenedBackend, open_backend
 from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.bm25 import BM25_LANGUAGE, check_language
+from lmk_rag.store.documents import Document
 from lmk_rag.store.filters import FilterLike
-from lmk_rag.store.ingest import Document
 from lmk_rag.store.ledger import Ledger
-from lmk_rag.store.modes import default_rerank, resolve_mode, static_store_encoder
-from lmk_rag.store.points import StoreVectors
+from lmk_rag.store.modes import resolve_mode, static_store_encoder
+from lmk_rag.store.points import NodeVectors
 from lmk_rag.store.query import DEFAULT_ALPHA, check_alpha
-from lmk_rag.store.reads import StoreReads
+from lmk_rag.store.query_vectors import QueryVectors
+from lmk_rag.store.reads import Reader
 from lmk_rag.store.settings import (
+    StoreEncoder,
     add_payload_indexes,
     check_encoder,
     check_payload_indexes,
@@ -41,13 +44,13 @@ from lmk_rag.store.settings import (
     validate_meta,
 )
 from lmk_rag.store.types import DEFAULT_BATCH_SIZE, Hit, NodeRecord, Quantization, Rerank, ServerOptions, StoreMode
-from lmk_rag.store.writes import StoreWrites
+from lmk_rag.store.writes import Writer
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class LandmarkStore(StoreReads, StoreWrites):
+class LandmarkStore:
     """Landmark nodes of documents in Qdrant, searched in two stages.
 
     Exactly one of ``path`` (Qdrant Edge folder; the default ``./lmk_store``), ``url`` (a Qdrant server),
@@ -167,7 +170,7 @@ class LandmarkStore(StoreReads, StoreWrites):
                     f"{name} must be an encoder object, got {given!r}; pick a model with "
                     "encoder=LandmarkEncoder(model_name=...) (or StaticTokenEncoder for a static store)"
                 )
-        self._encoder = encoder
+        self._given_encoder = encoder
         self.static_encoder = static_encoder
         self.prefetch_limit = check_count("prefetch_limit", prefetch_limit)
         self.hnsw_ef = None if hnsw_ef is None else check_count("hnsw_ef", hnsw_ef)
@@ -189,45 +192,52 @@ class LandmarkStore(StoreReads, StoreWrites):
     def _open(self, mode: StoreMode | str | None, node_tokens: int | None, bm25: bool | None,
               bm25_language: str | None, quantization: Quantization | None, keys: list[str] | None,
               indexes: dict[str, IndexKind], create: bool) -> None:
-        """Read or create the settings record, check it against the arguments, finish interrupted writes."""
-        encoder, static_encoder, read_only = self._encoder, self.static_encoder, self.read_only
-        meta = self._backend.read_meta()
-        meta = None if meta is None else validate_meta(meta, self.where)
-        self.mode = resolve_mode(meta, mode, encoder, self.where)
+        """Read or create the settings record, check it against the arguments, finish interrupted writes, and build
+        the reader and the writer."""
+        backend, where, read_only, given = self._backend, self.where, self.read_only, self._given_encoder
+        meta = backend.read_meta()
+        meta = None if meta is None else validate_meta(meta, where)
+        self.mode = resolve_mode(meta, mode, given, where)
+        static_encoder = self.static_encoder
         if self.mode == StoreMode.STATIC:
-            self._encoder = static_store_encoder(meta, encoder, static_encoder)
-            static_encoder = self.static_encoder = self._encoder.tokens
+            given = static_store_encoder(meta, given, static_encoder)
+            static_encoder = self.static_encoder = given.tokens
+        encoder = StoreEncoder(given, where)
         text_indexed = sorted(key for key, kind in indexes.items() if kind == "text")
         indexes = {key: kind for key, kind in indexes.items() if kind != "text"}
         if meta is None:
             alpha = DEFAULT_ALPHA if self._alpha is None else self._alpha
-            self._meta = create_settings(self._backend, self.where, create, lambda: self.encoder, static_encoder,
-                                         DEFAULT_NODE_TOKENS if node_tokens is None else node_tokens,
-                                         True if bm25 is None else bm25, alpha,
-                                         quantization, sorted(set(keys or []) | set(text_indexed)), self.mode,
-                                         bm25_language or BM25_LANGUAGE, indexes)
+            meta = create_settings(backend, where, create, encoder.get, static_encoder,
+                                   DEFAULT_NODE_TOKENS if node_tokens is None else node_tokens,
+                                   True if bm25 is None else bm25, alpha, quantization,
+                                   sorted(set(keys or []) | set(text_indexed)), self.mode,
+                                   bm25_language or BM25_LANGUAGE, indexes)
         else:
-            self._meta = check_settings(meta, self._backend, self.where, static_encoder, node_tokens, bm25, keys,
-                                        bm25_language)
-            undeclared = sorted(set(text_indexed) - set(self._meta.get("text_keys", [])))
+            meta = check_settings(meta, backend, where, static_encoder, node_tokens, bm25, keys, bm25_language)
+            undeclared = sorted(set(text_indexed) - set(meta.get("text_keys", [])))
             if undeclared:
                 raise SettingsMismatchError(
-                    f"{self.where} indexes the metadata keys {self._meta.get('text_keys', [])} as full text, given "
+                    f"{where} indexes the metadata keys {meta.get('text_keys', [])} as full text, given "
                     f"text payload indexes on {undeclared}: text indexes are declared when a store is created"
                 )
-            self._meta = add_payload_indexes(self._backend, self._meta, indexes, self.where, read_only)
-            if encoder is not None or self.mode == StoreMode.STATIC:
-                check_encoder(self._meta, self._encoder, self.where)
-        self._vectors = StoreVectors.from_settings(self._meta, static_encoder, self.where)
-        repaired = 0 if read_only else versions.repair(self._backend)
+            meta = add_payload_indexes(backend, meta, indexes, where, read_only)
+            if given is not None:
+                check_encoder(meta, given, where)
+        self._meta = encoder.meta = meta
+        self._encoders = encoder
+        vectors = NodeVectors.from_settings(meta, static_encoder, where)
+        repaired = 0 if read_only else versions.repair(backend)
         if repaired:
-            logger.warning("%s: repaired %d document(s) an interrupted write left pending", self.where, repaired)
-        self._ledger = Ledger(self._backend, self._meta, lambda: (self.count_documents(), self.count()), self.where)
-        if read_only and self._backend.count(versions.pending_filter(self._backend)):
+            logger.warning("%s: repaired %d document(s) an interrupted write left pending", where, repaired)
+        ledger = Ledger(backend, meta, where)
+        if read_only and backend.count(visibility.pending_filter(backend)):
             # a reader cannot finish an interrupted write: its counts are between two states until a writer opens
-            logger.warning("%s: a write was interrupted; the next writer's open finishes or undoes it", self.where)
+            logger.warning("%s: a write was interrupted; the next writer's open finishes or undoes it", where)
         else:
-            self._ledger.verify(fix=not read_only)
+            ledger.verify(fix=not read_only)
+        self._reader = Reader(backend, where, meta, QueryVectors(vectors), encoder, ledger, self.mode,
+                              self.prefetch_limit, self.hnsw_ef, self._alpha)
+        self._writer = Writer(backend, where, meta, vectors, ledger, encoder, read_only, self.document_batch_size)
 
     @property
     def _backend(self) -> Backend:
@@ -236,21 +246,7 @@ class LandmarkStore(StoreReads, StoreWrites):
     @property
     def encoder(self) -> Any:
         """The landmark encoder; built on first use from the recorded settings (or the defaults)."""
-        if self._encoder is None:
-            from lmk_rag.encoder import LandmarkEncoder
-
-            meta = getattr(self, "_meta", None)  # None while a new store is being created: the defaults
-            settings = meta["encoder"]["settings"] if meta else {}
-            try:
-                self._encoder = LandmarkEncoder(**settings)
-            except TypeError as error:  # a setting this version does not know: an edited or newer record
-                raise CorruptStoreError(
-                    f"{self.where}: the settings record names encoder settings this lmk-rag does not take ({error}); "
-                    "restore the record, upgrade lmk-rag, or re-ingest into a new store"
-                ) from None
-            if meta is not None:
-                check_encoder(meta, self._encoder, self.where)
-        return self._encoder
+        return self._encoders.get()
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -275,14 +271,12 @@ class LandmarkStore(StoreReads, StoreWrites):
     @property
     def alpha(self) -> float:
         """Weight of the rerank score in the final score: this handle's, else the recorded one."""
-        if self._alpha is not None:
-            return self._alpha
-        return float(self._meta.get("alpha", DEFAULT_ALPHA if self.bm25 else 1.0))
+        return self._reader.alpha
 
     @property
     def default_rerank(self) -> Rerank:
         """The rerank of a search that names none: ``chunks``, or ``static`` in a static store."""
-        return default_rerank(self.mode)
+        return self._reader.default_rerank
 
     @property
     def text_keys(self) -> list[str]:
@@ -308,6 +302,215 @@ class LandmarkStore(StoreReads, StoreWrites):
     def aclient(self) -> Any:
         """The ``AsyncQdrantClient`` the async methods call; None on Edge and beside a ``client`` given alone."""
         return getattr(self._backend, "aclient", None)
+
+    # ------------------------------------------------------------------ reads
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        rerank: Rerank | str | None = None,
+        filter: FilterLike = None,
+        doc_level: bool = True,
+        alpha: float | None = None,
+    ) -> list[Hit]:
+        """Encode a query once and search in two stages (see :meth:`search_encoded`).
+
+        :param query: the query text.
+        :param rerank: ``"chunks"`` (MaxSim over chunk vectors), ``"static"`` (static token MaxSim) or ``"none"``;
+            None: the store's :attr:`default_rerank`.
+        :return: hits, best first.
+        """
+        return self._reader.search(query, k, rerank, filter, doc_level, alpha)
+
+    def search_encoded(
+        self,
+        query: Any,
+        k: int = 10,
+        rerank: Rerank | str | None = None,
+        filter: FilterLike = None,
+        doc_level: bool = True,
+        static_query: np.ndarray | None = None,
+        text: str | None = None,
+        alpha: float | None = None,
+        prefetch_limit: int | None = None,
+    ) -> list[Hit]:
+        """Search with an already encoded query in one Query API call; candidates are ranked by
+        ``alpha * rerank + (1 - alpha) * bm25`` (see :mod:`lmk_rag.store.query`).
+
+        :param query: an :class:`~lmk_rag.EncodedText` (``.vector`` (dim,), ``.chunk_vectors`` (q, dim)).
+        :param k: hits returned.
+        :param rerank: ``"chunks"``, ``"static"`` or ``"none"`` (the node vector's cosine); None: the store's
+            :attr:`default_rerank`.
+        :param filter: metadata filter.
+        :param doc_level: at most one hit (the best node) per document.
+        :param static_query: the query's static token vectors, shape (q, static_dim); needed for ``"static"``.
+        :param text: the query text for BM25; None ranks by the rerank alone.
+        :param alpha: weight of the rerank score in [0, 1] (None: the store's :attr:`alpha`).
+        :param prefetch_limit: candidates per prefetch branch (None: the store's, at least ``4 * k``).
+        :return: hits, best first; scores lie in [-1, 1].
+        :raises SettingsMismatchError: for ``alpha`` < 1 on a store without BM25.
+        """
+        return self._reader.search_encoded(query, k, rerank, filter, doc_level, static_query, text, alpha,
+                                           prefetch_limit)
+
+    def search_mmr(
+        self,
+        query: str | np.ndarray,
+        k: int = 10,
+        lambda_: float = 0.5,
+        filter: FilterLike = None,
+        candidates: int | None = None,
+    ) -> list[Hit]:
+        """Diverse results: maximal marginal relevance over the node vectors, in one Query API call (no rerank, no
+        BM25). Each next node maximises ``lambda_ * cosine(query, node) - (1 - lambda_) * its highest cosine to a
+        node already picked``.
+
+        :param query: the query text (encoded once) or its vector, shape (dim,).
+        :param k: hits returned.
+        :param lambda_: weight of relevance against diversity in [0, 1]: 1 gives the nearest nodes, 0 the most
+            different ones after the nearest.
+        :param filter: metadata filter.
+        :param candidates: how many nearest nodes MMR chooses from (None: the store's ``prefetch_limit``, at least
+            ``4 * k``).
+        :return: hits in MMR order; each hit's score is its node vector's cosine to the query, in [-1, 1].
+        """
+        return self._reader.search_mmr(query, k, lambda_, filter, candidates)
+
+    def get_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> list[NodeRecord]:
+        """Nodes by id and/or metadata filter, with their vectors (in no particular order)."""
+        return self._reader.get_nodes(node_ids, filter)
+
+    def doc_ids(self) -> list[str]:
+        """The ids of the stored documents, sorted."""
+        return self._reader.doc_ids()
+
+    def documents(self) -> dict[str, dict[str, Any]]:
+        """Every stored document's metadata, by doc id."""
+        return self._reader.documents()
+
+    def sources(self) -> dict[str, str]:
+        """The file each document was read from, by doc id, for the documents written with one
+        (``add_documents(..., sources=...)``, as ``lmk-rag ingest`` does)."""
+        return self._reader.sources()
+
+    def count(self) -> int:
+        """The number of stored nodes."""
+        return self._reader.count()
+
+    def count_documents(self) -> int:
+        """The number of stored documents."""
+        return self._reader.count_documents()
+
+    def info(self) -> dict[str, Any]:
+        """Where the store is, its counts and recorded settings (JSON-able)."""
+        return self._reader.info()
+
+    def check(self) -> list[str]:
+        """Read every point and list what is wrong (empty: the store is sound): interrupted writes, nodes without a
+        current document version, damaged vectors, node counts that differ from their documents' records, and
+        committed counts that differ from what the engine holds."""
+        return self._reader.check()
+
+
+    # ------------------------------------------------------------------ writes
+
+    def add_document(self, doc_id: str, text: str, metadata: dict[str, Any] | None = None) -> int:
+        """Encode one document, cut it into nodes and write them (replacing an older version; an unchanged
+        document is not written again).
+
+        :return: the number of nodes written.
+        :raises EmptyTextError: when the text is empty.
+        """
+        return self._writer.add_documents([(doc_id, text, metadata)], show_progress_bar=False)
+
+    def add_documents(
+        self,
+        documents: Iterable[Document],
+        *,
+        document_batch_size: int | None = None,
+        show_progress_bar: bool | None = None,
+        on_ack: Callable[[list[str]], None] | None = None,
+        skip_unchanged: bool = True,
+        sources: Mapping[str, str] | None = None,
+    ) -> int:
+        """Encode, cut and write ``(doc_id, text, metadata)`` documents (or ``(doc_id, text)``: no metadata) in
+        batches, each durable before the next.
+
+        :param document_batch_size: documents per batch (default: the store's ``document_batch_size``).
+        :param show_progress_bar: show a tqdm bar (None: only on a terminal).
+        :param on_ack: called with the doc ids of each batch once it is durable.
+        :param skip_unchanged: leave out documents whose text and metadata the store already holds (by the content
+            hash on their marker), without encoding them; False rewrites them.
+        :param sources: ``{doc_id: file}``: the file each document was read from, recorded on its marker apart
+            from its metadata (an unchanged document gets it too, without being rewritten); :meth:`sources` lists
+            them. ``lmk-rag ingest --sync`` deletes only documents it recorded a source for.
+        :return: the number of nodes written.
+        :raises InvalidInputError: for a bad document, a doc id given twice, a ``document_batch_size`` that is not a
+            positive integer or an ``on_ack`` that is not callable (nothing is written then).
+        """
+        return self._writer.add_documents(documents, document_batch_size, show_progress_bar, on_ack, skip_unchanged,
+                                          sources)
+
+    def changes(self, documents: Iterable[Document]) -> dict[str, str]:
+        """What writing these documents would do to each: ``"new"``, ``"changed"`` or ``"unchanged"`` (same text,
+        metadata and encoder as the stored version; documents written without a content hash count as changed)."""
+        return self._writer.changes(documents)
+
+    def upsert_nodes(self, doc_id: str, records: Sequence[NodeRecord], metadata: dict[str, Any] | None = None) -> int:
+        """Write pre-encoded nodes as the new version of a document, replacing its old nodes safely.
+
+        :param doc_id: the document; every record's ``doc_id`` must equal it.
+        :param records: the document's nodes (node ids unique).
+        :param metadata: the document's metadata (default: the first record's).
+        :return: the number of nodes written.
+        :raises VectorSizeError: when a vector's size differs from the store's.
+        """
+        return self._writer.upsert_nodes(doc_id, records, metadata)
+
+    def upsert_documents(
+        self,
+        documents: Iterable[tuple[str, Sequence[NodeRecord]]],
+        *,
+        document_batch_size: int = 64,
+        on_ack: Callable[[list[str]], None] | None = None,
+    ) -> int:
+        """Write many pre-encoded ``(doc_id, records)`` documents, ``document_batch_size`` per write (as
+        :meth:`upsert_nodes`; metadata from each document's first record), calling ``on_ack`` with each batch's ids
+        once durable.
+
+        :return: the number of nodes written.
+        :raises InvalidInputError: for bad records, a ``document_batch_size`` that is not a positive integer or an
+            ``on_ack`` that is not callable.
+        """
+        return self._writer.upsert_documents(documents, document_batch_size, on_ack)
+
+    def delete_document(self, doc_id: str) -> bool:
+        """Delete a document and its nodes.
+
+        :return: True if the document existed.
+        :raises InvalidInputError: for a doc id that is not a non-empty string.
+        """
+        return self._writer.delete_document(doc_id)
+
+    def delete_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> int:
+        """Delete nodes by id and/or metadata filter (both None: every node); a document left without nodes is
+        deleted, the other documents keep the rest of their nodes.
+
+        :param node_ids: node ids (an empty list deletes nothing).
+        :param filter: metadata filter.
+        :return: the number of nodes deleted.
+        :raises InvalidInputError: when ``node_ids`` is not a list of strings (before anything is recorded).
+        """
+        return self._writer.delete_nodes(node_ids, filter)
+
+    def clear(self) -> None:
+        """Delete every document (the settings stay)."""
+        return self._writer.clear()
+
+    def optimize(self) -> None:
+        """Build indexes now (Qdrant Edge optimizes only when asked; servers do it on their own)."""
+        return self._writer.optimize()
 
     # ------------------------------------------------------------------ async
 
@@ -345,10 +548,11 @@ class LandmarkStore(StoreReads, StoreWrites):
     # ------------------------------------------------------------------ closing
 
     def close(self) -> None:
-        """Flush and release the backend and the lock (idempotent)."""
+        """Flush and release the backend and the lock (idempotent); later calls raise :class:`StoreClosedError`."""
         opened = getattr(self, "_opened", None)
         if opened is not None:
             opened.release()
+            self._reader = self._writer = opened.backend  # a ClosedBackend now: any use raises
 
     def __enter__(self) -> LandmarkStore:
         """Use as a context manager."""

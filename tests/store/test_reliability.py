@@ -475,7 +475,7 @@ def test_dates_tuples_and_sets_are_stored_as_strings_and_lists(store, docs, valu
 def test_nan_infinity_and_bytes_are_refused_by_the_api_and_the_llamaindex_store(store, tmp_path: Path, value) -> None:
     from llama_index.core.schema import TextNode
 
-    from lmk_rag.store.ingest import clean_metadata
+    from lmk_rag.store.documents import clean_metadata
 
     before = _state(store)
     with pytest.raises(InvalidInputError, match="metadata"):

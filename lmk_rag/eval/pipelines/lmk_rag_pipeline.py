@@ -77,7 +77,7 @@ class LmkRagPipeline:
 
         from lmk_rag.eval.states import encode_states_cached
         from lmk_rag.store import LandmarkStore
-        from lmk_rag.store.records import records_from_encoding
+        from lmk_rag.store.cutting import records_from_encoding
 
         self._encoder = landmark_encoder(
             self.options, {key: value for key, value in self.options.encoder.items() if key not in STORE_SETTINGS}

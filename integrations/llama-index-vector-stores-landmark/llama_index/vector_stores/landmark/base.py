@@ -36,7 +36,7 @@ from llama_index.vector_stores.landmark.search import search
 from lmk_rag.checks import refuse_unknown
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError
 from lmk_rag.store import FieldCondition, Filter, Hit, LandmarkStore, NodeRecord, Rerank
-from lmk_rag.store.ingest import clean_metadata
+from lmk_rag.store.documents import clean_metadata
 from lmk_rag.store.query import check_rerank
 from lmk_rag.store.types import DEFAULT_BATCH_SIZE, StoreMode
 
@@ -557,7 +557,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
 
 def _node_metadata(node: BaseNode) -> dict[str, Any]:
     """The node as LlamaIndex's stores keep it (metadata plus the node's JSON, text left out), its metadata under
-    the core API's policy (:func:`lmk_rag.store.ingest.clean_metadata`: dates as ISO strings, tuples and sets as
+    the core API's policy (:func:`lmk_rag.store.documents.clean_metadata`: dates as ISO strings, tuples and sets as
     lists; NaN, infinity and bytes refused, where pydantic's JSON dump would write null and text).
 
     :raises InvalidInputError: for metadata the store cannot keep, naming the node.

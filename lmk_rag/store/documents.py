@@ -1,4 +1,5 @@
-"""What the store accepts to write: documents checked, hashed and cut into node records; pre-encoded nodes checked."""
+"""What a store accepts as documents and nodes: each checked, its metadata cleaned under one policy, and the hash
+that tells an unchanged document (pure functions)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,14 @@ import datetime
 import hashlib
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from lmk_rag.errors import InvalidInputError
-from lmk_rag.store import records as rec
 from lmk_rag.store.filters import PATH_CHARS
-from lmk_rag.store.modes import is_static_encoder
 from lmk_rag.store.types import NodeRecord
-from lmk_rag.store.versions import DocumentWrite
-
-if TYPE_CHECKING:
-    from lmk_rag.encoder.types import EncodedText
 
 #: ``(doc_id, text, metadata)`` of a document to encode.
 Document = tuple[str, str, "dict[str, Any] | None"]
@@ -162,41 +157,6 @@ def content_hash(text: str, metadata: dict[str, Any] | None, fingerprint: str) -
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def encode_documents(
-    encoder: Any, documents: Sequence[Document], node_tokens: int, fingerprint: str
-) -> tuple[list[DocumentWrite], int]:
-    """Encode documents in one encoder call and cut each into node records (with its content hash).
-
-    :return: the writes and the number of tokens encoded.
-    """
-    encoded = encoder.encode_documents([text for _, text, _ in documents])
-    writes = [
-        DocumentWrite(
-            doc_id,
-            node_records(encoder, doc_id, text, enc, node_tokens, metadata),
-            dict(metadata or {}),
-            content_hash(text, metadata, fingerprint),
-        )
-        for (doc_id, text, metadata), enc in zip(documents, encoded)
-    ]
-    return writes, sum(sum(enc.token_counts) for enc in encoded)
-
-
-def node_records(
-    encoder: Any, doc_id: str, text: str, encoded: EncodedText, node_tokens: int, metadata: dict[str, Any] | None = None
-) -> list[NodeRecord]:
-    """Cut an encoded document into node records (:func:`~lmk_rag.store.records.records_from_encoding`); a static
-    encoder's records carry their static token vectors, cut from the tokens the document was encoded with.
-
-    :param encoder: the encoder that made ``encoded``.
-    """
-    records = rec.records_from_encoding(doc_id, text, encoded, node_tokens, metadata)
-    if not is_static_encoder(encoder):
-        return records
-    static = encoder.encode_node_tokens(encoded, [record.span for record in records])
-    return [dataclasses.replace(record, static_vectors=vectors) for record, vectors in zip(records, static)]
-
-
 def check_records(doc_id: str, records: Sequence[NodeRecord]) -> list[NodeRecord]:
     """Reject the pre-encoded nodes of one document: none, another document's, repeated node ids, bad texts,
     metadata or spans.
@@ -233,46 +193,28 @@ def _is_span(span: Any) -> bool:
     return 0 <= span[0] <= span[1]
 
 
-#: Writes a batch of documents durably and returns the number of nodes written.
-WriteBatch = Callable[[list[DocumentWrite]], int]
+def check_on_ack(on_ack: Any) -> None:
+    """Refuse an ``on_ack`` that could only fail after a batch is written.
 
-
-def add_in_batches(
-    encoder: Any, write: WriteBatch, documents: Sequence[Document], node_tokens: int, fingerprint: str,
-    batch_size: int, show_progress_bar: bool | None,
-) -> int:
-    """Encode, cut and write checked documents ``batch_size`` at a time (each batch durable before the next).
-
-    :return: the number of nodes written.
+    :raises InvalidInputError: when ``on_ack`` is neither None nor callable.
     """
-    from tqdm.auto import tqdm
-
-    total = tokens = 0
-    disable = not show_progress_bar if show_progress_bar is not None else None
-    with tqdm(total=len(documents), desc="ingest", unit="doc", disable=disable) as bar:
-        for start in range(0, len(documents), batch_size):
-            batch = documents[start : start + batch_size]
-            writes, encoded = encode_documents(encoder, batch, node_tokens, fingerprint)
-            total += write(writes)
-            tokens += encoded
-            bar.update(len(batch))
-            bar.set_postfix_str(f"{tokens / max(bar.format_dict['elapsed'], 1e-9):,.0f} tokens/s")
-    return total
+    if on_ack is not None and not callable(on_ack):
+        raise InvalidInputError(f"on_ack must be a function of the acknowledged doc ids (or None), got {on_ack!r}")
 
 
-def upsert_in_batches(write: WriteBatch, documents: Iterable[tuple[str, Sequence[NodeRecord]]], batch_size: int) -> int:
-    """Check and write pre-encoded documents ``batch_size`` at a time; metadata comes from each first record.
+def check_sources(sources: Any, documents: Sequence[Document]) -> dict[str, str]:
+    """The ``sources`` argument of ``add_documents`` as a dict (empty for None).
 
-    :return: the number of nodes written.
-    :raises InvalidInputError: for bad records, or a doc id given twice.
+    :raises InvalidInputError: for a mapping that is not of doc ids given in the same call to non-empty strings.
     """
-    total, batch, seen = 0, [], set()
-    for doc_id, records in documents:
-        records = check_records(doc_id, list(records))
-        if doc_id in seen:
-            raise InvalidInputError(f"doc_id {doc_id!r} is given twice in one call; give each document once")
-        seen.add(doc_id)
-        batch.append(DocumentWrite(doc_id, records, dict(records[0].metadata)))
-        if len(batch) == batch_size:
-            total, batch = total + write(batch), []
-    return total + (write(batch) if batch else 0)
+    if sources is None:
+        return {}
+    if not isinstance(sources, Mapping):
+        raise InvalidInputError(f"sources must map doc ids to the files they were read from, got {sources!r}")
+    given = {doc_id for doc_id, _, _ in documents}
+    bad = [key for key, value in sources.items() if key not in given or not isinstance(value, str) or not value]
+    if bad:
+        raise InvalidInputError(
+            f"sources: {bad[:3]} are not doc ids of this call mapped to a non-empty file path string"
+        )
+    return dict(sources)

@@ -1,0 +1,78 @@
+"""Documents cut into nodes: one encoder call per batch of documents, each encoding cut into runs of whole landmark
+chunks (:func:`lmk_rag.nodes.group_chunks`), the records a write takes."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from lmk_rag.store.documents import Document
+from lmk_rag.store.modes import is_static_encoder
+from lmk_rag.store.records import node_id_for
+from lmk_rag.store.types import NodeRecord
+from lmk_rag.store.versions import DocumentWrite
+
+if TYPE_CHECKING:
+    from lmk_rag.encoder.types import EncodedText
+
+
+def records_from_encoding(
+    doc_id: str, text: str, encoded: EncodedText, node_tokens: int, metadata: dict[str, Any] | None = None
+) -> list[NodeRecord]:
+    """Cut an encoded document into nodes (runs of whole landmark chunks) and make their records.
+
+    :param doc_id: the document id.
+    :param text: the document text ``encoded`` was made from.
+    :param encoded: the document's encoding.
+    :param node_tokens: the node size in tokens (see :func:`lmk_rag.nodes.group_chunks`).
+    :param metadata: the document's metadata, copied into every node.
+    :return: one record per node, ids ``"<doc_id>#<index>"``.
+    """
+    from lmk_rag.nodes import group_chunks
+
+    return [
+        NodeRecord(
+            node_id=node_id_for(doc_id, node.index),
+            doc_id=doc_id,
+            text=text[node.span[0] : node.span[1]],
+            span=node.span,
+            vector=node.vector,
+            chunk_vectors=node.chunk_vectors,
+            metadata=dict(metadata or {}),
+        )
+        for node in group_chunks(encoded, node_tokens)
+    ]
+
+
+def node_records(
+    encoder: Any, doc_id: str, text: str, encoded: EncodedText, node_tokens: int, metadata: dict[str, Any] | None = None
+) -> list[NodeRecord]:
+    """Cut an encoded document into node records (:func:`records_from_encoding`); a static encoder's records carry
+    their static token vectors, cut from the tokens the document was encoded with.
+
+    :param encoder: the encoder that made ``encoded``.
+    """
+    records = records_from_encoding(doc_id, text, encoded, node_tokens, metadata)
+    if not is_static_encoder(encoder):
+        return records
+    static = encoder.encode_node_tokens(encoded, [record.span for record in records])
+    return [dataclasses.replace(record, static_vectors=vectors) for record, vectors in zip(records, static)]
+
+
+def cut_documents(
+    encoder: Any, documents: Sequence[Document], node_tokens: int, hashes: Mapping[str, str]
+) -> tuple[list[DocumentWrite], int]:
+    """Encode documents in one encoder call and cut each into node records.
+
+    :param hashes: each document's content hash (:func:`~lmk_rag.store.documents.content_hash`), recorded on its
+        marker.
+    :return: the writes and the number of tokens encoded.
+    """
+    encoded = encoder.encode_documents([text for _, text, _ in documents])
+    writes = [
+        DocumentWrite(doc_id, node_records(encoder, doc_id, text, enc, node_tokens, metadata), dict(metadata or {}),
+                      hashes[doc_id])
+        for (doc_id, text, metadata), enc in zip(documents, encoded)
+    ]
+    return writes, sum(sum(enc.token_counts) for enc in encoded)
