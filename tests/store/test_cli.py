@@ -3,11 +3,32 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from lmk_rag.cli import app
+from lmk_rag.store import LandmarkStore
+
+REPO = Path(__file__).resolve().parents[2]
+#: Runs the command line given as arguments, then prints which of the heavy packages it imported.
+CLI_IMPORTS = textwrap.dedent(
+    """
+    import json, sys
+    from lmk_rag.cli import app
+    sys.argv = ["lmk-rag", *sys.argv[1:]]
+    try:
+        app()
+    finally:
+        heavy = ("qdrant_client", "torch", "transformers")
+        print("imported " + json.dumps(sorted(name for name in heavy if name in sys.modules)))
+    """
+)
 
 
 @pytest.mark.slow
@@ -88,3 +109,26 @@ def test_ingest_static_makes_a_static_store_that_query_reranks_statically(tmp_pa
     assert result.exit_code == 0 and "1 new, 0 changed, 3 unchanged" in result.stdout, result.output
     result = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--static", "--backend", "onnx"])
     assert result.exit_code == 1 and "--static store has none" in result.stderr
+
+
+@pytest.mark.slow
+def test_query_imports_the_model_but_no_qdrant_client_and_info_neither(tmp_path, minilm_encoder, docs):
+    doc_id, text = next(iter(docs.items()))
+    with LandmarkStore(tmp_path / "store", encoder=minilm_encoder) as store:
+        store.add_documents([(doc_id, text, None)])
+        query = text.split(". ")[0][:200]
+        best = store.search(query, k=1)[0]
+
+    def run(*args: str) -> tuple[list[str], list[str]]:
+        env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+        out = subprocess.run([sys.executable, "-c", CLI_IMPORTS, *args, "--store", str(tmp_path / "store")],
+                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        *printed, imported = out.stdout.rstrip("\n").splitlines()
+        return printed, json.loads(imported.removeprefix("imported "))
+
+    assert run("info")[1] == []  # no model, and an Edge store needs no qdrant-client
+    printed, imported = run("query", query, "-k", "1")
+    assert imported == ["torch", "transformers"]
+    snippet = " ".join(best.text.split())[:100]
+    assert printed == [f" 1. {best.score:.4f}  {doc_id} [{best.span[0]}:{best.span[1]}]  {snippet}"]  # as in-process
