@@ -1,15 +1,17 @@
 """Fusion study: which BM25 (tokenisation, node or document level) and which score fusion to build into the store.
 
-Exact numpy simulation of the store's search at the product's query settings (k=10: 100 candidates per prefetch
-branch), on whole dev sets, from the eval harness's cached encodings (the states ``lmk-rag eval`` caches; a cold
-set is encoded first). Per query: dense prefetch by node vector and BM25 prefetch (top ``--prefetch`` nodes each),
-chunk MaxSim of every candidate (divided by the query's chunk count), BM25 of every candidate, fused by each
-variant; documents ranked by their best node. Prints one nDCG@10 / R@1 row per variant and writes the per-query
-nDCG@10 to a JSON (for paired bootstrap intervals)::
+The store's search at the product's query settings (k=10: 100 candidates per prefetch branch), on whole dev sets,
+from the eval harness's cached encodings (the states ``lmk-rag eval`` caches; a cold set is encoded first). Per
+query: dense prefetch by node vector and BM25 prefetch (top ``--prefetch`` nodes each), chunk MaxSim of every
+candidate (numpy, for the engine) and BM25 (numpy, over each tokenisation compared); the store's own fusion
+(``max``) runs the store's code (``lmk_rag.store.query``: the plan, ``fuse``, the best node per document), the
+alternatives (``minmax``, ``z``) are computed here; documents ranked by their best node. Prints one nDCG@10 / R@1
+row per variant and writes the per-query nDCG@10 to a JSON (for paired bootstrap intervals)::
 
     python benchmarks/fusion_study.py manpages-needle/L2048 manpages-short --out results/fusion_study.json
 
-Not a product code path: the store implements the winner with Qdrant's own text index and Query API.
+The MaxSim and BM25 scores stand in for the engine's; tests/report/test_fusion_study.py checks that
+:func:`store_ranking` hands them to the store's fusion as the engine's answers.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ from lmk_rag.eval.metrics import per_query_metrics
 from lmk_rag.eval.states import encode_states_cached
 from lmk_rag.nodes import group_chunks
 from lmk_rag.paths import user_cache_dir
+from lmk_rag.store.query import best_hits, plan_search
+from lmk_rag.store.query import fuse as fuse_scores
+from lmk_rag.store.types import Branch, ScoredPointData, SparseVector
 
 DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else Path("../shared/data")
 
@@ -187,12 +192,11 @@ def minmax(x: np.ndarray) -> np.ndarray:
 
 
 def fuse(kind: str, alpha: float, dense: np.ndarray, bm25: np.ndarray) -> np.ndarray:
-    """Fused candidate scores: ``alpha`` weighs the dense (rerank) side."""
+    """Fused candidate scores of the alternatives the store does not use (``alpha`` weighs the dense side); the
+    store's own fusion (``max``: the cosine-like dense side as it is, BM25 over the best candidate's) is
+    :func:`store_ranking`, which calls the store's code."""
     if kind == "minmax":
         return alpha * minmax(dense) + (1 - alpha) * minmax(bm25)
-    if kind == "max":  # cosine-like dense kept as is, BM25 over the query's best BM25
-        top = bm25.max()
-        return alpha * dense + (1 - alpha) * (bm25 / top if top > 0 else bm25)
     if kind == "z":  # DBSF-like: (x - mean) / 3 sd
         def z(x: np.ndarray) -> np.ndarray:
             sd = x.std()
@@ -200,6 +204,33 @@ def fuse(kind: str, alpha: float, dense: np.ndarray, bm25: np.ndarray) -> np.nda
 
         return alpha * z(dense) + (1 - alpha) * z(bm25)
     raise ValueError(kind)
+
+
+def store_ranking(
+    candidates: np.ndarray, dense: np.ndarray, lexical: np.ndarray, query_chunks: np.ndarray, alpha: float,
+    node_doc: np.ndarray, k: int = 10,
+) -> list[int]:
+    """Documents ranked as the store ranks them, by the store's own code (:mod:`lmk_rag.store.query`): the plan of
+    a fused search, :func:`~lmk_rag.store.query.fuse` over the engine's answers (the candidates' chunk MaxSim and
+    the BM25 scores of the plain BM25 search), then the best node per document (``best_hits``).
+
+    :param candidates: node indices, the union of the prefetch branches.
+    :param dense: each candidate's chunk MaxSim divided by the query's chunk count (what the engine's MaxSim over
+        the query's chunks is, divided back by :func:`~lmk_rag.store.query.fuse`).
+    :param lexical: each candidate's BM25 score from the plain BM25 search (0 outside its top).
+    :param query_chunks: the query's chunk vectors, (q, dim): the scorer's query.
+    """
+    plan = plan_search(dense=[Branch("node", [0.0])], scorer=Branch("chunks", query_chunks.tolist()),
+                       sparse=SparseVector([0], [1.0]), alpha=alpha, prefetch_limit=len(candidates), filter=None,
+                       payload_keys=[])
+    ids = [f"{node:09d}" for node in candidates]  # point ids in node order: ties go by node, as in doc_ranking
+    payloads = [{"doc_id": int(node_doc[node])} for node in candidates]
+    scorer = [ScoredPointData(i, float(score) * len(query_chunks), p) for i, score, p in zip(ids, dense, payloads)]
+    bm25 = [ScoredPointData(i, float(score), p) for i, score, p in zip(ids, lexical, payloads) if score > 0]
+    answers = [bm25 if branch.using == "bm25" else scorer for branch in plan.scorers]
+    answers += [bm25] if plan.search is not None else []
+    best = best_hits(fuse_scores(plan, answers, alpha), k, doc_level=True)
+    return [int(node_doc[int(point_id)]) for point_id, _ in best]
 
 
 def doc_ranking(nodes: np.ndarray, scores: np.ndarray, node_doc: np.ndarray, k: int = 10) -> list[int]:
@@ -269,10 +300,13 @@ def study(corpus: Corpus, prefetch: int, alphas: Sequence[float], kinds: Sequenc
             doc_known[doc_top] = doc_bm25[doc_top]
             for kind in kinds:
                 for alpha in alphas:
-                    fused = fuse(kind, alpha, ms[cand], node_bm25[cand])
-                    add(f"{name} node {kind} a={alpha}", doc_ranking(cand, fused, corpus.node_doc))
-                    fused = fuse(kind, alpha, ms[cand], doc_known[corpus.node_doc[cand]])
-                    add(f"{name} doc {kind} a={alpha}", doc_ranking(cand, fused, corpus.node_doc))
+                    for level, bm25 in (("node", node_bm25[cand]), ("doc", doc_known[corpus.node_doc[cand]])):
+                        if kind == "max":
+                            ranking = store_ranking(cand, ms[cand], bm25, corpus.query_chunks[q], alpha,
+                                                    corpus.node_doc)
+                        else:
+                            ranking = doc_ranking(cand, fuse(kind, alpha, ms[cand], bm25), corpus.node_doc)
+                        add(f"{name} {level} {kind} a={alpha}", ranking)
     out = {}
     for name, rankings in variants.items():
         per_query = evaluate(corpus, rankings)
@@ -316,23 +350,21 @@ def decide(corpus: Corpus, depths: Sequence[int], alphas: Sequence[float]) -> di
                     known = np.zeros_like(bm25)
                     known[bm_top] = bm25[bm_top]
                     for alpha in alphas:
-                        fused = fuse("max", alpha, ms[cand], known[cand])
                         add(f"edge-code bm25-top-only depth {depth} a={alpha}",
-                            doc_ranking(cand, fused, corpus.node_doc))
+                            store_ranking(cand, ms[cand], known[cand], corpus.query_chunks[q], alpha, corpus.node_doc))
                     pair = np.maximum(bm25, pair_idx.scores(queries[name][q]))
                     pair_top = np.argsort(-pair, kind="stable")[:depth]
                     cand = np.union1d(dense_top, pair_top[pair[pair_top] > 0])
                     for alpha in alphas:
-                        fused = fuse("max", alpha, ms[cand], pair[cand])
                         add(f"edge-code max(node, pair) depth {depth} a={alpha}",
-                            doc_ranking(cand, fused, corpus.node_doc))
+                            store_ranking(cand, ms[cand], pair[cand], corpus.query_chunks[q], alpha, corpus.node_doc))
                 for docs in (False, True):
                     cand = np.union1d(dense_top, bm_top)
                     cand = np.union1d(cand, doc_top) if docs else cand
                     tag = f"{name} depth {depth}{' +document' if docs else ''}"
                     for alpha in alphas:
-                        fused = fuse("max", alpha, ms[cand], bm25[cand])
-                        add(f"{tag} a={alpha}", doc_ranking(cand, fused, corpus.node_doc))
+                        add(f"{tag} a={alpha}",
+                            store_ranking(cand, ms[cand], bm25[cand], corpus.query_chunks[q], alpha, corpus.node_doc))
     out = {}
     for name, rankings in variants.items():
         per_query = evaluate(corpus, rankings)
