@@ -8,9 +8,12 @@ process at a time.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
-from dataclasses import dataclass
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,31 +34,110 @@ DEFAULT_PATH = "./lmk_store"
 LOCK_FILE = "lmk_rag.lock"
 
 
+class ReadWriteLock:
+    """Many readers or one writer at a time (a writer waiting goes before new readers), between the threads of
+    one process: a reader's engine calls (query, visibility, payloads) see one state of the store, never a write
+    half applied."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._readers = 0
+        self._writing = False
+        self._waiting = 0
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Hold the lock shared."""
+        with self._condition:
+            self._condition.wait_for(lambda: not self._writing and not self._waiting)
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._readers -= 1
+                self._condition.notify_all()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the lock alone."""
+        with self._condition:
+            self._waiting += 1
+            self._condition.wait_for(lambda: not self._writing and not self._readers)
+            self._waiting -= 1
+            self._writing = True
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._writing = False
+                self._condition.notify_all()
+
+
 @dataclass
-class OpenedBackend:
-    """A backend and what the store keeps with it.
+class SharedBackend:
+    """An open backend and what every handle of it in this process shares.
 
     :param backend: the backend.
     :param where: the store's location, for messages (a folder or ``collection 'name'``).
     :param lock: the folder's write lock (None for servers and in-memory local mode).
+    :param key: the folder in :data:`_SHARED` (None: a backend of one handle only).
     """
 
     backend: Backend
     where: str
     lock: FileLock | None
+    key: Path | None = None
+    handles: int = 1
+    #: what the handles' stores share: the settings record and its ledger (set by the first handle).
+    state: dict[str, Any] = field(default_factory=dict)
+    #: serialises the writes of every handle (and thread) of this backend, encoding included.
+    write_lock: threading.RLock = field(default_factory=threading.RLock)
+    #: keeps a reader's engine calls apart from a writer's (see :class:`ReadWriteLock`).
+    access: ReadWriteLock = field(default_factory=ReadWriteLock)
+
+
+#: The Edge folders open in this process, by resolved path: a second open shares the shard (Qdrant Edge cannot
+#: load one shard twice).
+_SHARED: dict[Path, SharedBackend] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+class OpenedBackend:
+    """One handle's view of a shared backend.
+
+    :param shared: the backend and what the handles share.
+    """
+
+    def __init__(self, shared: SharedBackend) -> None:
+        self.shared = shared
+        self.where = shared.where
+        self._closed = False
+
+    @property
+    def backend(self) -> Backend:
+        """The backend, or after :meth:`release` a :class:`ClosedBackend`."""
+        return ClosedBackend(self.where) if self._closed else self.shared.backend  # type: ignore[return-value]
 
     def release(self) -> None:
-        """Close the backend, then release the lock (idempotent); the store's later calls raise
-        :class:`StoreClosedError`."""
-        if isinstance(self.backend, ClosedBackend):
+        """Let go of the backend (idempotent); the last handle closes it and releases the lock. The store's later
+        calls raise :class:`StoreClosedError`."""
+        if self._closed:
             return
-        backend, self.backend = self.backend, ClosedBackend(self.where)  # type: ignore[assignment]
+        self._closed = True
+        shared = self.shared
+        with _SHARED_LOCK:
+            shared.handles -= 1
+            if shared.handles > 0:
+                return
+            if shared.key is not None:
+                _SHARED.pop(shared.key, None)
         try:
-            backend.close()
+            shared.backend.close()
         finally:
-            if self.lock is not None:
-                self.lock.release()
-                self.lock = None
+            if shared.lock is not None:
+                shared.lock.release()
+                shared.lock = None
 
 
 class ClosedBackend:
@@ -126,14 +208,22 @@ def open_backend(
     folder = None if location in (None, ":memory:") else Path(location)  # local mode on disk: a locked folder
     if folder is not None and not create and not folder.is_dir():
         raise StoreNotFoundError(f"no lmk-rag store at {location}")  # checked before the lock: nothing is written
-    lock = _lock(folder, read_only) if folder is not None else None
-    try:
-        backend = ServerBackend(url, api_key, client, location, collection_name, options, batch_size)
-    except BaseException:
-        if lock is not None:
-            lock.release()
-        raise
-    return OpenedBackend(backend, f"collection {collection_name!r}", lock)
+    key = None if folder is None else folder.resolve()
+    with _SHARED_LOCK:
+        if key in _SHARED:
+            raise StoreLockedError(f"{location} is already open in this process: close the other handle first "
+                                   "(qdrant-client local mode cannot share a folder between clients)")
+        lock = _lock(folder, read_only) if folder is not None else None
+        try:
+            backend = ServerBackend(url, api_key, client, location, collection_name, options, batch_size)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+        shared = SharedBackend(backend, f"collection {collection_name!r}", lock, key)
+        if key is not None:
+            _SHARED[key] = shared
+    return OpenedBackend(shared)
 
 
 def check_locations(path: Any, url: Any, api_key: Any, location: Any) -> None:
@@ -165,13 +255,22 @@ def _open_edge(folder: Path, create: bool, read_only: bool, batch_size: int) -> 
             raise CorruptStoreError(f"{folder}: not a lmk-rag store (holds {', '.join(foreign[:5])})")
     if not create and not any((folder / name).exists() for name in (META_FILE, SHARD_DIR)):
         raise StoreNotFoundError(f"no lmk-rag store at {folder}")  # checked before the lock: nothing is written
-    lock = _lock(folder, read_only)
-    try:
-        return OpenedBackend(EdgeBackend(folder, batch_size), str(folder), lock)
-    except BaseException:
-        if lock is not None:
-            lock.release()
-        raise
+    key = folder.resolve()
+    with _SHARED_LOCK:
+        shared = _SHARED.get(key)
+        if shared is not None:  # open in this process already: share its shard
+            if not isinstance(shared.backend, EdgeBackend):
+                raise StoreLockedError(f"{folder} is already open in this process: close the other handle first")
+            shared.handles += 1
+            return OpenedBackend(shared)
+        lock = _lock(folder, read_only)
+        try:
+            shared = _SHARED[key] = SharedBackend(EdgeBackend(folder, batch_size), str(folder), lock, key)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+        return OpenedBackend(shared)
 
 
 def _lock(folder: Path, read_only: bool) -> FileLock | None:

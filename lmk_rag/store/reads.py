@@ -15,6 +15,7 @@ from lmk_rag.checks import check_count
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import records as rec
 from lmk_rag.store import visibility
+from lmk_rag.store.backends import ReadWriteLock
 from lmk_rag.store.base import Backend
 from lmk_rag.store.check import sample_problem
 from lmk_rag.store.filters import FilterLike
@@ -35,6 +36,10 @@ from lmk_rag.store.query_vectors import QueryVectors
 from lmk_rag.store.settings import StoreEncoder
 from lmk_rag.store.types import Branch, Hit, NodeRecord, Rerank, StoreMode
 
+#: Times a search runs again when a writer replaced one of its hits between the query and the payload look-up (the
+#: last attempt leaves such hits out rather than return a node of another version).
+READ_ATTEMPTS = 3
+
 
 class Reader:
     """Searches and look-ups of one store (see :class:`~lmk_rag.store.LandmarkStore`, whose methods these are).
@@ -49,12 +54,14 @@ class Reader:
     :param prefetch_limit: candidates per prefetch branch.
     :param hnsw_ef: HNSW ``ef`` of the dense prefetch (None: Qdrant's default).
     :param alpha: this handle's weight of the rerank (None: the recorded one).
+    :param access: keeps each search's engine calls apart from a write's, between threads.
     """
 
     def __init__(self, backend: Backend, where: str, meta: dict[str, Any], queries: QueryVectors,
                  encoder: StoreEncoder, ledger: Ledger, mode: StoreMode, prefetch_limit: int, hnsw_ef: int | None,
-                 alpha: float | None) -> None:
+                 alpha: float | None, access: ReadWriteLock) -> None:
         """Keep the store's collaborators."""
+        self.access = access
         self.backend = backend
         self.where = where
         self.meta = meta
@@ -83,7 +90,9 @@ class Reader:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("query must be a non-empty string")
         static_query = self.queries.static_query(query) if rerank == Rerank.STATIC else None
-        return self.search_encoded(self.encoder.get().encode_queries(query), k=k, rerank=rerank, filter=filter,
+        with self.encoder.lock:
+            encoded = self.encoder.get().encode_queries(query)
+        return self.search_encoded(encoded, k=k, rerank=rerank, filter=filter,
                                    doc_level=doc_level, static_query=static_query, text=query, alpha=alpha)
 
     def search_encoded(
@@ -122,11 +131,25 @@ class Reader:
             payload_keys=rec.HIT_KEYS,
             hnsw_ef=self.hnsw_ef,
         )
-        results = self.backend.query(plan)
-        shown = {p.id for p in visibility.visible(self.backend, [p for points in results for p in points])}
-        best = best_hits(fuse(plan, [[p for p in points if p.id in shown] for points in results], alpha), k, doc_level)
-        full = {p.id: p for p in self.backend.retrieve([pid for pid, _ in best], False)}
+        for _ in range(READ_ATTEMPTS):
+            with self.access.reading():
+                results = self.backend.query(plan)
+                shown = {p.id: p for p in visibility.visible(self.backend, [p for points in results for p in points])}
+                best = best_hits(fuse(plan, [[p for p in points if p.id in shown] for points in results], alpha), k,
+                                 doc_level)
+                full = self._payloads({pid: shown[pid] for pid, _ in best})
+            if len(full) == len(best):
+                break
         return [rec.hit_from_point(full[pid], score) for pid, score in best if pid in full]
+
+    def _payloads(self, seen: dict[str, Any]) -> dict[str, Any]:
+        """The full points of scored points, kept only where the point still holds the version the search saw: a
+        point id is reused by every other version of its document, so a writer may have replaced it since.
+
+        :param seen: the scored points (their payload holds ``version``), by point id.
+        """
+        return {p.id: p for p in self.backend.retrieve(list(seen), False)
+                if p.payload.get("version") == seen[p.id].payload.get("version")}
 
     def _check_sample(self) -> None:
         """Before this handle's first search, look for damaged vectors in a sample of the stored nodes
@@ -164,7 +187,8 @@ class Reader:
         if isinstance(query, str):
             if not query.strip():
                 raise InvalidInputError("query must be a non-empty string")
-            query = self.encoder.get().encode_queries(query).vector
+            with self.encoder.lock:
+                query = self.encoder.get().encode_queries(query).vector
         try:
             vector = np.asarray(query, dtype=np.float32)
         except (TypeError, ValueError):
@@ -176,18 +200,23 @@ class Reader:
         check_directions(vector, "query vector")
         plan = plan_mmr(vector.tolist(), lambda_, candidates, k, visibility.nodes_filter(self.backend, filter),
                         rec.HIT_KEYS, self.hnsw_ef)
-        (picked,) = self.backend.query(plan)
-        for point in picked:
-            checked_score(point, point.score)  # a cosine outside [-1, 1] comes from damaged vectors
-        shown = visibility.visible(self.backend, picked)
-        full = {p.id: p for p in self.backend.retrieve([p.id for p in shown], False)}
+        for _ in range(READ_ATTEMPTS):
+            with self.access.reading():
+                (picked,) = self.backend.query(plan)
+                for point in picked:
+                    checked_score(point, point.score)  # a cosine outside [-1, 1] comes from damaged vectors
+                shown = visibility.visible(self.backend, picked)
+                full = self._payloads({p.id: p for p in shown})
+            if len(full) == len(shown):
+                break
         return [rec.hit_from_point(full[p.id], p.score) for p in shown if p.id in full]
 
     def get_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> list[NodeRecord]:
         """Nodes by id and/or metadata filter, with their vectors (see :meth:`LandmarkStore.get_nodes`)."""
         wanted = visibility.nodes_filter(self.backend, filter, node_ids)
-        points = list(visibility.scroll(self.backend, wanted, with_vectors=True))
-        return [rec.record_from_point(p) for p in visibility.visible(self.backend, points)]
+        with self.access.reading():
+            points = visibility.visible(self.backend, list(visibility.scroll(self.backend, wanted, with_vectors=True)))
+        return [rec.record_from_point(p) for p in points]
 
     def doc_ids(self) -> list[str]:
         """The stored documents' ids, sorted (see :meth:`LandmarkStore.doc_ids`)."""

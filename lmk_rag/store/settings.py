@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -142,12 +143,11 @@ def check_payload_indexes(indexes: Any) -> dict[str, IndexKind]:
 
 
 def add_payload_indexes(backend: Backend, meta: dict[str, Any], indexes: dict[str, IndexKind], where: str,
-                        read_only: bool) -> dict[str, Any]:
-    """Create the payload indexes an existing store lacks and record them (as QdrantVectorStore adds its
-    ``payload_indexes`` to an existing collection).
+                        read_only: bool) -> None:
+    """Create the payload indexes an existing store lacks and record them in ``meta`` (as QdrantVectorStore adds
+    its ``payload_indexes`` to an existing collection).
 
     :param indexes: ``{metadata key: kind}`` without ``"text"`` (full-text keys are declared at creation).
-    :return: the settings record, with every index it now has.
     :raises SettingsMismatchError: for a key recorded with another kind.
     :raises StoreReadOnlyError: when an index is missing and the store is open read-only.
     """
@@ -158,16 +158,15 @@ def add_payload_indexes(backend: Backend, meta: dict[str, Any], indexes: dict[st
                                     f"given {', '.join(repr(indexes[k]) for k in clashes)}")
     missing = {key: kind for key, kind in indexes.items() if key not in recorded}
     if not missing:
-        return meta
+        return
     if read_only:
         raise StoreReadOnlyError(f"{where} is open read-only: open it for writing to add the payload indexes "
                                  f"{sorted(missing)}")
     for key, kind in missing.items():
         backend.create_payload_index(payload_key(key), kind)
-    meta = {**meta, "payload_indexes": {**recorded, **missing}}
+    meta["payload_indexes"] = {**recorded, **missing}
     backend.flush()
     backend.write_meta(meta)
-    return meta
 
 
 def check_settings(
@@ -322,6 +321,8 @@ class StoreEncoder:
         self.where = where
         #: the store's settings record, once read or made (None before: a new store's encoder has the defaults).
         self.meta: dict[str, Any] | None = None
+        #: held while the encoder encodes: one encoder is not safe to call from two threads at once.
+        self.lock = threading.RLock()
 
     def get(self) -> Any:
         """The encoder (built now when none was given).
@@ -329,6 +330,11 @@ class StoreEncoder:
         :raises CorruptStoreError: when the record names settings this version's encoder does not take.
         :raises SettingsMismatchError: when the built encoder's model files differ from the store's.
         """
+        with self.lock:
+            return self._built()
+
+    def _built(self) -> Any:
+        """The encoder, built when it is missing (under :attr:`lock`)."""
         if self._encoder is None:
             from lmk_rag.encoder import LandmarkEncoder
 

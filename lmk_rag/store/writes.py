@@ -8,12 +8,15 @@ once (:func:`~lmk_rag.store.visibility.markers`) and hashes each document once.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from lmk_rag.checks import check_count
 from lmk_rag.errors import InvalidInputError, StoreReadOnlyError
 from lmk_rag.store import versions, visibility
+from lmk_rag.store.backends import ReadWriteLock
 from lmk_rag.store.base import Backend
 from lmk_rag.store.cutting import cut_documents
 from lmk_rag.store.documents import (
@@ -33,6 +36,19 @@ from lmk_rag.store.settings import StoreEncoder
 from lmk_rag.store.types import NodeRecord
 
 Markers = dict[str, dict[str, Any]]
+T = TypeVar("T")
+
+
+def serialised(method: Callable[..., T]) -> Callable[..., T]:
+    """Run a write method under the writer's lock: writes from threads (and handles) of one store never
+    interleave."""
+
+    @functools.wraps(method)
+    def locked(self: Writer, *args: Any, **kwargs: Any) -> T:
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    return locked
 
 
 class Writer:
@@ -46,10 +62,13 @@ class Writer:
     :param encoder: the store's encoder (built on first use).
     :param read_only: refuse every change.
     :param document_batch_size: documents encoded and written per batch by :meth:`add_documents`.
+    :param lock: serialises the writes of every thread and handle of the store.
+    :param access: keeps a write's engine calls apart from every search's, between threads.
     """
 
     def __init__(self, backend: Backend, where: str, meta: dict[str, Any], vectors: NodeVectors, ledger: Ledger,
-                 encoder: StoreEncoder, read_only: bool, document_batch_size: int) -> None:
+                 encoder: StoreEncoder, read_only: bool, document_batch_size: int, lock: threading.RLock,
+                 access: ReadWriteLock) -> None:
         """Keep the store's collaborators."""
         self.backend = backend
         self.where = where
@@ -59,7 +78,10 @@ class Writer:
         self.encoder = encoder
         self.read_only = read_only
         self.document_batch_size = document_batch_size
+        self.lock = lock
+        self.access = access
 
+    @serialised
     def add_documents(
         self,
         documents: Iterable[Document],
@@ -88,7 +110,8 @@ class Writer:
             unchanged = {doc_id for doc_id, digest in hashes.items() if stored.get(doc_id, False) == digest}
             if unchanged & set(sources):  # a marker's source only: no count changes, nothing for the ledger
                 self._check_writable()
-                versions.record_sources(self.backend, found, {d: sources[d] for d in unchanged if d in sources})
+                with self.access.writing():
+                    versions.record_sources(self.backend, found, {d: sources[d] for d in unchanged if d in sources})
             docs = [doc for doc in docs if doc[0] not in unchanged]
         if not docs:  # nothing to encode: the model is not even loaded
             return 0
@@ -99,7 +122,8 @@ class Writer:
         with tqdm(total=len(docs), desc="ingest", unit="doc", disable=disable) as bar:
             for start in range(0, len(docs), batch_size):
                 batch = docs[start : start + batch_size]
-                writes, encoded = cut_documents(encoder, batch, node_tokens, hashes)
+                with self.encoder.lock:
+                    writes, encoded = cut_documents(encoder, batch, node_tokens, hashes)
                 writes = [dataclasses.replace(write, source=sources.get(write.doc_id)) for write in writes]
                 total += self._write(writes, found, on_ack)
                 tokens += encoded
@@ -119,12 +143,14 @@ class Writer:
         fingerprint = self.meta["encoder"]["fingerprint"]
         return {doc_id: content_hash(text, metadata, fingerprint) for doc_id, text, metadata in docs}
 
+    @serialised
     def upsert_nodes(self, doc_id: str, records: Sequence[NodeRecord], metadata: dict[str, Any] | None = None) -> int:
         """Write pre-encoded nodes as the new version of a document (see :meth:`LandmarkStore.upsert_nodes`)."""
         records = check_records(doc_id, list(records))
         meta = dict(records[0].metadata) if metadata is None else clean_metadata(metadata, f"document {doc_id!r}")
         return self._write([versions.DocumentWrite(doc_id, records, meta)])
 
+    @serialised
     def upsert_documents(
         self,
         documents: Iterable[tuple[str, Sequence[NodeRecord]]],
@@ -164,19 +190,21 @@ class Writer:
         if markers is None:
             markers = visibility.markers(self.backend, [write.doc_id for write in writes])
         upcoming = self.ledger.after(versions.write_delta(markers, writes)) if self.ledger.enabled else None
-        with self.ledger.change(upcoming):
+        with self.access.writing(), self.ledger.change(upcoming):
             written = versions.write_documents(self.backend, writes, markers, self.vectors.points)
         if on_ack is not None:
             on_ack([write.doc_id for write in writes])
         return written
 
+    @serialised
     def delete_document(self, doc_id: str) -> bool:
         """Delete a document and its nodes (see :meth:`LandmarkStore.delete_document`)."""
         check_doc_id(doc_id)
         self._check_writable()
-        with self.ledger.change(None):
+        with self.access.writing(), self.ledger.change(None):
             return versions.delete_document(self.backend, doc_id)
 
+    @serialised
     def delete_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> int:
         """Delete nodes by id and/or metadata filter (see :meth:`LandmarkStore.delete_nodes`)."""
         if node_ids is None and filter is None:
@@ -185,15 +213,17 @@ class Writer:
             return deleted
         wanted = visibility.nodes_filter(self.backend, filter, node_ids)
         self._check_writable()
-        with self.ledger.change(None):
+        with self.access.writing(), self.ledger.change(None):
             return versions.delete_nodes(self.backend, wanted)
 
+    @serialised
     def clear(self) -> None:
         """Delete every document (the settings stay)."""
         self._check_writable()
-        with self.ledger.change((0, 0)):
+        with self.access.writing(), self.ledger.change((0, 0)):
             versions.clear(self.backend)
 
+    @serialised
     def optimize(self) -> None:
         """Build indexes now (Qdrant Edge optimizes only when asked; servers do it on their own)."""
         self._check_writable()
