@@ -20,6 +20,7 @@ from lmk_rag.store.types import NodeRecord
 from lmk_rag.store.versions import DocumentWrite
 
 if TYPE_CHECKING:
+    from lmk_rag.encoder.protocols import DocumentEncoder
     from lmk_rag.encoder.types import EncodedText
 
 #: ``(doc_id, text, metadata)`` of a document to encode.
@@ -163,7 +164,7 @@ def content_hash(text: str, metadata: dict[str, Any] | None, fingerprint: str) -
 
 
 def encode_documents(
-    encoder: Any, documents: Sequence[Document], node_tokens: int, fingerprint: str
+    encoder: DocumentEncoder, documents: Sequence[Document], node_tokens: int, fingerprint: str
 ) -> tuple[list[DocumentWrite], int]:
     """Encode documents in one encoder call and cut each into node records (with its content hash).
 
@@ -183,7 +184,8 @@ def encode_documents(
 
 
 def node_records(
-    encoder: Any, doc_id: str, text: str, encoded: EncodedText, node_tokens: int, metadata: dict[str, Any] | None = None
+    encoder: DocumentEncoder, doc_id: str, text: str, encoded: EncodedText, node_tokens: int,
+    metadata: dict[str, Any] | None = None,
 ) -> list[NodeRecord]:
     """Cut an encoded document into node records (:func:`~lmk_rag.store.records.records_from_encoding`); a static
     encoder's records carry their static token vectors, cut from the tokens the document was encoded with.
@@ -238,7 +240,7 @@ WriteBatch = Callable[[list[DocumentWrite]], int]
 
 
 def add_in_batches(
-    encoder: Any, write: WriteBatch, documents: Sequence[Document], node_tokens: int, fingerprint: str,
+    encoder: DocumentEncoder, write: WriteBatch, documents: Sequence[Document], node_tokens: int, fingerprint: str,
     batch_size: int, show_progress_bar: bool | None,
 ) -> int:
     """Encode, cut and write checked documents ``batch_size`` at a time (each batch durable before the next).

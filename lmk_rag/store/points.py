@@ -3,7 +3,7 @@ and BM25 vectors added; a static store holds no chunk vectors), and the query's 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -12,6 +12,9 @@ from lmk_rag.store import records as rec
 from lmk_rag.store.bm25 import BM25_LANGUAGE, Bm25Encoder
 from lmk_rag.store.layout import recorded_vectors
 from lmk_rag.store.types import Branch, NodeRecord, PointData, Rerank, SparseVector
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lmk_rag.encoder.protocols import TokenEncoder
 
 
 class StoreVectors:
@@ -27,8 +30,8 @@ class StoreVectors:
     """
 
     def __init__(
-        self, dim: int, static_dim: int | None, static_encoder: Any, bm25: Bm25Encoder | None, where: str,
-        chunks: bool = True,
+        self, dim: int, static_dim: int | None, static_encoder: TokenEncoder | None, bm25: Bm25Encoder | None,
+        where: str, chunks: bool = True,
     ) -> None:
         """Keep the store's vector settings."""
         self.dim = dim
@@ -39,7 +42,7 @@ class StoreVectors:
         self.where = where
 
     @classmethod
-    def from_settings(cls, meta: dict[str, Any], static_encoder: Any, where: str) -> StoreVectors:
+    def from_settings(cls, meta: dict[str, Any], static_encoder: TokenEncoder | None, where: str) -> StoreVectors:
         """The vectors a store's settings record names (stores from before the tokenizer was recorded: word
         tokens)."""
         bm25 = None

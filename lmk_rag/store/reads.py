@@ -30,6 +30,7 @@ from lmk_rag.store.query import (
 from lmk_rag.store.types import Branch, Hit, NodeRecord, Rerank
 
 if TYPE_CHECKING:  # pragma: no cover
+    from lmk_rag.encoder.protocols import DocumentEncoder
     from lmk_rag.store.base import Backend
     from lmk_rag.store.ledger import Ledger
     from lmk_rag.store.points import StoreVectors
@@ -47,7 +48,7 @@ class StoreReads:
     hnsw_ef: int | None
     #: Whether this handle has sampled the stored vectors (:meth:`_check_sample`).
     _sampled: bool = False
-    encoder: Any
+    encoder: DocumentEncoder
     alpha: float
     bm25: bool
     default_rerank: Rerank

@@ -15,7 +15,7 @@ import inspect
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lmk_rag.checks import check_count, refuse_unknown
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError
@@ -42,6 +42,9 @@ from lmk_rag.store.settings import (
 )
 from lmk_rag.store.types import DEFAULT_BATCH_SIZE, Hit, NodeRecord, Quantization, Rerank, ServerOptions, StoreMode
 from lmk_rag.store.writes import StoreWrites
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -124,8 +127,8 @@ class LandmarkStore(StoreReads, StoreWrites):
         aclient: Any = None,
         location: str | None = None,
         collection_name: str | None = None,
-        encoder: Any = None,
-        static_encoder: Any = None,
+        encoder: DocumentEncoder | TokenEncoder | None = None,
+        static_encoder: TokenEncoder | None = None,
         mode: StoreMode | str | None = None,
         node_tokens: int | None = None,
         bm25: bool | None = None,
@@ -234,7 +237,7 @@ class LandmarkStore(StoreReads, StoreWrites):
         return self._opened.backend
 
     @property
-    def encoder(self) -> Any:
+    def encoder(self) -> DocumentEncoder:
         """The landmark encoder; built on first use from the recorded settings (or the defaults)."""
         if self._encoder is None:
             from lmk_rag.encoder import LandmarkEncoder

@@ -29,6 +29,7 @@ from lmk_rag.store.ingest import (
 from lmk_rag.store.types import NodeRecord
 
 if TYPE_CHECKING:  # pragma: no cover
+    from lmk_rag.encoder.protocols import DocumentEncoder
     from lmk_rag.store.base import Backend
     from lmk_rag.store.ledger import Ledger
     from lmk_rag.store.points import StoreVectors
@@ -44,7 +45,7 @@ class StoreWrites:
     where: str
     read_only: bool
     document_batch_size: int
-    encoder: Any
+    encoder: DocumentEncoder
     node_tokens: int
 
     count: Callable[[], int]  # from StoreReads
