@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lmk_rag.checks import check_count
+from lmk_rag.encoder.types import EncodedText
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import records as rec
 from lmk_rag.store import versions
@@ -133,6 +134,22 @@ class StoreReads:
         best = best_hits(fuse(plan, [[p for p in points if p.id in shown] for points in results], alpha), k, doc_level)
         full = {p.id: p for p in self._backend.retrieve([pid for pid, _ in best], False)}
         return [rec.hit_from_point(full[pid], score) for pid, score in best if pid in full]
+
+    def search_vector(
+        self, vector: Sequence[float] | np.ndarray, k: int = 10, filter: FilterLike = None, doc_level: bool = True
+    ) -> list[Hit]:
+        """Search by a query vector made outside the store (a LlamaIndex ``query_embedding``): the nodes whose
+        vectors are nearest to it, scored by that cosine alone (no rerank, no BM25; see :meth:`search_encoded`).
+
+        :param vector: the query vector, shape (dim,).
+        :param k: hits returned.
+        :param filter: metadata filter.
+        :param doc_level: at most one hit (the best node) per document.
+        :return: hits, best first; scores lie in [-1, 1].
+        """
+        vector = np.asarray(vector, dtype=np.float32)
+        encoded = EncodedText(vector=vector, chunk_vectors=vector.reshape(1, -1), spans=[(0, 0)])
+        return self.search_encoded(encoded, k=k, rerank=Rerank.NONE, filter=filter, doc_level=doc_level)
 
     def _check_sample(self) -> None:
         """Before this handle's first search, look for damaged vectors in a sample of the stored nodes
