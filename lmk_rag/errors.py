@@ -108,7 +108,7 @@ class DatasetError(LmkRagError, ValueError):
 
 
 def invalid_fields(owner: str, error: Exception) -> InvalidInputError:
-    """A pydantic ``ValidationError`` of an adapter's fields (``LandmarkEmbedding(max_length=0)``) as an
+    """A pydantic ``ValidationError`` of an adapter's fields (``LandmarkEmbedding(embed_batch_size=0)``) as an
     :class:`InvalidInputError` naming each field, the value given and what it must be.
 
     :param owner: the class whose fields were given.
