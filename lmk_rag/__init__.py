@@ -1,7 +1,8 @@
 """lmk_rag: landmark (LMK) pooling embeddings, Qdrant named vectors and two-stage search.
 
 The top-level names are imported lazily so that ``import lmk_rag`` stays cheap and an optional
-part that is not installed only fails when it is used, naming the pip extra to install.
+part that is not installed only fails when it is used, naming the pip extra to install (None: a name of the core
+package, which needs no extra).
 """
 
 from __future__ import annotations
@@ -11,9 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_LAZY = {
+_LAZY: dict[str, tuple[str, str | None]] = {
     "LandmarkEncoder": ("lmk_rag.encoder", "encoder"),
     "EncodedText": ("lmk_rag.encoder", "encoder"),
+    "DocumentEncoder": ("lmk_rag.encoder.protocols", None),
+    "TokenEncoder": ("lmk_rag.encoder.protocols", None),
+    "DEFAULT_NODE_TOKENS": ("lmk_rag.nodes", None),
+    "NodeSlice": ("lmk_rag.nodes", None),
+    "group_chunks": ("lmk_rag.nodes", None),
     "LandmarkStore": ("lmk_rag.store", "edge"),
     "Hit": ("lmk_rag.store", "edge"),
     "StaticTokenEncoder": ("lmk_rag.static", "static"),
@@ -21,6 +27,8 @@ _LAZY = {
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder import EncodedText, LandmarkEncoder  # noqa: F401
+    from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder  # noqa: F401
+    from lmk_rag.nodes import DEFAULT_NODE_TOKENS, NodeSlice, group_chunks  # noqa: F401
     from lmk_rag.static import StaticTokenEncoder  # noqa: F401
     from lmk_rag.store import Hit, LandmarkStore  # noqa: F401
 
@@ -35,6 +43,8 @@ def __getattr__(name: str) -> Any:
     try:
         module = import_module(module_name)
     except ImportError as error:
+        if extra is None:
+            raise
         raise ImportError(
             f"lmk_rag.{name} needs the '{extra}' extra: pip install 'lmk-rag[{extra}]' ({error})"
         ) from error

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import difflib
 import math
-from collections.abc import Iterable
 from typing import Any
 
 from lmk_rag.errors import InvalidInputError
@@ -35,19 +33,3 @@ def check_positive(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise InvalidInputError(f"{name} must be a finite number > 0, got {value!r}")
     return float(value)
-
-
-def refuse_unknown(owner: str, unknown: dict[str, Any], known: Iterable[str]) -> None:
-    """Raise Python's error for unknown keyword arguments, naming the close matches and the valid arguments.
-
-    :param owner: what was called, for the message (``"LandmarkStore()"``).
-    :param unknown: the keyword arguments that matched no parameter.
-    :param known: the keyword arguments there are.
-    :raises TypeError: when ``unknown`` is not empty.
-    """
-    if not unknown:
-        return
-    names = sorted(known)
-    hints = [f"{name!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(name, names, 1)) else
-             repr(name) for name in sorted(unknown)]
-    raise TypeError(f"{owner} got unexpected keyword argument(s) {', '.join(hints)}; it takes {', '.join(names)}")

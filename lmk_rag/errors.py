@@ -1,6 +1,37 @@
-"""Typed errors raised by lmk_rag. Every error names the problem and, where possible, the fix."""
+"""Typed errors raised by lmk_rag. Every error names the problem and, where possible, the fix.
+
+:func:`invalid_fields` and :func:`refuse_unknown` word the errors for bad and unknown arguments of lmk_rag's classes
+and of the LlamaIndex adapters.
+"""
 
 from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = [
+    "CorruptStoreError",
+    "DatasetError",
+    "EmptyTextError",
+    "InvalidInputError",
+    "LandmarkTokenError",
+    "LmkRagError",
+    "ModelExportError",
+    "ModelLoadError",
+    "ModelNotFoundError",
+    "SettingsMismatchError",
+    "StoreClosedError",
+    "StoreError",
+    "StoreFullError",
+    "StoreLockedError",
+    "StoreNotFoundError",
+    "StoreReadOnlyError",
+    "StoreUnavailableError",
+    "VectorSizeError",
+    "invalid_fields",
+    "refuse_unknown",
+]
 
 
 class LmkRagError(Exception):
@@ -77,7 +108,7 @@ class DatasetError(LmkRagError, ValueError):
 
 
 def invalid_fields(owner: str, error: Exception) -> InvalidInputError:
-    """A pydantic ``ValidationError`` of an adapter's fields (``LandmarkEmbedding(max_length=0)``) as an
+    """A pydantic ``ValidationError`` of an adapter's fields (``LandmarkEmbedding(embed_batch_size=0)``) as an
     :class:`InvalidInputError` naming each field, the value given and what it must be.
 
     :param owner: the class whose fields were given.
@@ -88,3 +119,19 @@ def invalid_fields(owner: str, error: Exception) -> InvalidInputError:
         for item in error.errors()  # type: ignore[attr-defined]
     ]
     return InvalidInputError(f"{owner}: {'; '.join(problems)}")
+
+
+def refuse_unknown(owner: str, unknown: dict[str, Any], known: Iterable[str]) -> None:
+    """Raise Python's error for unknown keyword arguments, naming the close matches and the valid arguments.
+
+    :param owner: what was called, for the message (``"LandmarkStore()"``).
+    :param unknown: the keyword arguments that matched no parameter.
+    :param known: the keyword arguments there are.
+    :raises TypeError: when ``unknown`` is not empty.
+    """
+    if not unknown:
+        return
+    names = sorted(known)
+    hints = [f"{name!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(name, names, 1)) else
+             repr(name) for name in sorted(unknown)]
+    raise TypeError(f"{owner} got unexpected keyword argument(s) {', '.join(hints)}; it takes {', '.join(names)}")

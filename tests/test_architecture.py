@@ -1,11 +1,14 @@
 """Architecture rules, read from the source with ``ast``: no import cycle inside ``lmk_rag`` (imports inside
-functions and under ``TYPE_CHECKING`` count), trainers never import the eval harness, and the Qdrant bindings
-stay in their backend modules."""
+functions and under ``TYPE_CHECKING`` count), trainers never import the eval harness, the Qdrant bindings
+stay in their backend modules, and the public names are the list docs/architecture.md freezes, the only lmk_rag
+names the LlamaIndex adapters import."""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+import importlib
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -188,3 +191,63 @@ def test_store_classes_compose_and_only_backends_inherit() -> None:
     assert not inheriting, f"store classes inheriting store classes: {inheriting}"
     assert {name for name, bases in store_class_bases(ROOT).items() if bases == {"Backend"}} == {
         "EdgeBackend", "ServerBackend"}
+
+
+PUBLIC_PACKAGES = ("lmk_rag", "lmk_rag.store", "lmk_rag.static", "lmk_rag.errors")
+
+
+def frozen_public_names(architecture: Path) -> dict[str, list[str]]:
+    """The public names each package exports, as docs/architecture.md freezes them ("Public names": one bullet per
+    package, ``- `package`: `name`, `name`, ...``, continued on indented lines).
+
+    :param architecture: the architecture document.
+    """
+    section = architecture.read_text(encoding="utf-8").split("\n## Public names\n", 1)[1].split("\n## ", 1)[0]
+    names = {}
+    for bullet in section.split("\n- ")[1:]:
+        package, listed = bullet.split(":", 1)
+        names[package.strip("`")] = re.findall(r"`([^`]+)`", listed)
+    return names
+
+
+def private_lmk_rag_imports(root: Path, public: Mapping[str, Sequence[str]]) -> list[str]:
+    """The lmk_rag names the LlamaIndex adapters under ``root`` import that are not public: each as
+    ``file: dotted name``. A public name is ``package.name`` with ``name`` in ``public[package]``.
+
+    :param root: the folder holding the adapter distributions (``integrations/``).
+    :param public: package -> the names it exports.
+    """
+    found = []
+    for distribution in sorted(path for path in root.iterdir() if (path / "llama_index").is_dir()):
+        for name, path in module_files(distribution, "llama_index").items():
+            for imported in sorted(imported_names(name, path)):
+                package, _, last = imported.rpartition(".")
+                if imported.split(".")[0] == "lmk_rag" and last not in public.get(package, ()):
+                    found.append(f"{path.relative_to(root).as_posix()}: {imported}")
+    return found
+
+
+def test_the_checker_finds_an_adapter_importing_a_private_name(tmp_path: Path) -> None:
+    _write(tmp_path, {
+        "llama-index-x/llama_index/x/base.py": (
+            "from lmk_rag.store import Hit\nfrom lmk_rag.store.ingest import clean\nimport lmk_rag.checks\n\n"
+            "def f():\n    from lmk_rag import group_chunks\n"
+        ),
+    })
+    assert private_lmk_rag_imports(tmp_path, {"lmk_rag": ["group_chunks"], "lmk_rag.store": ["Hit"]}) == [
+        "llama-index-x/llama_index/x/base.py: lmk_rag.checks",
+        "llama-index-x/llama_index/x/base.py: lmk_rag.store.ingest.clean",
+    ]
+
+
+def test_public_names_are_the_frozen_list_and_the_adapters_import_only_them() -> None:
+    frozen = frozen_public_names(ROOT / "docs" / "architecture.md")
+    assert sorted(frozen) == sorted(PUBLIC_PACKAGES)
+    for package in PUBLIC_PACKAGES:
+        module = importlib.import_module(package)
+        assert sorted(module.__all__) == sorted(frozen[package]), (
+            f"{package}.__all__ differs from the public names in docs/architecture.md: change both, and CHANGELOG.md"
+        )
+        assert all(hasattr(module, name) for name in module.__all__), f"{package}.__all__ names a missing name"
+    private = private_lmk_rag_imports(ROOT / "integrations", frozen)
+    assert not private, f"integrations/ imports lmk_rag names that are not public (docs/architecture.md): {private}"

@@ -17,6 +17,8 @@ _LAZY = {
     "VARIABLE_GRANULARITIES": "lmk_rag.encoder.planning",
     "LandmarkPlan": "lmk_rag.encoder.planning",
     "plan_landmarks": "lmk_rag.encoder.planning",
+    "DocumentEncoder": "lmk_rag.encoder.protocols",
+    "TokenEncoder": "lmk_rag.encoder.protocols",
     "DEFAULT_MODEL": "lmk_rag.encoder.resolve",
     "resolve_model_path": "lmk_rag.encoder.resolve",
     "ChunkStates": "lmk_rag.encoder.types",
@@ -26,6 +28,7 @@ _LAZY = {
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder.encoder import DEFAULT_CONTEXT, DEFAULT_GRANULARITY, LMK_CONFIG_FILE, LandmarkEncoder  # noqa: F401
     from lmk_rag.encoder.planning import VARIABLE_GRANULARITIES, LandmarkPlan, plan_landmarks  # noqa: F401
+    from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder  # noqa: F401
     from lmk_rag.encoder.resolve import DEFAULT_MODEL, resolve_model_path  # noqa: F401
     from lmk_rag.encoder.types import ChunkStates, EncodedText  # noqa: F401
 

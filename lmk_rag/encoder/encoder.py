@@ -33,6 +33,7 @@ from lmk_rag.encoder.windows import (
 )
 from lmk_rag.errors import EmptyTextError, InvalidInputError, ModelLoadError
 from lmk_rag.jsonl import read_json_object
+from lmk_rag.vectors import l2_normalize
 
 DEFAULT_GRANULARITY = 64
 """Default chunk size: best mean nDCG@10 of 32/64/128/256 on the dev sets (docs/decisions.md,
@@ -236,6 +237,17 @@ class LandmarkEncoder:
         :raises EmptyTextError: for an empty or whitespace-only query.
         """
         return self.encode_documents(texts)
+
+    def empty_text_vector(self) -> np.ndarray:
+        """The vector of a text without words (``""`` or whitespace), which has no landmarks to pool: the normalised
+        mean of the model's final states of the tokenizer's special tokens alone (``[CLS] [SEP]``), what a
+        sentence-transformers model gives an empty text. :meth:`encode_documents` refuses such a text; a LlamaIndex
+        embedding model must give it a vector.
+
+        :return: float32, shape (dim,), L2-normalised.
+        """
+        states = self._forward([self.tokenizer("")["input_ids"]])[0]
+        return l2_normalize(states.mean(axis=0))
 
     def pool(self, states: Sequence[ChunkStates]) -> list[EncodedText]:
         """Turn raw chunk states into normalised vectors with this encoder's pooling and chunk vector."""

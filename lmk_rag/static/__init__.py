@@ -1,12 +1,14 @@
 """Static late interaction: model2vec token vectors, MaxSim scoring and an optional ConvMixer (torch).
 
-``StaticTokenEncoder``, ``MixerWeights`` (mixer inference, :mod:`lmk_rag.static.mixer`) and the MaxSim functions
+``StaticTokenEncoder``, ``StaticDocumentEncoder`` (documents and queries as a static store encodes them),
+``MixerWeights`` (mixer inference, :mod:`lmk_rag.static.mixer`) and the MaxSim functions
 need numpy and model2vec only; ``ConvMixer`` and training import torch from :mod:`lmk_rag.static.mixer_torch` /
 :mod:`lmk_rag.static.train`.
 """
 
 from __future__ import annotations
 
+from lmk_rag.static.documents import StaticDocumentEncoder
 from lmk_rag.static.encoder import StaticTokenEncoder, StaticTokens, tokens_in_chunks
 from lmk_rag.static.maxsim import maxsim, maxsim_batch, maxsim_matrix
 from lmk_rag.static.mixer import MixerWeights
@@ -14,6 +16,7 @@ from lmk_rag.static.model import StaticVectors, default_model_dir, distill_stati
 
 __all__ = [
     "MixerWeights",
+    "StaticDocumentEncoder",
     "StaticTokenEncoder",
     "StaticTokens",
     "StaticVectors",

@@ -152,6 +152,15 @@ class StaticDocumentEncoder:
             return self._encode(texts, None)
         return [self._encode(text, None) for text in _texts(texts)]
 
+    def empty_text_vector(self) -> np.ndarray:
+        """The vector of a text without words (``""`` or whitespace), which has no tokens (model2vec gives it zeros,
+        which no cosine can compare and no store accepts): the normalised mean of the static model's token vectors.
+        :meth:`encode_documents` refuses such a text; a LlamaIndex embedding model must give it a vector.
+
+        :return: float32, shape (dim,), L2-normalised.
+        """
+        return l2_normalize(self.tokens.vectors.unit_table.mean(axis=0))
+
     def encode_query_tokens(self, text: str) -> np.ndarray:
         """The query's static token vectors (see :meth:`StaticTokenEncoder.encode_query_tokens`), shape (q, dim)."""
         return self.tokens.encode_query_tokens(text)

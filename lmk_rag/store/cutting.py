@@ -14,6 +14,7 @@ from lmk_rag.store.types import NodeRecord
 from lmk_rag.store.versions import DocumentWrite
 
 if TYPE_CHECKING:
+    from lmk_rag.encoder.protocols import DocumentEncoder
     from lmk_rag.encoder.types import EncodedText
 
 
@@ -46,7 +47,8 @@ def records_from_encoding(
 
 
 def node_records(
-    encoder: Any, doc_id: str, text: str, encoded: EncodedText, node_tokens: int, metadata: dict[str, Any] | None = None
+    encoder: DocumentEncoder, doc_id: str, text: str, encoded: EncodedText, node_tokens: int,
+    metadata: dict[str, Any] | None = None,
 ) -> list[NodeRecord]:
     """Cut an encoded document into node records (:func:`records_from_encoding`); a static encoder's records carry
     their static token vectors, cut from the tokens the document was encoded with.
@@ -61,7 +63,7 @@ def node_records(
 
 
 def cut_documents(
-    encoder: Any, documents: Sequence[Document], node_tokens: int, hashes: Mapping[str, str]
+    encoder: DocumentEncoder, documents: Sequence[Document], node_tokens: int, hashes: Mapping[str, str]
 ) -> tuple[list[DocumentWrite], int]:
     """Encode documents in one encoder call and cut each into node records.
 

@@ -7,19 +7,28 @@ so its ingest and search never import torch.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError
 from lmk_rag.store.layout import store_mode
 from lmk_rag.store.types import Rerank, StoreMode
 
+if TYPE_CHECKING:  # pragma: no cover
+    from lmk_rag.static.documents import StaticDocumentEncoder
 
-def resolve_mode(meta: dict[str, Any] | None, mode: StoreMode | str | None, encoder: Any, where: str) -> StoreMode:
+
+def resolve_mode(
+    meta: dict[str, Any] | None,
+    mode: StoreMode | str | None,
+    encoder: DocumentEncoder | TokenEncoder | None,
+    where: str,
+) -> StoreMode:
     """The mode of the store being opened.
 
     :param meta: the store's settings record, or None for a new store.
     :param mode: the mode asked for, or None.
-    :param encoder: the encoder given, or None; a static encoder (one with ``encode_query_tokens``) means ``static``.
+    :param encoder: the encoder given, or None; a static encoder (a ``TokenEncoder``) means ``static``.
     :param where: the store, for messages.
     :return: the recorded mode of an existing store, else the one asked for, else the encoder's.
     :raises InvalidInputError: for an unknown mode, or an encoder of the other mode.
@@ -43,13 +52,15 @@ def resolve_mode(meta: dict[str, Any] | None, mode: StoreMode | str | None, enco
     return recorded
 
 
-def is_static_encoder(encoder: Any) -> bool:
+def is_static_encoder(encoder: DocumentEncoder | TokenEncoder) -> bool:
     """Whether an encoder is a static one (:class:`~lmk_rag.static.StaticTokenEncoder` or
-    :class:`~lmk_rag.static.documents.StaticDocumentEncoder`), by the method only they have."""
-    return hasattr(encoder, "encode_query_tokens")
+    :class:`~lmk_rag.static.documents.StaticDocumentEncoder`): a :class:`~lmk_rag.encoder.protocols.TokenEncoder`."""
+    return isinstance(encoder, TokenEncoder)
 
 
-def static_store_encoder(meta: Any, encoder: Any, static_encoder: Any) -> Any:
+def static_store_encoder(
+    meta: Any, encoder: DocumentEncoder | TokenEncoder | None, static_encoder: TokenEncoder | None
+) -> StaticDocumentEncoder:
     """A static store's encoder: the one given (a bare ``StaticTokenEncoder`` is wrapped, chunking as the store
     records, else by default), else one rebuilt from the recorded settings (or the defaults, for a new store). It is
     also the store's static encoder (its ``tokens``).

@@ -3,7 +3,7 @@ and BM25 vectors added; a static store holds no chunk vectors). The query side: 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -12,6 +12,9 @@ from lmk_rag.store import records as rec
 from lmk_rag.store.bm25 import BM25_LANGUAGE, Bm25Encoder
 from lmk_rag.store.layout import recorded_vectors
 from lmk_rag.store.types import NodeRecord, PointData
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lmk_rag.encoder.protocols import TokenEncoder
 
 
 class NodeVectors:
@@ -26,8 +29,8 @@ class NodeVectors:
     """
 
     def __init__(
-        self, dim: int, static_dim: int | None, static_encoder: Any, bm25: Bm25Encoder | None, where: str,
-        chunks: bool = True,
+        self, dim: int, static_dim: int | None, static_encoder: TokenEncoder | None, bm25: Bm25Encoder | None,
+        where: str, chunks: bool = True,
     ) -> None:
         """Keep the store's vector settings."""
         self.dim = dim
@@ -38,7 +41,7 @@ class NodeVectors:
         self.where = where
 
     @classmethod
-    def from_settings(cls, meta: dict[str, Any], static_encoder: Any, where: str) -> NodeVectors:
+    def from_settings(cls, meta: dict[str, Any], static_encoder: TokenEncoder | None, where: str) -> NodeVectors:
         """The vectors a store's settings record names (stores from before the tokenizer was recorded: word
         tokens)."""
         bm25 = None

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from lmk_rag.checks import check_count
+from lmk_rag.encoder.types import EncodedText
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import records as rec
 from lmk_rag.store import visibility
@@ -150,6 +151,14 @@ class Reader:
         """
         return {p.id: p for p in self.backend.retrieve(list(seen), False)
                 if p.payload.get("version") == seen[p.id].payload.get("version")}
+
+    def search_vector(
+        self, vector: Sequence[float] | np.ndarray, k: int = 10, filter: FilterLike = None, doc_level: bool = True
+    ) -> list[Hit]:
+        """The nodes nearest to a query vector, by cosine (see :meth:`LandmarkStore.search_vector`)."""
+        vector = np.asarray(vector, dtype=np.float32)
+        encoded = EncodedText(vector=vector, chunk_vectors=vector.reshape(1, -1), spans=[(0, 0)])
+        return self.search_encoded(encoded, k=k, rerank=Rerank.NONE, filter=filter, doc_level=doc_level)
 
     def _check_sample(self) -> None:
         """Before this handle's first search, look for damaged vectors in a sample of the stored nodes

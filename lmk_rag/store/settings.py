@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lmk_rag.errors import (
     CorruptStoreError,
@@ -20,6 +20,9 @@ from lmk_rag.store.layout import recorded_vectors
 from lmk_rag.store.records import PAYLOAD_INDEXES
 from lmk_rag.store.types import CollectionSpec, Quantization, StoreMode
 
+if TYPE_CHECKING:  # pragma: no cover
+    from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder
+
 FORMAT = "lmk-rag-store"
 FORMAT_VERSION = 1
 
@@ -28,8 +31,8 @@ def create_settings(
     backend: Backend,
     where: str,
     create: bool,
-    encoder: Callable[[], Any],
-    static_encoder: Any | None,
+    encoder: Callable[[], DocumentEncoder],
+    static_encoder: TokenEncoder | None,
     node_tokens: int,
     bm25: bool,
     alpha: float,
@@ -173,7 +176,7 @@ def check_settings(
     meta: dict[str, Any],
     backend: Backend,
     where: str,
-    static_encoder: Any | None,
+    static_encoder: TokenEncoder | None,
     node_tokens: int | None,
     bm25: bool | None,
     text_keys: list[str] | None,
@@ -268,7 +271,7 @@ RECORDED: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 
-def check_encoder(meta: dict[str, Any], encoder: Any, where: str) -> None:
+def check_encoder(meta: dict[str, Any], encoder: DocumentEncoder, where: str) -> None:
     """Raise when an encoder differs from the one the store was built with.
 
     :raises SettingsMismatchError: naming the differing settings (or the model files).
@@ -289,7 +292,7 @@ def check_encoder(meta: dict[str, Any], encoder: Any, where: str) -> None:
         )
 
 
-def check_static(meta: dict[str, Any], static_encoder: Any | None, where: str) -> None:
+def check_static(meta: dict[str, Any], static_encoder: TokenEncoder | None, where: str) -> None:
     """Raise when a static encoder does not match the store's static vectors.
 
     :raises SettingsMismatchError: when the store has no static slot, or another static model.

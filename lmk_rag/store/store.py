@@ -14,12 +14,12 @@ import inspect
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from lmk_rag.checks import check_count, refuse_unknown
-from lmk_rag.errors import InvalidInputError, SettingsMismatchError
+from lmk_rag.checks import check_count
+from lmk_rag.errors import InvalidInputError, SettingsMismatchError, refuse_unknown
 from lmk_rag.nodes import DEFAULT_NODE_TOKENS
 from lmk_rag.store import versions, visibility
 from lmk_rag.store.backends import OpenedBackend, open_backend
@@ -45,6 +45,9 @@ from lmk_rag.store.settings import (
 )
 from lmk_rag.store.types import DEFAULT_BATCH_SIZE, Hit, NodeRecord, Quantization, Rerank, ServerOptions, StoreMode
 from lmk_rag.store.writes import Writer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -127,8 +130,8 @@ class LandmarkStore:
         aclient: Any = None,
         location: str | None = None,
         collection_name: str | None = None,
-        encoder: Any = None,
-        static_encoder: Any = None,
+        encoder: DocumentEncoder | TokenEncoder | None = None,
+        static_encoder: TokenEncoder | None = None,
         mode: StoreMode | str | None = None,
         node_tokens: int | None = None,
         bm25: bool | None = None,
@@ -248,7 +251,7 @@ class LandmarkStore:
         return self._opened.backend
 
     @property
-    def encoder(self) -> Any:
+    def encoder(self) -> DocumentEncoder:
         """The landmark encoder; built on first use from the recorded settings (or the defaults)."""
         return self._encoders.get()
 
@@ -357,6 +360,20 @@ class LandmarkStore:
         """
         return self._reader.search_encoded(query, k, rerank, filter, doc_level, static_query, text, alpha,
                                            prefetch_limit)
+
+    def search_vector(
+        self, vector: Sequence[float] | np.ndarray, k: int = 10, filter: FilterLike = None, doc_level: bool = True
+    ) -> list[Hit]:
+        """Search by a query vector made outside the store (a LlamaIndex ``query_embedding``): the nodes whose
+        vectors are nearest to it, scored by that cosine alone (no rerank, no BM25; see :meth:`search_encoded`).
+
+        :param vector: the query vector, shape (dim,).
+        :param k: hits returned.
+        :param filter: metadata filter.
+        :param doc_level: at most one hit (the best node) per document.
+        :return: hits, best first; scores lie in [-1, 1].
+        """
+        return self._reader.search_vector(vector, k, filter, doc_level)
 
     def search_mmr(
         self,

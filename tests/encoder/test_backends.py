@@ -79,6 +79,12 @@ def test_float32_onnx_encodes_multi_window_texts_like_torch(minilm_encoder, onnx
             assert _row_cosines(getattr(a, name), getattr(b, name)).min() >= 0.999, name
 
 
+def test_onnx_embeds_a_text_without_words_as_torch_does(minilm_encoder, onnx_encoders) -> None:
+    expected = minilm_encoder.empty_text_vector()
+    np.testing.assert_allclose(onnx_encoders["float32"].empty_text_vector(), expected, atol=1e-5)
+    assert float(onnx_encoders["int8"].empty_text_vector() @ expected) >= 0.97  # measured 0.980: two states' mean
+
+
 def test_int8_vectors_stay_close_to_torch(minilm_encoder, onnx_encoders, fixture_data: Path) -> None:
     """Measured on 40 manpages-short and 6 longdoc texts at k=32 and k=64: text vectors >= 0.990 (mean 0.9955),
     chunk vectors >= 0.981 (mean 0.994), landmark states >= 0.96 (mean 0.987)."""

@@ -239,3 +239,9 @@ def test_tiny_modernbert_runs_the_long_path(tiny_modernbert):
     assert encoded.n_chunks == len(plan.chunks) and encoded.chunk_vectors.shape[1] == 64
     assert "".join(text[s:e] for s, e in encoded.spans) == text
     assert np.all(np.isfinite(encoded.chunk_vectors))
+
+
+def test_a_text_without_words_gets_the_vector_of_the_special_tokens_alone(minilm_encoder, sentence_transformer):
+    vector = minilm_encoder.empty_text_vector()
+    assert vector.dtype == np.float32 and vector.shape == (minilm_encoder.dim,)
+    np.testing.assert_allclose(vector, sentence_transformer.encode("", normalize_embeddings=True), atol=1e-5)

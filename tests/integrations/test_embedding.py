@@ -26,11 +26,17 @@ def test_settings_embed_model_accepts_it(embed_model: LandmarkEmbedding) -> None
         Settings._embed_model = previous
 
 
-def test_fields_mirror_the_injected_encoder(embed_model: LandmarkEmbedding, minilm_encoder) -> None:
-    settings = minilm_encoder.settings
-    for key in ("granularity", "context", "pooling", "chunk_vector", "max_length", "window_overlap"):
-        assert getattr(embed_model, key) == settings[key]
+def test_fields_are_the_injected_encoders_settings(embed_model: LandmarkEmbedding, minilm_encoder) -> None:
+    settings = dict(minilm_encoder.settings)
+    assert embed_model.model_name == settings.pop("model_name")
+    assert embed_model.encoder_settings == settings and not embed_model.static
     assert embed_model.encoder is minilm_encoder
+
+
+def test_keyword_settings_build_the_encoder_with_them(minilm_encoder) -> None:
+    built = LandmarkEmbedding(granularity=32, context="document", num_workers=2)
+    assert built.encoder.settings == minilm_encoder.settings and built.num_workers == 2
+    assert LandmarkEmbedding(encoder_settings={"granularity": 32}).encoder_settings == built.encoder_settings
 
 
 def test_to_dict_from_dict_round_trip_rebuilds_the_same_encoder(embed_model: LandmarkEmbedding) -> None:
@@ -90,20 +96,42 @@ def test_backend_and_dtype_fields_build_an_onnx_encoder(onnx_encoders, onnx_cach
     embed_model = LandmarkEmbedding(granularity=32, backend="onnx", dtype="int8")
     assert embed_model.encoder.settings == onnx_encoders["int8"].settings
     assert LandmarkEmbedding.from_dict(embed_model.to_dict()).encoder.fingerprint == embed_model.encoder.fingerprint
-    injected = LandmarkEmbedding(encoder=onnx_encoders["float32"])
-    assert (injected.backend, injected.dtype) == ("onnx", "float32")
+    assert (embed_model.encoder_settings["backend"], embed_model.encoder_settings["dtype"]) == ("onnx", "int8")
+    assert LandmarkEmbedding(encoder=onnx_encoders["float32"]).encoder_settings["backend"] == "onnx"
+
+
+def test_an_onnx_encoder_embeds_an_empty_document(onnx_encoders, embed_model: LandmarkEmbedding) -> None:
+    from llama_index.core import Document, VectorStoreIndex
+
+    onnx = LandmarkEmbedding(encoder=onnx_encoders["float32"])
+    index = VectorStoreIndex.from_documents([], embed_model=onnx)
+    index.insert(Document(text=""))  # LlamaIndex's SentenceSplitter makes one empty node of it
+    (node_id,) = index.index_struct.nodes_dict.values()
+    np.testing.assert_allclose(index.vector_store.get(node_id), embed_model.empty_text_embedding(), atol=1e-5)
 
 
 @pytest.mark.parametrize(
-    "kwargs, words",
-    [({"granularity": 0}, "granularity"), ({"granularity": "paragraph"}, "granularity"),
-     ({"dtype": "int8"}, "needs backend='onnx'"), ({"backend": "onnx", "dtype": "bfloat16"}, "bfloat16"),
-     ({"static": True, "model_name": "some/model"}, "model_name would be ignored"),
-     ({"static": True, "context": "chunk", "window_overlap": 64}, "context, window_overlap would be ignored")],
-    ids=["granularity-0", "granularity-word", "int8-on-torch", "bf16-on-onnx", "static-model", "static-context"],
+    "kwargs, error, words",
+    [({"granularity": 0}, "invalid", "granularity"), ({"granularity": "paragraph"}, "invalid", "granularity"),
+     ({"dtype": "int8"}, "invalid", "needs backend='onnx'"),
+     ({"backend": "onnx", "dtype": "bfloat16"}, "invalid", "bfloat16"),
+     ({"granularty": 64}, "type", "granularty"),
+     ({"static": True, "model_name": "some/model"}, "type", "model_name"),
+     ({"static": True, "context": "chunk"}, "type", "context")],
+    ids=["granularity-0", "granularity-word", "int8-on-torch", "bf16-on-onnx", "misspelt", "static-model",
+         "static-context"],
 )
-def test_settings_no_encoder_can_use_are_refused_when_made(kwargs, words) -> None:
+def test_settings_no_encoder_can_use_are_refused_when_made(kwargs, error, words) -> None:
     from lmk_rag.errors import InvalidInputError
 
-    with pytest.raises(InvalidInputError, match=words):
+    with pytest.raises(InvalidInputError if error == "invalid" else TypeError, match=words):
         LandmarkEmbedding(**kwargs)
+
+
+def test_an_encoder_and_settings_are_not_given_together(minilm_encoder) -> None:
+    from lmk_rag.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match=r"not both \(got \['granularity'\]\)"):
+        LandmarkEmbedding(encoder=minilm_encoder, granularity=64)
+    with pytest.raises(InvalidInputError, match="static=True needs a static encoder"):
+        LandmarkEmbedding(encoder=minilm_encoder, static=True)

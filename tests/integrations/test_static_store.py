@@ -24,7 +24,7 @@ def static_embedding() -> LandmarkEmbedding:
 
 def test_the_flag_builds_the_static_encoder(static_embedding: LandmarkEmbedding) -> None:
     encoder = static_embedding.encoder
-    assert isinstance(encoder, StaticDocumentEncoder) and encoder.granularity == static_embedding.granularity
+    assert isinstance(encoder, StaticDocumentEncoder) and static_embedding.encoder_settings == encoder.settings
     vector = np.asarray(static_embedding.get_text_embedding("send a signal to a process"))
     np.testing.assert_allclose(vector, encoder.encode_documents("send a signal to a process").vector, atol=1e-6)
     empty = np.asarray(static_embedding.get_text_embedding("   "))  # no tokens: the unit mean token vector

@@ -120,3 +120,10 @@ def test_node_token_vectors_need_a_static_encoding(encoder: StaticDocumentEncode
     plain = EncodedText(vector=np.ones(256), chunk_vectors=np.ones((1, 256)), spans=[(0, 4)], token_counts=[1])
     with pytest.raises(InvalidInputError, match="encode_documents"):
         encoder.encode_node_tokens(plain, [(0, 4)])
+
+
+def test_a_text_without_words_gets_the_unit_mean_token_vector(encoder: StaticDocumentEncoder) -> None:
+    vector = encoder.empty_text_vector()
+    mean = encoder.tokens.vectors.unit_table.mean(axis=0)
+    assert vector.dtype == np.float32 and vector.shape == (256,)
+    np.testing.assert_allclose(vector, mean / np.linalg.norm(mean), atol=1e-6)

@@ -57,6 +57,17 @@ def test_node_level_search_and_rerank_modes(open_store, doc_records, docs) -> No
     assert landmark_score == pytest.approx(expected, rel=1e-3, abs=1e-3)
 
 
+def test_search_by_a_vector_scores_by_the_node_vectors_cosine(open_store, doc_records, docs) -> None:
+    store = open_store()
+    _fill(store, doc_records)
+    node = doc_records[next(iter(docs))][1]
+    hits = store.search_vector(node.vector.tolist(), k=3, doc_level=False)
+    nodes = [record for records in doc_records.values() for record in records]
+    expected = sorted((float(record.vector @ node.vector) for record in nodes), reverse=True)[:3]
+    assert hits[0].node_id == node.node_id
+    assert [hit.score for hit in hits] == pytest.approx(expected, abs=1e-4)
+
+
 def _bm25_by_hand(store: Any, nodes: list[NodeRecord], text: str) -> dict[str, float]:
     """BM25 of every node as Qdrant's IDF modifier computes it over the store's BM25 vectors."""
     from lmk_rag.store.bm25 import Bm25Encoder

@@ -11,10 +11,13 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.paths import user_cache_dir
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lmk_rag.encoder import LandmarkEncoder
 
 #: One query's result: ``(doc_index, score)`` pairs, best first, at most ``k`` of them.
 Ranking = list[tuple[int, float]]
@@ -138,7 +141,7 @@ def pipeline_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def landmark_encoder(options: PipelineOptions, settings: dict[str, Any]) -> Any:
+def landmark_encoder(options: PipelineOptions, settings: dict[str, Any]) -> LandmarkEncoder:
     """The :class:`~lmk_rag.LandmarkEncoder` of a pipeline: the options' model, batch size and progress, plus the
     encoder ``settings`` (what ``lmk-rag eval --encoder KEY=VALUE`` gave, minus the pipeline's own keys).
 

@@ -13,9 +13,12 @@ import shutil
 import tempfile
 import weakref
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lmk_rag.eval.pipelines.base import IndexStats, PipelineOptions, Ranking, landmark_encoder, register_pipeline
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lmk_rag.encoder import LandmarkEncoder
 
 #: Pipeline settings in ``options.encoder`` that go to the store, not the encoder.
 STORE_SETTINGS = ("static_model", "prefetch_limit", "alpha")
@@ -42,7 +45,7 @@ class LmkRagPipeline:
         """Keep the options; the store is built in :meth:`index`."""
         self.options = options
         self._store: Any = None
-        self._encoder: Any = None
+        self._encoder: LandmarkEncoder | None = None
 
     @property
     def settings(self) -> dict[str, Any]:

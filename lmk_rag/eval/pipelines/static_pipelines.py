@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lmk_rag.eval.pipelines.base import IndexStats, PipelineOptions, Ranking, register_pipeline
 from lmk_rag.eval.scoring import rank_single, top_k
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lmk_rag.static import StaticTokenEncoder
 
 
 class _StaticPipeline:
@@ -28,7 +31,7 @@ class _StaticPipeline:
         self.options = options
         self._tokens = tokens
         self._use_mixer = mixer
-        self._encoder: Any = None
+        self._encoder: StaticTokenEncoder | None = None
         self._docs: Any = None
 
     @property

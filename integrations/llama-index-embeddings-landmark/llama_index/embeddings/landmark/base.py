@@ -3,34 +3,31 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
-from collections.abc import Callable
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from typing import Any
 
-import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, ValidationError
 from llama_index.core.callbacks import CallbackManager
 
-from lmk_rag.encoder import DEFAULT_CONTEXT, DEFAULT_GRANULARITY, DEFAULT_MODEL, LandmarkEncoder
-from lmk_rag.encoder.planning import check_granularity
-from lmk_rag.encoder.runtime import BACKEND_DTYPES, check_dtype
-from lmk_rag.encoder.types import Backend, ChunkVector, Context, EncodedText, Pooling
+from lmk_rag import DocumentEncoder, EncodedText, LandmarkEncoder, TokenEncoder
 from lmk_rag.errors import InvalidInputError, invalid_fields
 
 
 class LandmarkEmbedding(BaseEmbedding):
     """Landmark (LMK) pooling embeddings for LlamaIndex.
 
-    A text's vector pools the landmark tokens of its chunks, so long texts keep the detail of
-    every part. The fields mirror :class:`lmk_rag.LandmarkEncoder`; the encoder itself is built on
-    first use (or injected) and shared with :class:`LandmarkNodeParser` and
-    :class:`LandmarkVectorStore` through :attr:`encoder`.
+    A text's vector pools the landmark tokens of its chunks, so long texts keep the detail of every part. The
+    keyword arguments are :class:`lmk_rag.LandmarkEncoder`'s settings (``granularity``, ``context``, ``pooling``,
+    ``max_length``, ``backend``, ...): the encoder is built from them, and checks them, when the embedding is made;
+    or pass an encoder already built with ``encoder=``. The encoder is shared with :class:`LandmarkNodeParser` and
+    :class:`LandmarkVectorStore` through :attr:`encoder`. Its settings are the serialised fields (``model_name``
+    and ``encoder_settings``), so ``to_dict()``/``from_dict()`` rebuild the same encoder.
 
-    With ``static=True`` no transformer runs: the encoder is the static model's
-    (:class:`lmk_rag.static.documents.StaticDocumentEncoder`: pooled static vectors over chunks of ``granularity``
-    tokens), for a static store (``LandmarkVectorStore(embed_model=LandmarkEmbedding(static=True))``); the other
-    transformer fields are then unused.
+    With ``static=True`` no transformer runs: the encoder is a :class:`lmk_rag.static.StaticDocumentEncoder`
+    (pooled static vectors over chunks of ``granularity`` tokens; its settings are ``granularity``,
+    ``static_model`` and ``mixer``), for a static store
+    (``LandmarkVectorStore(embed_model=LandmarkEmbedding(static=True))``).
 
     Example::
 
@@ -41,113 +38,74 @@ class LandmarkEmbedding(BaseEmbedding):
     """
 
     model_name: str | None = Field(
-        default=None, description=f"Hub id or folder of the transformer; None: {DEFAULT_MODEL} (shipped as a package)."
+        default=None, description="Hub id or folder of the transformer (None with static=True)."
     )
-    granularity: int | Literal["sentence", "variable"] | None = Field(
-        default=DEFAULT_GRANULARITY,
-        description="Landmark chunk size in tokens, 'sentence', 'variable', or None (plain encoder).",
-    )
-    context: Context = Field(
-        default=Context(DEFAULT_CONTEXT),
-        description="'document': chunks see their window; 'chunk': each chunk is encoded alone.",
-    )
-    pooling: Pooling = Field(
-        default=Pooling.AUTO, description="Text pooling; 'auto' is 'lmk' for LMK-trained models, else 'mean'."
-    )
-    chunk_vector: ChunkVector = Field(
-        default=ChunkVector.AUTO,
-        description="Per-chunk vector; 'auto' is 'landmark' for LMK-trained models, else 'mean'.",
-    )
-    max_length: int | None = Field(default=None, gt=0, description="Window length in tokens; None: the model's.")
-    window_overlap: int = Field(
-        default=0, ge=0, description="Document context: up to this many tokens of preceding chunks prefix each window."
-    )
-    sentence_max_tokens: int = Field(default=128, gt=0, description="The longest chunk for granularity='sentence'.")
-    backend: Backend = Field(
-        default=Backend.TORCH, description="What runs the transformer: 'torch' or 'onnx' (ONNX Runtime on the CPU)."
-    )
-    dtype: str = Field(
-        default="auto",
-        description="torch: 'auto', 'float32', 'bfloat16', 'float16'; onnx: 'auto' (float32), 'float32', 'int8'.",
+    encoder_settings: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The encoder's other settings (LandmarkEncoder's, or StaticDocumentEncoder's with static=True), "
+        "as the encoder reports them: what rebuilds it.",
     )
     static: bool = Field(
         default=False,
         description="Encode with the shipped static model and mixer instead of a transformer (for a static store).",
     )
 
-    _encoder: Any = PrivateAttr(default=None)
-    _device: str | None = PrivateAttr(default=None)
+    _encoder: DocumentEncoder = PrivateAttr()
     _empty: list[float] | None = PrivateAttr(default=None)
     _show_progress: bool = PrivateAttr(default=False)
 
     def __init__(
         self,
+        *,
+        encoder: DocumentEncoder | None = None,
         model_name: str | None = None,
-        granularity: int | Literal["sentence", "variable"] | None = DEFAULT_GRANULARITY,
-        context: Context | str = DEFAULT_CONTEXT,
-        pooling: Pooling | str = Pooling.AUTO,
-        chunk_vector: ChunkVector | str = ChunkVector.AUTO,
-        max_length: int | None = None,
-        window_overlap: int = 0,
-        sentence_max_tokens: int = 128,
-        backend: Backend | str = Backend.TORCH,
-        dtype: str = "auto",
         static: bool = False,
+        encoder_settings: Mapping[str, Any] | None = None,
         embed_batch_size: int = 32,
         device: str | None = None,
         callback_manager: CallbackManager | None = None,
-        encoder: Any = None,
-        **kwargs: Any,
+        **settings: Any,
     ) -> None:
-        """Configure the embedding model; the encoder loads on first use unless one is given.
+        """Build the encoder from its settings, or take the one given.
 
-        :param model_name: hub id or local folder of the transformer (resolved offline when
-            ``HF_HUB_OFFLINE=1``); None is the default MiniLM, which ships as a pip package. Kept as
-            given: a store records it, and reopening the store compares it.
-        :param granularity: see :class:`lmk_rag.LandmarkEncoder`.
-        :param context: see :class:`lmk_rag.LandmarkEncoder`.
-        :param pooling: see :class:`lmk_rag.LandmarkEncoder`.
-        :param chunk_vector: see :class:`lmk_rag.LandmarkEncoder`.
-        :param max_length: see :class:`lmk_rag.LandmarkEncoder`.
-        :param window_overlap: see :class:`lmk_rag.LandmarkEncoder`.
-        :param sentence_max_tokens: see :class:`lmk_rag.LandmarkEncoder`.
-        :param backend: see :class:`lmk_rag.LandmarkEncoder`.
-        :param dtype: see :class:`lmk_rag.LandmarkEncoder`.
+        :param encoder: an encoder already built (a :class:`lmk_rag.LandmarkEncoder`, or a
+            :class:`lmk_rag.static.StaticDocumentEncoder`, which means ``static=True``); the settings are then
+            read from it and may not be given.
+        :param model_name: hub id or local folder of the transformer (resolved offline when ``HF_HUB_OFFLINE=1``);
+            None is the default MiniLM, which ships as a pip package.
         :param static: encode with the static model (no transformer): a static store's embedding.
+        :param encoder_settings: encoder settings as a mapping (what ``to_dict()`` writes); ``settings`` are added.
         :param embed_batch_size: texts per call to the encoder, and windows per forward pass.
-        :param device: ``"cpu"``, ``"cuda"``, ...; default: the best available (not serialised).
+        :param device: ``"cpu"``, ``"cuda"``, ...; default: the best available (not serialised; unused with
+            ``static``).
         :param callback_manager: LlamaIndex callback manager.
-        :param encoder: an already built encoder to use (a :class:`lmk_rag.LandmarkEncoder`, or a
-            :class:`lmk_rag.static.documents.StaticDocumentEncoder`, which means ``static=True``); the settings fields
-            are then read from it.
-        :param kwargs: other :class:`BaseEmbedding` fields (e.g. ``num_workers``).
+        :param settings: the encoder's settings (:class:`lmk_rag.LandmarkEncoder`'s, or with ``static``
+            :class:`lmk_rag.static.StaticDocumentEncoder`'s); keys that are :class:`BaseEmbedding` fields
+            (``num_workers``, ...) go to LlamaIndex.
+        :raises InvalidInputError: for a setting the encoder refuses, a bad field, or an encoder and settings both.
+        :raises TypeError: for a setting the encoder does not take.
         """
-        settings = {
-            "model_name": model_name,
-            "granularity": granularity,
-            "context": context,
-            "pooling": pooling,
-            "chunk_vector": chunk_vector,
-            "max_length": max_length,
-            "window_overlap": window_overlap,
-            "sentence_max_tokens": sentence_max_tokens,
-            "backend": backend,
-            "dtype": dtype,
-        }
-        static = static or hasattr(encoder, "encode_query_tokens")
-        if encoder is not None:
-            settings.update({key: getattr(encoder, key) for key in settings if hasattr(encoder, key)})
-        else:
-            _check_settings(settings, static)
+        fields = {key: settings.pop(key) for key in list(settings) if key in BaseEmbedding.model_fields}
         try:
-            super().__init__(
-                embed_batch_size=embed_batch_size, callback_manager=callback_manager, static=static, **settings,
-                **kwargs,
-            )
+            super().__init__(embed_batch_size=embed_batch_size, callback_manager=callback_manager, **fields)
         except ValidationError as error:
             raise invalid_fields("LandmarkEmbedding", error) from None
+        given = {**(encoder_settings or {}), **settings}
+        if model_name is not None:
+            given["model_name"] = model_name
+        if encoder is None:
+            encoder = _build_encoder(static, given, embed_batch_size, device)
+        elif given or device is not None:
+            raise InvalidInputError(
+                f"LandmarkEmbedding: give encoder= or the settings to build one, not both (got {sorted(given)})"
+            )
+        elif static and not isinstance(encoder, TokenEncoder):
+            raise InvalidInputError(f"LandmarkEmbedding: static=True needs a static encoder, got {encoder!r}")
         self._encoder = encoder
-        self._device = device
+        recorded = dict(encoder.settings)
+        self.model_name = recorded.pop("model_name", None)
+        self.encoder_settings = recorded
+        self.static = isinstance(encoder, TokenEncoder)
 
     @classmethod
     def class_name(cls) -> str:
@@ -155,53 +113,21 @@ class LandmarkEmbedding(BaseEmbedding):
         return "LandmarkEmbedding"
 
     @property
-    def encoder(self) -> Any:
-        """The landmark encoder (with ``static``: the static document encoder), built from the fields on first
-        access."""
-        if self._encoder is None and self.static:
-            from lmk_rag.static.documents import StaticDocumentEncoder
-
-            self._encoder = StaticDocumentEncoder(granularity=self.granularity)
-        if self._encoder is None:
-            self._encoder = LandmarkEncoder(
-                model_name=self.model_name,
-                granularity=self.granularity,
-                context=self.context,
-                pooling=self.pooling,
-                chunk_vector=self.chunk_vector,
-                max_length=self.max_length,
-                window_overlap=self.window_overlap,
-                sentence_max_tokens=self.sentence_max_tokens,
-                backend=self.backend,
-                dtype=self.dtype,
-                batch_size=self.embed_batch_size,
-                device=self._device,
-            )
+    def encoder(self) -> DocumentEncoder:
+        """The encoder: a :class:`lmk_rag.LandmarkEncoder` (with ``static``, a
+        :class:`lmk_rag.static.StaticDocumentEncoder`)."""
         return self._encoder
 
     def empty_text_embedding(self) -> Embedding:
-        """The embedding of a text without words ("" or whitespace), which has no landmarks: what a
-        sentence-transformers model (``HuggingFaceEmbedding``) gives it, the normalised mean of the model's final
-        states of the tokenizer's special tokens alone (``[CLS] [SEP]``). So an empty ``Document`` or an
+        """The embedding of a text without words ("" or whitespace), which has no landmarks: the encoder's
+        ``empty_text_vector()``, what a sentence-transformers model (``HuggingFaceEmbedding``) gives it (with
+        ``static``: the normalised mean of the static model's token vectors). So an empty ``Document`` or an
         ``ImageNode`` without text can be indexed as with any LlamaIndex embedding model.
-
-        With ``static``, a text without words has no tokens (model2vec gives it zeros, which no cosine can compare
-        and no store accepts): its vector is the normalised mean of the static model's token vectors.
 
         :return: the vector, computed once.
         """
-        if self._empty is None and self.static:
-            mean = self.encoder.tokens.vectors.unit_table.mean(axis=0)
-            self._empty = (mean / np.linalg.norm(mean)).tolist()
         if self._empty is None:
-            import torch
-
-            encoder = self.encoder
-            inputs = encoder.tokenizer("", return_tensors="pt")
-            with torch.inference_mode():
-                states = encoder.model(**{k: v.to(encoder.device) for k, v in inputs.items()}).last_hidden_state
-            vector = states[0].float().mean(dim=0).cpu().numpy()
-            self._empty = (vector / np.linalg.norm(vector)).tolist()
+            self._empty = self.encoder.empty_text_vector().tolist()
         return self._empty
 
     def _get_query_embedding(self, query: str) -> Embedding:
@@ -250,22 +176,16 @@ class LandmarkEmbedding(BaseEmbedding):
         return await asyncio.to_thread(self._get_text_embeddings, texts)
 
 
-def _check_settings(settings: dict[str, Any], static: bool) -> None:
-    """Refuse now, not at the first text, a granularity or dtype the encoder cannot use, and transformer settings
-    given to a static embedding (which would ignore them).
+def _build_encoder(static: bool, settings: dict[str, Any], batch_size: int, device: str | None) -> DocumentEncoder:
+    """The encoder the settings describe; it checks them (its errors name the setting).
 
-    :raises InvalidInputError: naming the setting.
+    :param static: build the static encoder (which takes no batch size or device).
+    :param settings: the encoder's keyword arguments.
+    :param batch_size: windows per forward pass of a transformer.
+    :param device: the transformer's device, or None for the best available.
     """
-    check_granularity(settings["granularity"])
     if static:
-        defaults = inspect.signature(LandmarkEmbedding.__init__).parameters
-        ignored = [key for key, value in settings.items() if key != "granularity" and value != defaults[key].default]
-        if ignored:
-            raise InvalidInputError(
-                f"static=True encodes with the shipped static model and takes only granularity; "
-                f"{', '.join(ignored)} would be ignored"
-            )
-        return
-    backend = getattr(settings["backend"], "value", settings["backend"])
-    if backend in BACKEND_DTYPES:  # another backend is pydantic's to refuse
-        check_dtype(backend, settings["dtype"])
+        from lmk_rag.static import StaticDocumentEncoder
+
+        return StaticDocumentEncoder(**settings)
+    return LandmarkEncoder(**settings, batch_size=batch_size, device=device)

@@ -27,8 +27,8 @@ from llama_index.core.node_parser.interface import IdFuncCallable
 from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, TextNode
 
 from llama_index.embeddings.landmark import LandmarkEmbedding
+from lmk_rag import DEFAULT_NODE_TOKENS, NodeSlice, group_chunks
 from lmk_rag.errors import InvalidInputError, invalid_fields
-from lmk_rag.nodes import DEFAULT_NODE_TOKENS, NodeSlice, group_chunks
 
 CHUNK_VECTORS_KEY = "lmk_chunk_vectors"
 """Node metadata key where earlier versions carried a node's chunk vectors as base64 (still read, never written)."""

@@ -33,12 +33,20 @@ from llama_index.node_parser.landmark import (
 )
 from llama_index.vector_stores.landmark.filters import to_store_filter
 from llama_index.vector_stores.landmark.search import search
-from lmk_rag.checks import refuse_unknown
-from lmk_rag.errors import InvalidInputError, SettingsMismatchError
-from lmk_rag.store import FieldCondition, Filter, Hit, LandmarkStore, NodeRecord, Rerank
-from lmk_rag.store.documents import clean_metadata
-from lmk_rag.store.query import check_rerank
-from lmk_rag.store.types import DEFAULT_BATCH_SIZE, StoreMode
+from lmk_rag import TokenEncoder
+from lmk_rag.errors import InvalidInputError, SettingsMismatchError, refuse_unknown
+from lmk_rag.store import (
+    DEFAULT_BATCH_SIZE,
+    FieldCondition,
+    Filter,
+    Hit,
+    LandmarkStore,
+    NodeRecord,
+    Rerank,
+    StoreMode,
+    check_rerank,
+    clean_metadata,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -152,7 +160,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         timeout: int | None = None,
         store: LandmarkStore | None = None,
         embed_model: LandmarkEmbedding | None = None,
-        static_encoder: Any = None,
+        static_encoder: TokenEncoder | None = None,
         rerank: Rerank | str | None = None,
         **store_options: Any,
     ) -> None:
@@ -192,7 +200,8 @@ class LandmarkVectorStore(BasePydanticVectorStore):
             open: it is the caller's).
         :param embed_model: share this model's encoder with the store (else the store builds its own
             from its recorded settings).
-        :param static_encoder: a ``StaticTokenEncoder`` to fill and search static token vectors.
+        :param static_encoder: a ``StaticTokenEncoder`` (a :class:`lmk_rag.TokenEncoder`) to fill and search static
+            token vectors.
         :param rerank: the default second stage (None: the store's, ``"chunks"`` or ``"static"`` in a static store).
         :param store_options: the other :class:`LandmarkStore` arguments (:data:`STORE_OPTIONS`: ``alpha``,
             ``text_keys``, ``node_tokens``, ``bm25_language``, ...).
@@ -557,7 +566,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
 
 def _node_metadata(node: BaseNode) -> dict[str, Any]:
     """The node as LlamaIndex's stores keep it (metadata plus the node's JSON, text left out), its metadata under
-    the core API's policy (:func:`lmk_rag.store.documents.clean_metadata`: dates as ISO strings, tuples and sets as
+    the core API's policy (:func:`lmk_rag.store.clean_metadata`: dates as ISO strings, tuples and sets as
     lists; NaN, infinity and bytes refused, where pydantic's JSON dump would write null and text).
 
     :raises InvalidInputError: for metadata the store cannot keep, naming the node.

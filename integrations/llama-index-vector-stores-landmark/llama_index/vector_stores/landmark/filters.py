@@ -7,7 +7,7 @@ from collections.abc import Collection, Sequence
 from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilter, MetadataFilters
 
 from lmk_rag.errors import InvalidInputError
-from lmk_rag.store.filters import Condition, FieldCondition, Filter
+from lmk_rag.store import Condition, FieldCondition, Filter
 
 _OPERATORS = {
     FilterOperator.EQ: "eq",

@@ -19,7 +19,6 @@ import numpy as np
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryMode
 
 from llama_index.vector_stores.landmark.filters import to_store_filter
-from lmk_rag.encoder.types import EncodedText
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.store import Hit, LandmarkStore, Rerank
 
@@ -66,9 +65,7 @@ def search(
             raise InvalidInputError(
                 f"query mode {mode.value!r} scores words with BM25: VectorStoreQuery.query_str is empty"
             )
-        vector = _embedding(query, mode)
-        encoded = EncodedText(vector=vector, chunk_vectors=vector[None, :], spans=[(0, 0)])
-        return store.search_encoded(encoded, k=k, rerank=Rerank.NONE, filter=flt, doc_level=False)
+        return store.search_vector(_embedding(query, mode), k=k, filter=flt, doc_level=False)
     if mode == VectorStoreQueryMode.HYBRID:
         alpha, k = alpha if query.alpha is None else query.alpha, query.hybrid_top_k or k
     elif mode in LEXICAL_MODES:
