@@ -18,7 +18,7 @@ from lmk_rag.store import records as rec
 from lmk_rag.store import visibility
 from lmk_rag.store.backends import ReadWriteLock
 from lmk_rag.store.base import Backend
-from lmk_rag.store.check import sample_problem
+from lmk_rag.store.integrity import sample_problem
 from lmk_rag.store.filters import FilterLike
 from lmk_rag.store.ledger import Ledger
 from lmk_rag.store.modes import default_rerank
@@ -162,7 +162,7 @@ class Reader:
 
     def _check_sample(self) -> None:
         """Before this handle's first search, look for damaged vectors in a sample of the stored nodes
-        (:func:`~lmk_rag.store.check.sample_problem`): damaged vectors would give wrong hits without an error.
+        (:func:`~lmk_rag.store.integrity.sample_problem`): damaged vectors would give wrong hits without an error.
 
         :raises CorruptStoreError: naming a damaged node and ``lmk-rag check``, which lists them all.
         """
@@ -261,6 +261,6 @@ class Reader:
 
     def check(self) -> list[str]:
         """What is wrong with the store, from a read of every point (see :meth:`LandmarkStore.check`)."""
-        from lmk_rag.store.check import verify
+        from lmk_rag.store.integrity import verify
 
         return verify(self.backend, self.ledger.current() if self.ledger.enabled else None)
