@@ -17,7 +17,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import AutoConfig, AutoTokenizer
 
-from lmk_rag.checks import check_count
+from lmk_rag.checks import check_count, check_texts
 from lmk_rag.encoder.planning import LandmarkPlan, check_granularity, plan_landmarks
 from lmk_rag.encoder.pooling import pool_states
 from lmk_rag.encoder.resolve import DEFAULT_MODEL, model_digest, resolve_model_path
@@ -31,7 +31,7 @@ from lmk_rag.encoder.windows import (
     special_token_count,
     tokenize_with_offsets,
 )
-from lmk_rag.errors import EmptyTextError, InvalidInputError, ModelLoadError
+from lmk_rag.errors import InvalidInputError, ModelLoadError
 from lmk_rag.jsonl import read_json_object
 
 DEFAULT_GRANULARITY = 64
@@ -364,28 +364,11 @@ def _ordered_cls(entries: list[tuple[int, np.ndarray]], dim: int) -> np.ndarray:
 
 
 def _validate_texts(texts: Any) -> list[str]:
-    """Check a batch of texts: a non-empty list of non-blank strings."""
-    if texts is None:
-        raise InvalidInputError("texts is None; pass a str or a list of str")
-    if isinstance(texts, str):
-        texts = [texts]
-    if not isinstance(texts, Sequence):
-        raise InvalidInputError(f"texts must be a str or a sequence of str, got {type(texts).__name__}")
-    if len(texts) == 0:
+    """Check a batch of texts: a non-empty list of non-blank strings (:func:`~lmk_rag.checks.check_texts`)."""
+    checked = check_texts(texts)
+    if not checked:
         raise InvalidInputError("texts is empty; pass at least one text")
-    for index, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise InvalidInputError(f"text {index} is {type(text).__name__}, not str")
-        if not text.strip():
-            raise EmptyTextError(f"text {index} is empty or whitespace-only; there is nothing to encode")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as error:
-            raise InvalidInputError(
-                f"text {index} is not valid Unicode ({error.reason} at character {error.start}); decode the source "
-                "with errors='replace' or fix it"
-            ) from None
-    return list(texts)
+    return checked
 
 
 def _choice(name: str, value: Any, mode: type[Enum], automatic: bool = True) -> str:

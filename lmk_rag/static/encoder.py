@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, overload
 import numpy as np
 import scipy.sparse
 
-from lmk_rag.errors import EmptyTextError, InvalidInputError, VectorSizeError
+from lmk_rag.checks import check_text, check_texts
+from lmk_rag.errors import VectorSizeError
 from lmk_rag.static.mixer import MixerWeights, mixer_folder
 from lmk_rag.static.model import StaticVectors, load_static_vectors
 from lmk_rag.vectors import l2_normalize
@@ -113,10 +114,9 @@ class StaticTokenEncoder:
 
         :param text: the text.
         :return: ids (n,) and char offsets (n, 2).
-        :raises InvalidInputError: if ``text`` is not a str.
+        :raises InvalidInputError: if ``text`` is not a str (:func:`~lmk_rag.checks.check_text`).
         """
-        if not isinstance(text, str):
-            raise InvalidInputError(f"expected a str, got {type(text).__name__}")
+        check_text(text, blank=True)
         encoding = self.vectors.tokenizer.encode(text, add_special_tokens=False)
         ids = np.asarray(encoding.ids, dtype=np.int64)
         offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
@@ -207,9 +207,7 @@ class StaticTokenEncoder:
         :return: float32 (dim,) for one text, (n, dim) for a list; a text without known tokens gives zeros.
         """
         single = isinstance(texts, str)
-        batch = [texts] if single else list(texts)
-        if not all(isinstance(text, str) for text in batch):
-            raise InvalidInputError("encode takes a str or a list of str")
+        batch = check_texts(texts, blank=True)
         id_lists = [e.ids for e in self.vectors.tokenizer.encode_batch_fast(batch, add_special_tokens=False)]
         lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
         flat = np.fromiter(chain.from_iterable(id_lists), dtype=np.int64, count=int(lengths.sum()))
@@ -249,15 +247,3 @@ def _first_distinct(keys: np.ndarray) -> np.ndarray:
         keys = np.ascontiguousarray(keys).view(np.dtype((np.void, keys.dtype.itemsize * keys.shape[1]))).ravel()
     _, first = np.unique(keys, return_index=True)
     return np.sort(first)
-
-
-def check_text(text: str) -> None:
-    """Refuse what cannot be encoded.
-
-    :raises InvalidInputError: for anything but a str.
-    :raises EmptyTextError: for an empty or whitespace-only text.
-    """
-    if not isinstance(text, str):
-        raise InvalidInputError(f"expected a str, got {type(text).__name__}")
-    if not text.strip():
-        raise EmptyTextError("the text is empty or whitespace-only: there are no tokens to encode")

@@ -136,7 +136,7 @@ def test_nodes_group_whole_chunks(minilm_encoder):
     [
         ([], InvalidInputError, "empty"),
         (None, InvalidInputError, "None"),
-        (["ok", 3], InvalidInputError, "text 1 is int"),
+        (["ok", 3], InvalidInputError, "text 1 must be a str, got int"),
         (["ok", ""], EmptyTextError, "text 1 is empty"),
         (["   \n\t "], EmptyTextError, "whitespace-only"),
         (42, InvalidInputError, "sequence of str"),
