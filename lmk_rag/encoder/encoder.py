@@ -28,6 +28,7 @@ from lmk_rag.encoder.windows import (
     SpecialTokens,
     Window,
     build_windows,
+    pad_windows,
     special_token_count,
     tokenize_with_offsets,
 )
@@ -347,13 +348,7 @@ class LandmarkEncoder:
 
     def _forward(self, sequences: list[list[int]]) -> np.ndarray:
         """Final hidden states of padded sequences, float32, shape (batch, longest, dim)."""
-        longest = max(len(sequence) for sequence in sequences)
-        input_ids = np.full((len(sequences), longest), self.special.pad_id, dtype=np.int64)
-        attention_mask = np.zeros((len(sequences), longest), dtype=np.int64)
-        for row, sequence in enumerate(sequences):
-            input_ids[row, : len(sequence)] = sequence
-            attention_mask[row, : len(sequence)] = 1
-        return self.runtime(input_ids, attention_mask)
+        return self.runtime(*pad_windows(sequences, self.special.pad_id))
 
 
 def _ordered_cls(entries: list[tuple[int, np.ndarray]], dim: int) -> np.ndarray:

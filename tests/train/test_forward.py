@@ -42,6 +42,21 @@ def test_training_vectors_equal_the_inference_encoder(tiny_model: Path) -> None:
     assert not mask[1, 1:].any()
 
 
+def test_training_pads_windows_as_the_old_loop_did(tiny_model: Path) -> None:
+    encoder = LandmarkEncoder(model_name=tiny_model, device="cpu")
+    batch = build_token_batch(encoder.tokenizer, TEXTS, [16, 32], encoder.max_length)
+    sequences = [row[mask.bool()].tolist() for row, mask in zip(batch.input_ids, batch.attention_mask)]
+    longest = max(len(sequence) for sequence in sequences)  # lmk_rag/train/features.py's loop, as it was written
+    input_ids = torch.full((len(sequences), longest), encoder.special.pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(sequences), longest), dtype=torch.long)
+    for row, sequence in enumerate(sequences):
+        input_ids[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
+        attention_mask[row, : len(sequence)] = 1
+    assert batch.input_ids.dtype == torch.long and batch.attention_mask.dtype == torch.long
+    assert torch.equal(batch.input_ids, input_ids) and torch.equal(batch.attention_mask, attention_mask)
+    assert len({len(sequence) for sequence in sequences}) > 1  # windows of several lengths: padding happened
+
+
 def test_granularity_is_per_text(tiny_model: Path) -> None:
     encoder = LandmarkEncoder(model_name=tiny_model, device="cpu")
     batch = build_token_batch(encoder.tokenizer, [TEXTS[0], TEXTS[0]], [8, 32], encoder.max_length)
