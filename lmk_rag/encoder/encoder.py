@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import logging
 import pickle
@@ -33,6 +32,7 @@ from lmk_rag.encoder.windows import (
     tokenize_with_offsets,
 )
 from lmk_rag.errors import InvalidInputError, ModelLoadError
+from lmk_rag.hashing import short_hash
 from lmk_rag.jsonl import read_json_object
 
 DEFAULT_GRANULARITY = 64
@@ -198,7 +198,7 @@ class LandmarkEncoder:
     def fingerprint(self) -> str:
         """A short hash of the settings and the model files' content (for caches and stores)."""
         settings = json.dumps({**self.settings, "model_name": None}, sort_keys=True)
-        return hashlib.sha256(f"{settings}:{model_digest(self.model_path)}".encode()).hexdigest()[:16]
+        return short_hash([f"{settings}:{model_digest(self.model_path)}".encode()])
 
     @overload
     def encode_documents(self, texts: str, show_progress_bar: bool | None = None) -> EncodedText: ...

@@ -12,7 +12,6 @@ the text's static token ids, so that a static store cuts its nodes' token multiv
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -27,6 +26,7 @@ from lmk_rag.checks import check_text, check_texts
 from lmk_rag.encoder.planning import plan_landmarks
 from lmk_rag.encoder.types import EncodedText, Granularity
 from lmk_rag.errors import InvalidInputError, ModelNotFoundError
+from lmk_rag.hashing import short_hash
 from lmk_rag.static.encoder import StaticTokenEncoder, sum_rows, tokens_in_chunks
 from lmk_rag.static.mixer import DEFAULT_MIXER, SHIPPED_MIXER, SHIPPED_MIXER_DIR
 from lmk_rag.static.model import SHIPPED_MODEL_DIR
@@ -108,7 +108,7 @@ class StaticDocumentEncoder:
     def fingerprint(self) -> str:
         """A hash of the static model, the mixer and the granularity (for stores and node parsers)."""
         text = json.dumps({"tokens": self.tokens.fingerprint, "granularity": self.granularity})
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return short_hash([text.encode()])
 
     @overload
     def encode_documents(self, texts: str, show_progress_bar: bool | None = None) -> StaticEncodedText: ...

@@ -6,7 +6,6 @@ Implements the store's static-encoder protocol (``dim``, ``fingerprint``, ``enco
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ import scipy.sparse
 
 from lmk_rag.checks import check_text, check_texts
 from lmk_rag.errors import VectorSizeError
+from lmk_rag.hashing import short_hash
 from lmk_rag.static.mixer import MixerWeights, mixer_folder
 from lmk_rag.static.model import StaticVectors, load_static_vectors
 from lmk_rag.vectors import l2_normalize
@@ -95,12 +95,11 @@ class StaticTokenEncoder:
     def fingerprint(self) -> str:
         """A hash of the static model (vectors and tokenizer) and the mixer, for stores and caches."""
         if self._fingerprint is None:
-            digest = hashlib.sha256(self.vectors.embedding.tobytes())
-            digest.update(self.vectors.tokenizer.to_str().encode())
-            for extra in (self.vectors.weights, self.vectors.mapping):
-                digest.update(b"-" if extra is None else np.ascontiguousarray(extra).tobytes())
-            digest.update((self.mixer.fingerprint() if self.mixer is not None else "no-mixer").encode())
-            self._fingerprint = digest.hexdigest()[:16]
+            extras = [b"-" if extra is None else np.ascontiguousarray(extra).tobytes()
+                      for extra in (self.vectors.weights, self.vectors.mapping)]
+            mixer = self.mixer.fingerprint() if self.mixer is not None else "no-mixer"
+            self._fingerprint = short_hash([self.vectors.embedding.tobytes(), self.vectors.tokenizer.to_str().encode(),
+                                            *extras, mixer.encode()])
         return self._fingerprint
 
     @property
