@@ -173,24 +173,6 @@ class StaticTokenEncoder:
         vectors = self._token_vectors(ids)
         return vectors[_first_distinct(ids if self.mixer is None else vectors)]
 
-    def encode_document_chunks(self, text: str, spans: Sequence[tuple[int, int]]) -> list[np.ndarray]:
-        """Distinct token vectors per chunk, for chunk spans from any tokenizer (e.g. the landmark encoder's).
-
-        Tokens are encoded over the whole text (the mixer sees across chunk borders), then split by
-        :func:`tokens_in_chunks`.
-
-        :param text: the document text.
-        :param spans: chunk char spans ``(start, end)``, sorted and non-overlapping.
-        :return: one float32 (m_c, dim) array per span.
-        :raises EmptyTextError: if the text is empty or whitespace.
-        """
-        check_text(text)
-        tokens = self.tokens(text)
-        keys = tokens.ids if self.mixer is None else tokens.vectors
-        chunk = tokens_in_chunks(tokens.offsets, spans)
-        rows = [np.flatnonzero(chunk == c) for c in range(len(spans))]
-        return [tokens.vectors[row[_first_distinct(keys[row])]] for row in rows]
-
     @overload
     def encode(self, texts: str) -> np.ndarray: ...
 
