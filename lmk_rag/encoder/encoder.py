@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
 import pickle
 from collections.abc import Iterator, Sequence
 from enum import Enum
@@ -45,8 +44,6 @@ LMK_CONFIG_FILE = "lmk_model.json"
 """File next to a model's config.json that marks it LMK-trained, e.g. ``{"lmk_trained": true}``."""
 
 _PROGRESS_MIN_BATCHES = 20
-
-logger = logging.getLogger(__name__)
 
 
 class LandmarkEncoder:
@@ -408,16 +405,10 @@ def _best_device() -> str:
 
 
 def _read_lmk_config(model_path: Path) -> dict[str, Any]:
-    """The LMK training marker next to the model's config.json, or an empty dict.
-
-    A model fine-tuned before the marker was renamed has ``lmk_rag.json`` instead; it is read with a warning.
-    """
+    """The LMK training marker next to the model's config.json, or an empty dict."""
     path = model_path / LMK_CONFIG_FILE
     if not path.is_file():
-        path = model_path / "lmk_rag.json"
-        if not path.is_file():
-            return {}
-        logger.warning("%s: the LMK model marker is now named %s; please rename the file", path, LMK_CONFIG_FILE)
+        return {}
     return read_json_object(path, ModelLoadError, "LMK model marker", "restore it or delete it")
 
 
