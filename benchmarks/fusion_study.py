@@ -36,6 +36,7 @@ from lmk_rag.paths import user_cache_dir
 from lmk_rag.store.query import best_hits, plan_search
 from lmk_rag.store.query import fuse as fuse_scores
 from lmk_rag.store.types import Branch, ScoredPointData, SparseVector
+from lmk_rag.vectors import maxsim_scores
 
 DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else Path("../shared/data")
 
@@ -177,9 +178,7 @@ def load_corpus(name: str, node_tokens: int = 256, **encoder_settings: object) -
 
 def maxsim(corpus: Corpus, query: int) -> np.ndarray:
     """Chunk MaxSim of every node for one query, divided by the query's chunk count (cosine-like)."""
-    sims = corpus.chunk_vectors @ corpus.query_chunks[query].T  # (n_chunks, q)
-    best = np.maximum.reduceat(sims, corpus.chunk_starts, axis=0)  # (n_nodes, q)
-    return best.mean(axis=1)
+    return maxsim_scores([corpus.query_chunks[query]], corpus.chunk_vectors, corpus.chunk_starts, mean=True)[0]
 
 
 # ---------------------------------------------------------------------------------------------- fusion

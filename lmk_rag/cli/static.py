@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from lmk_rag.cli.renamed import old_spelling, renamed
 from lmk_rag.cli.root import app
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,7 +39,7 @@ def distill_static_command(
 @app.command("train-mixer")
 def train_mixer_command(
     train: Path = typer.Option(
-        None, "--train", help="Pairs JSONL ({query, positive}) or a BEIR folder (its train split). Required."
+        ..., "--train", help="Pairs JSONL ({query, positive}) or a BEIR folder (its train split)."
     ),
     select_on: Path = typer.Option(
         None, help="BEIR folder whose nDCG@10 (static-mixer) picks the checkpoint (default: the held-out pairs, "
@@ -59,10 +58,6 @@ def train_mixer_command(
         0.1, help="Share of the pairs held out (validation loss; checkpoint selection without --select-on)."
     ),
     seed: int = typer.Option(0, help="Random seed (split, batches, subsampling)."),
-    pairs: Path = old_spelling("--pairs", "--train"),
-    steps: int = old_spelling("--steps", "--max-steps"),
-    lr: float = old_spelling("--lr", "--learning-rate"),
-    val_fraction: float = old_spelling("--val-fraction", "--heldout-fraction"),
 ) -> None:
     """Train a ConvMixer on the pairs; keep the checkpoint with the best nDCG@10 on the held-out pairs (or
     --select-on)."""
@@ -73,18 +68,14 @@ def train_mixer_command(
     from lmk_rag.static.mixer import user_mixer_dir
     from lmk_rag.static.train import TrainConfig, load_pairs, save_training_record, split_pairs, train_mixer
 
-    train = renamed(train, pairs, "--pairs", "--train")
-    if train is None:
-        raise typer.BadParameter("a pairs file is required", param_hint="'--train'")
     config = TrainConfig(
         objective=objective,  # type: ignore[arg-type]
-        max_steps=renamed(max_steps, steps, "--steps", "--max-steps"),
+        max_steps=max_steps,
         batch_size=batch_size,
-        learning_rate=renamed(learning_rate, lr, "--lr", "--learning-rate"),
+        learning_rate=learning_rate,
         eval_every=eval_every,
         seed=seed,
     )
-    heldout_fraction = renamed(heldout_fraction, val_fraction, "--val-fraction", "--heldout-fraction")
     static = StaticTokenEncoder(static_model)
     train_pairs, heldout_pairs = split_pairs(load_pairs(train), heldout_fraction, seed)
     if select_on is None:

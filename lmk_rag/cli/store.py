@@ -231,8 +231,7 @@ def query(
     collection_name: str | None = collection_option(),
     k: int = typer.Option(10, "-k", min=1, help="Hits to return."),
     rerank: str = typer.Option(
-        None, help="chunks | static | none (default: the store's, chunks or static in a --static store; the old name "
-        "'landmarks' still works)."
+        None, help="chunks | static | none (default: the store's, chunks or static in a --static store)."
     ),
     alpha: float = typer.Option(
         None, min=0.0, max=1.0, help="Weight of the rerank score against BM25 (1 = rerank only, 0 = BM25 only; "

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
-import logging
 import pickle
 from collections.abc import Iterator, Sequence
 from enum import Enum
@@ -17,7 +15,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import AutoConfig, AutoTokenizer
 
-from lmk_rag.checks import check_count
+from lmk_rag.checks import check_count, check_texts
 from lmk_rag.encoder.planning import LandmarkPlan, check_granularity, plan_landmarks
 from lmk_rag.encoder.pooling import pool_states
 from lmk_rag.encoder.resolve import DEFAULT_MODEL, model_digest, resolve_model_path
@@ -28,10 +26,12 @@ from lmk_rag.encoder.windows import (
     SpecialTokens,
     Window,
     build_windows,
+    pad_windows,
     special_token_count,
     tokenize_with_offsets,
 )
-from lmk_rag.errors import EmptyTextError, InvalidInputError, ModelLoadError
+from lmk_rag.errors import InvalidInputError, ModelLoadError
+from lmk_rag.hashing import short_hash
 from lmk_rag.jsonl import read_json_object
 from lmk_rag.vectors import l2_normalize
 
@@ -45,8 +45,6 @@ LMK_CONFIG_FILE = "lmk_model.json"
 """File next to a model's config.json that marks it LMK-trained, e.g. ``{"lmk_trained": true}``."""
 
 _PROGRESS_MIN_BATCHES = 20
-
-logger = logging.getLogger(__name__)
 
 
 class LandmarkEncoder:
@@ -198,7 +196,7 @@ class LandmarkEncoder:
     def fingerprint(self) -> str:
         """A short hash of the settings and the model files' content (for caches and stores)."""
         settings = json.dumps({**self.settings, "model_name": None}, sort_keys=True)
-        return hashlib.sha256(f"{settings}:{model_digest(self.model_path)}".encode()).hexdigest()[:16]
+        return short_hash([f"{settings}:{model_digest(self.model_path)}".encode()])
 
     @overload
     def encode_documents(self, texts: str, show_progress_bar: bool | None = None) -> EncodedText: ...
@@ -359,13 +357,7 @@ class LandmarkEncoder:
 
     def _forward(self, sequences: list[list[int]]) -> np.ndarray:
         """Final hidden states of padded sequences, float32, shape (batch, longest, dim)."""
-        longest = max(len(sequence) for sequence in sequences)
-        input_ids = np.full((len(sequences), longest), self.special.pad_id, dtype=np.int64)
-        attention_mask = np.zeros((len(sequences), longest), dtype=np.int64)
-        for row, sequence in enumerate(sequences):
-            input_ids[row, : len(sequence)] = sequence
-            attention_mask[row, : len(sequence)] = 1
-        return self.runtime(input_ids, attention_mask)
+        return self.runtime(*pad_windows(sequences, self.special.pad_id))
 
 
 def _ordered_cls(entries: list[tuple[int, np.ndarray]], dim: int) -> np.ndarray:
@@ -376,28 +368,11 @@ def _ordered_cls(entries: list[tuple[int, np.ndarray]], dim: int) -> np.ndarray:
 
 
 def _validate_texts(texts: Any) -> list[str]:
-    """Check a batch of texts: a non-empty list of non-blank strings."""
-    if texts is None:
-        raise InvalidInputError("texts is None; pass a str or a list of str")
-    if isinstance(texts, str):
-        texts = [texts]
-    if not isinstance(texts, Sequence):
-        raise InvalidInputError(f"texts must be a str or a sequence of str, got {type(texts).__name__}")
-    if len(texts) == 0:
+    """Check a batch of texts: a non-empty list of non-blank strings (:func:`~lmk_rag.checks.check_texts`)."""
+    checked = check_texts(texts)
+    if not checked:
         raise InvalidInputError("texts is empty; pass at least one text")
-    for index, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise InvalidInputError(f"text {index} is {type(text).__name__}, not str")
-        if not text.strip():
-            raise EmptyTextError(f"text {index} is empty or whitespace-only; there is nothing to encode")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as error:
-            raise InvalidInputError(
-                f"text {index} is not valid Unicode ({error.reason} at character {error.start}); decode the source "
-                "with errors='replace' or fix it"
-            ) from None
-    return list(texts)
+    return checked
 
 
 def _choice(name: str, value: Any, mode: type[Enum], automatic: bool = True) -> str:
@@ -442,16 +417,10 @@ def _best_device() -> str:
 
 
 def _read_lmk_config(model_path: Path) -> dict[str, Any]:
-    """The LMK training marker next to the model's config.json, or an empty dict.
-
-    A model fine-tuned before the marker was renamed has ``lmk_rag.json`` instead; it is read with a warning.
-    """
+    """The LMK training marker next to the model's config.json, or an empty dict."""
     path = model_path / LMK_CONFIG_FILE
     if not path.is_file():
-        path = model_path / "lmk_rag.json"
-        if not path.is_file():
-            return {}
-        logger.warning("%s: the LMK model marker is now named %s; please rename the file", path, LMK_CONFIG_FILE)
+        return {}
     return read_json_object(path, ModelLoadError, "LMK model marker", "restore it or delete it")
 
 

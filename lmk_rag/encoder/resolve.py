@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from lmk_rag.errors import ModelNotFoundError
+from lmk_rag.hashing import short_hash
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 """The default transformer: all-MiniLM-L6-v2 (384 dims, trained with mean pooling)."""
@@ -107,9 +108,12 @@ def model_digest(model_path: Path) -> str:
     :param model_path: the model folder.
     :return: 16 hex characters.
     """
-    digest = hashlib.sha256((model_path / "config.json").read_bytes())
-    for weights in sorted(model_path.glob("*.safetensors")) + sorted(model_path.glob("*.bin")):
-        with weights.open("rb") as stream:
-            for block in iter(lambda: stream.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()[:16]
+    weights = sorted(model_path.glob("*.safetensors")) + sorted(model_path.glob("*.bin"))
+    return short_hash(_blocks([model_path / "config.json", *weights]))
+
+
+def _blocks(paths: list[Path]) -> Iterator[bytes]:
+    """The files' content one after another, in blocks of 1 MiB."""
+    for path in paths:
+        with path.open("rb") as stream:
+            yield from iter(lambda: stream.read(1 << 20), b"")

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
+
 from lmk_rag.errors import EmptyTextError, LandmarkTokenError
 
 Layout = Literal["after", "before"]
@@ -216,3 +218,19 @@ def tokenize_with_offsets(tokenizer: Any, texts: Sequence[str]) -> list[tuple[li
             raise EmptyTextError(f"text {index} has no tokens for this tokenizer: {texts[index][:40]!r}")
         result.append((ids, [tuple(offset) for offset in offsets]))
     return result
+
+
+def pad_windows(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Window token ids padded to the longest window, as the model takes them (inference and training alike).
+
+    :param sequences: each window's token ids (at least one window).
+    :param pad_id: the padding token (:attr:`SpecialTokens.pad_id`).
+    :return: ``(input_ids, attention_mask)``, int64, shape (n_windows, longest); the mask is 1 for real tokens.
+    """
+    longest = max(len(sequence) for sequence in sequences)
+    input_ids = np.full((len(sequences), longest), pad_id, dtype=np.int64)
+    attention_mask = np.zeros((len(sequences), longest), dtype=np.int64)
+    for row, sequence in enumerate(sequences):
+        input_ids[row, : len(sequence)] = sequence
+        attention_mask[row, : len(sequence)] = 1
+    return input_ids, attention_mask

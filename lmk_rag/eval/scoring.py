@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from lmk_rag.vectors import maxsim_scores, pack_rows
+
 #: Queries scored per matrix product (bounds the (queries, chunks) score matrix in memory).
 QUERY_BATCH = 64
 
@@ -42,7 +44,8 @@ def rank_single(queries: np.ndarray, docs: np.ndarray, k: int) -> list[list[tupl
 
 def rank_best_chunk(queries: Sequence[np.ndarray], doc_chunks: Sequence[np.ndarray], k: int
                     ) -> list[list[tuple[int, float]]]:
-    """Rank documents by MaxSim: for each query chunk, the best dot product over a document's chunks, summed.
+    """Rank documents by MaxSim (:func:`~lmk_rag.vectors.maxsim_scores`): for each query chunk, the best dot product
+    over a document's chunks, summed.
 
     A one-chunk query (the usual case) thus scores a document by its best chunk.
 
@@ -51,14 +54,8 @@ def rank_best_chunk(queries: Sequence[np.ndarray], doc_chunks: Sequence[np.ndarr
     :param k: results per query.
     :return: one ranking per query.
     """
-    matrix = np.concatenate(doc_chunks)
-    starts = np.cumsum([0] + [len(chunks) for chunks in doc_chunks[:-1]])
+    matrix, starts = pack_rows(doc_chunks)
     rankings = []
     for start in range(0, len(queries), QUERY_BATCH):
-        batch = queries[start : start + QUERY_BATCH]
-        owners = np.repeat(np.arange(len(batch)), [len(chunks) for chunks in batch])
-        best = np.maximum.reduceat(np.concatenate(batch) @ matrix.T, starts, axis=1)  # (query chunks, docs)
-        scores = np.zeros((len(batch), len(doc_chunks)), np.float32)
-        np.add.at(scores, owners, best)
-        rankings.extend(top_k(scores, k))
+        rankings.extend(top_k(maxsim_scores(queries[start : start + QUERY_BATCH], matrix, starts), k))
     return rankings

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from lmk_rag.static.documents import StaticDocumentEncoder
 from lmk_rag.static.encoder import StaticTokenEncoder, StaticTokens, tokens_in_chunks
-from lmk_rag.static.maxsim import maxsim, maxsim_batch, maxsim_matrix
+from lmk_rag.static.maxsim import maxsim, maxsim_matrix
 from lmk_rag.static.mixer import MixerWeights
 from lmk_rag.static.model import StaticVectors, default_model_dir, distill_static, load_static_vectors
 
@@ -24,7 +24,6 @@ __all__ = [
     "distill_static",
     "load_static_vectors",
     "maxsim",
-    "maxsim_batch",
     "maxsim_matrix",
     "tokens_in_chunks",
 ]

@@ -12,7 +12,6 @@ the text's static token ids, so that a static store cuts its nodes' token multiv
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -23,10 +22,12 @@ from typing import Any, overload
 
 import numpy as np
 
+from lmk_rag.checks import check_text, check_texts
 from lmk_rag.encoder.planning import plan_landmarks
 from lmk_rag.encoder.types import EncodedText, Granularity
 from lmk_rag.errors import InvalidInputError, ModelNotFoundError
-from lmk_rag.static.encoder import StaticTokenEncoder, check_text, sum_rows, tokens_in_chunks
+from lmk_rag.hashing import short_hash
+from lmk_rag.static.encoder import StaticTokenEncoder, sum_rows, tokens_in_chunks
 from lmk_rag.static.mixer import DEFAULT_MIXER, SHIPPED_MIXER, SHIPPED_MIXER_DIR
 from lmk_rag.static.model import SHIPPED_MODEL_DIR
 from lmk_rag.vectors import l2_normalize
@@ -107,7 +108,7 @@ class StaticDocumentEncoder:
     def fingerprint(self) -> str:
         """A hash of the static model, the mixer and the granularity (for stores and node parsers)."""
         text = json.dumps({"tokens": self.tokens.fingerprint, "granularity": self.granularity})
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return short_hash([text.encode()])
 
     @overload
     def encode_documents(self, texts: str, show_progress_bar: bool | None = None) -> StaticEncodedText: ...
@@ -129,11 +130,11 @@ class StaticDocumentEncoder:
         :raises InvalidInputError: for a text with no token the static model knows.
         """
         if isinstance(texts, str):
-            return self._encode(texts, self.granularity)
+            return self._encode(check_text(texts), self.granularity)
         from tqdm.auto import tqdm
 
         return [self._encode(text, self.granularity)
-                for text in tqdm(_texts(texts), desc="Encoding", unit="doc", disable=not show_progress_bar)]
+                for text in tqdm(check_texts(texts), desc="Encoding", unit="doc", disable=not show_progress_bar)]
 
     @overload
     def encode_queries(self, texts: str) -> StaticEncodedText: ...
@@ -149,8 +150,8 @@ class StaticDocumentEncoder:
         :raises EmptyTextError: for an empty or whitespace-only query.
         """
         if isinstance(texts, str):
-            return self._encode(texts, None)
-        return [self._encode(text, None) for text in _texts(texts)]
+            return self._encode(check_text(texts), None)
+        return [self._encode(text, None) for text in check_texts(texts)]
 
     def empty_text_vector(self) -> np.ndarray:
         """The vector of a text without words (``""`` or whitespace), which has no tokens (model2vec gives it zeros,
@@ -191,7 +192,7 @@ class StaticDocumentEncoder:
         return [self.tokens.distinct_token_vectors(encoded.token_ids[node == index]) for index in range(len(spans))]
 
     def _encode(self, text: str, granularity: Granularity) -> StaticEncodedText:
-        check_text(text)
+        """Encode one checked text (:func:`~lmk_rag.checks.check_text`)."""
         ids, offsets = self.tokens.tokenize(text)
         if len(ids) == 0:
             raise InvalidInputError(f"no token of this text is in the static model's vocabulary: {text[:40]!r}")
@@ -210,12 +211,6 @@ class StaticDocumentEncoder:
     def __repr__(self) -> str:
         """The settings."""
         return f"StaticDocumentEncoder({', '.join(f'{k}={v!r}' for k, v in self.settings.items())})"
-
-
-def _texts(texts: Sequence[str]) -> list[str]:
-    if not isinstance(texts, Sequence) or not all(isinstance(text, str) for text in texts):
-        raise InvalidInputError(f"expected a str or a list of str, got {type(texts).__name__}")
-    return list(texts)
 
 
 def _same_folder(source: str, folder: Path) -> bool:

@@ -6,7 +6,6 @@ Implements the store's static-encoder protocol (``dim``, ``fingerprint``, ``enco
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,7 +15,9 @@ from typing import TYPE_CHECKING, overload
 import numpy as np
 import scipy.sparse
 
-from lmk_rag.errors import EmptyTextError, InvalidInputError, VectorSizeError
+from lmk_rag.checks import check_text, check_texts
+from lmk_rag.errors import VectorSizeError
+from lmk_rag.hashing import short_hash
 from lmk_rag.static.mixer import MixerWeights, mixer_folder
 from lmk_rag.static.model import StaticVectors, load_static_vectors
 from lmk_rag.vectors import l2_normalize
@@ -94,12 +95,11 @@ class StaticTokenEncoder:
     def fingerprint(self) -> str:
         """A hash of the static model (vectors and tokenizer) and the mixer, for stores and caches."""
         if self._fingerprint is None:
-            digest = hashlib.sha256(self.vectors.embedding.tobytes())
-            digest.update(self.vectors.tokenizer.to_str().encode())
-            for extra in (self.vectors.weights, self.vectors.mapping):
-                digest.update(b"-" if extra is None else np.ascontiguousarray(extra).tobytes())
-            digest.update((self.mixer.fingerprint() if self.mixer is not None else "no-mixer").encode())
-            self._fingerprint = digest.hexdigest()[:16]
+            extras = [b"-" if extra is None else np.ascontiguousarray(extra).tobytes()
+                      for extra in (self.vectors.weights, self.vectors.mapping)]
+            mixer = self.mixer.fingerprint() if self.mixer is not None else "no-mixer"
+            self._fingerprint = short_hash([self.vectors.embedding.tobytes(), self.vectors.tokenizer.to_str().encode(),
+                                            *extras, mixer.encode()])
         return self._fingerprint
 
     @property
@@ -113,10 +113,9 @@ class StaticTokenEncoder:
 
         :param text: the text.
         :return: ids (n,) and char offsets (n, 2).
-        :raises InvalidInputError: if ``text`` is not a str.
+        :raises InvalidInputError: if ``text`` is not a str (:func:`~lmk_rag.checks.check_text`).
         """
-        if not isinstance(text, str):
-            raise InvalidInputError(f"expected a str, got {type(text).__name__}")
+        check_text(text, blank=True)
         encoding = self.vectors.tokenizer.encode(text, add_special_tokens=False)
         ids = np.asarray(encoding.ids, dtype=np.int64)
         offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
@@ -174,24 +173,6 @@ class StaticTokenEncoder:
         vectors = self._token_vectors(ids)
         return vectors[_first_distinct(ids if self.mixer is None else vectors)]
 
-    def encode_document_chunks(self, text: str, spans: Sequence[tuple[int, int]]) -> list[np.ndarray]:
-        """Distinct token vectors per chunk, for chunk spans from any tokenizer (e.g. the landmark encoder's).
-
-        Tokens are encoded over the whole text (the mixer sees across chunk borders), then split by
-        :func:`tokens_in_chunks`.
-
-        :param text: the document text.
-        :param spans: chunk char spans ``(start, end)``, sorted and non-overlapping.
-        :return: one float32 (m_c, dim) array per span.
-        :raises EmptyTextError: if the text is empty or whitespace.
-        """
-        check_text(text)
-        tokens = self.tokens(text)
-        keys = tokens.ids if self.mixer is None else tokens.vectors
-        chunk = tokens_in_chunks(tokens.offsets, spans)
-        rows = [np.flatnonzero(chunk == c) for c in range(len(spans))]
-        return [tokens.vectors[row[_first_distinct(keys[row])]] for row in rows]
-
     @overload
     def encode(self, texts: str) -> np.ndarray: ...
 
@@ -207,9 +188,7 @@ class StaticTokenEncoder:
         :return: float32 (dim,) for one text, (n, dim) for a list; a text without known tokens gives zeros.
         """
         single = isinstance(texts, str)
-        batch = [texts] if single else list(texts)
-        if not all(isinstance(text, str) for text in batch):
-            raise InvalidInputError("encode takes a str or a list of str")
+        batch = check_texts(texts, blank=True)
         id_lists = [e.ids for e in self.vectors.tokenizer.encode_batch_fast(batch, add_special_tokens=False)]
         lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
         flat = np.fromiter(chain.from_iterable(id_lists), dtype=np.int64, count=int(lengths.sum()))
@@ -249,15 +228,3 @@ def _first_distinct(keys: np.ndarray) -> np.ndarray:
         keys = np.ascontiguousarray(keys).view(np.dtype((np.void, keys.dtype.itemsize * keys.shape[1]))).ravel()
     _, first = np.unique(keys, return_index=True)
     return np.sort(first)
-
-
-def check_text(text: str) -> None:
-    """Refuse what cannot be encoded.
-
-    :raises InvalidInputError: for anything but a str.
-    :raises EmptyTextError: for an empty or whitespace-only text.
-    """
-    if not isinstance(text, str):
-        raise InvalidInputError(f"expected a str, got {type(text).__name__}")
-    if not text.strip():
-        raise EmptyTextError("the text is empty or whitespace-only: there are no tokens to encode")

@@ -7,7 +7,6 @@ applied without torch (the encoder and the store stay numpy-only).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ import numpy as np
 from safetensors.numpy import load_file
 
 from lmk_rag.errors import ModelNotFoundError, VectorSizeError
+from lmk_rag.hashing import short_hash
 from lmk_rag.static.model import cache_dir
 
 CONFIG_FILE = "mixer_config.json"
@@ -122,11 +122,9 @@ class MixerWeights:
 
     def fingerprint(self) -> str:
         """A short hash of the config and weights (equal to the torch module's for the same weights)."""
-        digest = hashlib.sha256(json.dumps(self.config, sort_keys=True).encode())
-        for name in sorted(self.weights):
-            digest.update(name.encode())
-            digest.update(np.ascontiguousarray(self.weights[name], dtype=np.float32).tobytes())
-        return digest.hexdigest()[:16]
+        weights = [part for name in sorted(self.weights)
+                   for part in (name.encode(), np.ascontiguousarray(self.weights[name], dtype=np.float32).tobytes())]
+        return short_hash([json.dumps(self.config, sort_keys=True).encode(), *weights])
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str]) -> MixerWeights:

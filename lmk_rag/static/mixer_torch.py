@@ -16,10 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import nn
 
-from lmk_rag.errors import ModelNotFoundError
 from lmk_rag.static.mixer import CONFIG_FILE, WEIGHTS_FILE, MixerWeights
 
 
@@ -95,15 +94,13 @@ class ConvMixer(nn.Module):
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str]) -> ConvMixer:
-        """Load a mixer written by :meth:`save`.
+        """Load a mixer written by :meth:`save`, as :meth:`MixerWeights.load` reads it.
 
         :param folder: the folder holding ``mixer_config.json`` and ``mixer.safetensors``.
         :return: the mixer, in eval mode.
         :raises ModelNotFoundError: if either file is missing.
         """
-        path = Path(folder)
-        if not (path / CONFIG_FILE).is_file() or not (path / WEIGHTS_FILE).is_file():
-            raise ModelNotFoundError(f"{path} is not a ConvMixer folder: it needs {CONFIG_FILE} and {WEIGHTS_FILE}")
-        mixer = cls(**json.loads((path / CONFIG_FILE).read_text()))
-        mixer.load_state_dict(load_file(str(path / WEIGHTS_FILE)))
+        weights = MixerWeights.load(folder)
+        mixer = cls(**weights.config)
+        mixer.load_state_dict({name: torch.from_numpy(array) for name, array in weights.weights.items()})
         return mixer.eval()

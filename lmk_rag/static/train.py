@@ -24,6 +24,7 @@ from lmk_rag.static.encoder import StaticTokenEncoder
 from lmk_rag.static.mixer_torch import ConvMixer
 from lmk_rag.static.teacher import teacher_targets
 from lmk_rag.train.data import load_training_data
+from lmk_rag.train.losses import maxsim_scores
 
 Objective = Literal["distill", "contrastive", "both"]
 
@@ -144,14 +145,6 @@ class _Batches:
         return x, mask, target
 
 
-def _maxsim_scores(q: torch.Tensor, q_mask: torch.Tensor, p: torch.Tensor, p_mask: torch.Tensor) -> torch.Tensor:
-    """Mean-over-query-tokens MaxSim of every query against every passage, shape (B_q, B_p)."""
-    sims = torch.einsum("aqd,bpd->abqp", q, p)
-    sims = sims.masked_fill(p_mask[None, :, None, :] == 0, -1e4)
-    best = sims.max(dim=-1).values * q_mask[:, None, :]
-    return best.sum(-1) / q_mask.sum(-1, keepdim=True).clamp(min=1)
-
-
 def _distill_loss(out: torch.Tensor, target: torch.Tensor, head: nn.Linear) -> torch.Tensor:
     valid = ~torch.isnan(target[..., 0])
     if not valid.any():
@@ -166,7 +159,7 @@ def _loss(mixer: ConvMixer, head: nn.Linear, data: _Batches, rows: Sequence[int]
     q_out, p_out = mixer(q, q_mask), mixer(p, p_mask)
     loss = q_out.new_zeros(())
     if config.objective in ("contrastive", "both"):
-        scores = _maxsim_scores(q_out, q_mask, p_out, p_mask) / config.temperature
+        scores = maxsim_scores(q_out, q_mask, p_out, p_mask, mean=True) / config.temperature
         loss = loss + nn.functional.cross_entropy(scores, torch.arange(len(rows)))
     if config.objective in ("distill", "both"):
         assert q_target is not None and p_target is not None

@@ -17,7 +17,6 @@ docs/decisions.md ("store: BM25 evidence in the final score") for the measuremen
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,14 +40,10 @@ def check_alpha(alpha: Any, name: str = "alpha") -> float:
 
 
 def check_rerank(rerank: Any) -> Rerank:
-    """Return a rerank mode as :class:`Rerank`; the old name ``"landmarks"`` still means ``"chunks"`` (with a
-    ``FutureWarning``).
+    """Return a rerank mode as :class:`Rerank`.
 
     :raises InvalidInputError: for an unknown mode.
     """
-    if rerank == "landmarks":
-        warnings.warn("rerank='landmarks' is now called 'chunks'", FutureWarning, stacklevel=3)
-        return Rerank.CHUNKS
     try:
         return Rerank(rerank)
     except ValueError:

@@ -18,8 +18,8 @@ from lmk_rag.store import records as rec
 from lmk_rag.store import visibility
 from lmk_rag.store.backends import ReadWriteLock
 from lmk_rag.store.base import Backend
-from lmk_rag.store.integrity import sample_problem
 from lmk_rag.store.filters import FilterLike
+from lmk_rag.store.integrity import sample_problem
 from lmk_rag.store.ledger import Ledger
 from lmk_rag.store.modes import default_rerank
 from lmk_rag.store.points import check_directions

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lmk_rag.errors import DatasetError
+from lmk_rag.checks import check_text
+from lmk_rag.errors import DatasetError, InvalidInputError
 from lmk_rag.jsonl import read_jsonl
 
 GRANULARITIES: tuple[int, ...] = (32, 64, 128, 256)
@@ -56,10 +57,11 @@ class Batch:
 
 
 def _text_field(row: dict, key: str, where: str) -> str:
-    value = row.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise DatasetError(f"{where}: field {key!r} must be a non-empty string")
-    return value
+    """A row's text field as :func:`~lmk_rag.checks.check_text` accepts it, else a DatasetError naming the line."""
+    try:
+        return check_text(row.get(key), f"{where}: field {key!r}")
+    except InvalidInputError as error:
+        raise DatasetError(str(error)) from None
 
 
 def load_pairs_jsonl(path: str | Path) -> list[TrainPair]:

@@ -10,6 +10,7 @@ import numpy as np
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.encoder.pooling import pool_states
 from lmk_rag.train.data import HaystackBuilder, TrainPair
+from lmk_rag.vectors import maxsim_scores, pack_rows
 
 
 @dataclass(frozen=True)
@@ -48,11 +49,6 @@ def _rank_metrics(scores: np.ndarray) -> tuple[float, float]:
     return float(np.mean(ranks == 1)), float(np.mean(1.0 / ranks))
 
 
-def _maxsim(queries: np.ndarray, chunk_sets: Sequence[np.ndarray]) -> np.ndarray:
-    """Scores (Q, T): each query against each text's best chunk vector."""
-    return np.stack([(queries @ chunks.T).max(axis=1) for chunks in chunk_sets], axis=1)
-
-
 def evaluate_heldout(encoder: LandmarkEncoder, heldout: HeldoutSet) -> dict[str, float]:
     """Score the held-out set with the encoder's current weights.
 
@@ -70,6 +66,6 @@ def evaluate_heldout(encoder: LandmarkEncoder, heldout: HeldoutSet) -> dict[str,
     return {
         "lmk_r1": lmk_r1,
         "lmk_mrr": lmk_mrr,
-        "needle_landmark_r1": _rank_metrics(_maxsim(queries, landmark))[0],
-        "needle_mean_r1": _rank_metrics(_maxsim(queries, means))[0],
+        "needle_landmark_r1": _rank_metrics(maxsim_scores(queries[:, None], *pack_rows(landmark)))[0],
+        "needle_mean_r1": _rank_metrics(maxsim_scores(queries[:, None], *pack_rows(means)))[0],
     }

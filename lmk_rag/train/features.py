@@ -2,7 +2,8 @@
 
 Training must see exactly the sequences inference builds, so this module only calls
 :func:`lmk_rag.encoder.planning.plan_landmarks` and :func:`lmk_rag.encoder.windows.build_windows`
-(layout ``"after"``: ``[CLS] c1 [SEP] c2 [SEP] ...``) and pads the windows into tensors.
+(layout ``"after"``: ``[CLS] c1 [SEP] c2 [SEP] ...``) and pads the windows as inference does
+(:func:`lmk_rag.encoder.windows.pad_windows`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ from typing import Any
 import torch
 
 from lmk_rag.encoder.planning import plan_landmarks
-from lmk_rag.encoder.windows import SpecialTokens, build_windows, special_token_count, tokenize_with_offsets
+from lmk_rag.encoder.windows import (
+    SpecialTokens,
+    build_windows,
+    pad_windows,
+    special_token_count,
+    tokenize_with_offsets,
+)
 from lmk_rag.errors import InvalidInputError
 
 
@@ -83,15 +90,10 @@ def build_token_batch(
                 positions.append(position)
                 owners.append(index)
             sequences.append(window.input_ids)
-    longest = max(len(sequence) for sequence in sequences)
-    input_ids = torch.full((len(sequences), longest), special.pad_id, dtype=torch.long)
-    attention_mask = torch.zeros((len(sequences), longest), dtype=torch.long)
-    for row, sequence in enumerate(sequences):
-        input_ids[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
-        attention_mask[row, : len(sequence)] = 1
+    input_ids, attention_mask = pad_windows(sequences, special.pad_id)
     return TokenBatch(
-        input_ids=input_ids,
-        attention_mask=attention_mask,
+        input_ids=torch.from_numpy(input_ids),
+        attention_mask=torch.from_numpy(attention_mask),
         landmark_window=torch.tensor(windows_of_landmark, dtype=torch.long),
         landmark_position=torch.tensor(positions, dtype=torch.long),
         landmark_text=torch.tensor(owners, dtype=torch.long),

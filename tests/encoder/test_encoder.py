@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 
 import numpy as np
 import pytest
@@ -136,7 +135,7 @@ def test_nodes_group_whole_chunks(minilm_encoder):
     [
         ([], InvalidInputError, "empty"),
         (None, InvalidInputError, "None"),
-        (["ok", 3], InvalidInputError, "text 1 is int"),
+        (["ok", 3], InvalidInputError, "text 1 must be a str, got int"),
         (["ok", ""], EmptyTextError, "text 1 is empty"),
         (["   \n\t "], EmptyTextError, "whitespace-only"),
         (42, InvalidInputError, "sequence of str"),
@@ -196,21 +195,13 @@ def test_lmk_trained_marker_switches_auto_defaults(tmp_path, minilm_path):
         LandmarkEncoder(model_name=tmp_path)
 
 
-def test_a_marker_under_its_old_name_is_read_with_a_warning(tmp_path, minilm_path, caplog):
+def test_a_marker_under_its_old_name_is_not_read(tmp_path, minilm_path):
     for item in minilm_path.iterdir():
         if item.is_file():
             (tmp_path / item.name).symlink_to(item)
-    assert LMK_CONFIG_FILE == "lmk_model.json"
-    (tmp_path / "lmk_rag.json").write_text(json.dumps({"lmk_trained": True, "chunk_vector": "mean"}))
-    with caplog.at_level(logging.WARNING, logger="lmk_rag.encoder.encoder"):
-        old = LandmarkEncoder(model_name=tmp_path)
-    assert old.lmk_trained and old.pooling == "lmk" and old.chunk_vector == "mean"
-    assert "now named lmk_model.json" in caplog.text
-    caplog.clear()
-    (tmp_path / LMK_CONFIG_FILE).write_text(json.dumps({"lmk_trained": True, "chunk_vector": "landmark"}))
-    with caplog.at_level(logging.WARNING, logger="lmk_rag.encoder.encoder"):
-        new = LandmarkEncoder(model_name=tmp_path)
-    assert new.chunk_vector == "landmark" and "lmk_model.json" not in caplog.text  # the new name wins, silently
+    (tmp_path / "lmk_rag.json").write_text(json.dumps({"lmk_trained": True, "chunk_vector": "landmark"}))
+    old = LandmarkEncoder(model_name=tmp_path)
+    assert not old.lmk_trained and old.pooling == "mean" and old.chunk_vector == "mean"
 
 
 @pytest.fixture(scope="module")

@@ -51,7 +51,9 @@ def test_pooled_encode_is_the_mean_of_static_vectors(tiny_model_dir: Path) -> No
 def test_chunks_follow_spans(tiny_model_dir: Path) -> None:
     encoder = StaticTokenEncoder(tiny_model_dir)
     text = "the cat sat on the mat the cat"
-    chunks = encoder.encode_document_chunks(text, [(0, 11), (11, 22), (22, len(text))])
+    ids, offsets = encoder.tokenize(text)
+    chunk_of = tokens_in_chunks(offsets, [(0, 11), (11, 22), (22, len(text))])
+    chunks = [encoder.distinct_token_vectors(ids[chunk_of == c]) for c in range(3)]
     assert [len(c) for c in chunks] == [3, 3, 2]  # the/cat/sat | on/the/mat | the/cat
 
 
@@ -91,11 +93,11 @@ def test_real_model_matches_model2vec_and_aligns_with_landmark_chunks(static_enc
     assert np.allclose(static_encoder.encode(batch), reference.encode(batch), atol=1e-3)
     spans = minilm_encoder.encode_documents(text).spans  # chunks of another tokenizer
     assert len(spans) >= 2
-    chunks = static_encoder.encode_document_chunks(text, spans)
-    assert len(chunks) == len(spans) and all(len(c) for c in chunks)
-    _, offsets = static_encoder.tokenize(text)
+    ids, offsets = static_encoder.tokenize(text)
     owner = tokens_in_chunks(offsets, spans)
     assert (owner >= 0).all() and (np.diff(owner) >= 0).all()  # every token in one chunk, in order
+    chunks = [static_encoder.distinct_token_vectors(ids[owner == c]) for c in range(len(spans))]
+    assert all(len(c) for c in chunks)
     # a query scores the chunk holding its words highest
     query = static_encoder.encode_query_tokens("unprivileged process may only raise")
     where = text.index("unprivileged")

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from lmk_rag.errors import ModelNotFoundError
 from lmk_rag.static import StaticTokenEncoder
 from lmk_rag.static.mixer import MixerWeights
 from lmk_rag.static.mixer_torch import ConvMixer
@@ -63,6 +64,18 @@ def test_save_load_round_trip_gives_identical_outputs(tmp_path: Path) -> None:
     weights = MixerWeights.load(folder)
     assert np.array_equal(weights.mix(x[0].numpy()), mixer.to_numpy().mix(x[0].numpy()))
     assert weights.fingerprint() == mixer.to_numpy().fingerprint()
+
+
+def test_the_shipped_mixer_loads_the_weights_the_torch_reader_gave() -> None:
+    from safetensors.torch import load_file
+
+    from lmk_rag.static.mixer import SHIPPED_MIXER_DIR, WEIGHTS_FILE
+
+    loaded = ConvMixer.load(SHIPPED_MIXER_DIR).state_dict()
+    old = load_file(str(SHIPPED_MIXER_DIR / WEIGHTS_FILE))  # what ConvMixer.load read before it read MixerWeights
+    assert loaded.keys() == old.keys() and all(torch.equal(loaded[name], old[name]) for name in old)
+    with pytest.raises(ModelNotFoundError, match=r"mixer_config\.json"):
+        ConvMixer.load(SHIPPED_MIXER_DIR.parent)
 
 
 @pytest.mark.slow

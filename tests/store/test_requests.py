@@ -178,3 +178,12 @@ def test_edge_config_vectors():
     assert set(plain.vectors) == {"node", "chunks"} and not plain.sparse_vectors
     assert config.vectors["chunks"].hnsw_config.m == 0 and config.vectors["node"].hnsw_config.m == 16
     assert config.vectors["chunks"].multivector_config is not None
+
+
+def test_rerank_modes_are_the_enum_values_only():
+    from lmk_rag.store.query import check_rerank
+    from lmk_rag.store.types import Rerank
+
+    assert [check_rerank(mode.value) for mode in Rerank] == list(Rerank)
+    with pytest.raises(InvalidInputError, match="rerank must be one of 'chunks', 'static', 'none', got 'landmarks'"):
+        check_rerank("landmarks")  # the old name of "chunks", removed in 0.x

@@ -10,7 +10,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, ValidationError
 from llama_index.core.callbacks import CallbackManager
 
-from lmk_rag import DocumentEncoder, EncodedText, LandmarkEncoder, TokenEncoder
+from lmk_rag import DocumentEncoder, EncodedText, LandmarkEncoder, TokenEncoder, check_texts
 from lmk_rag.errors import InvalidInputError, invalid_fields
 
 
@@ -157,11 +157,9 @@ class LandmarkEmbedding(BaseEmbedding):
     def _embed(self, texts: list[str], encode: Callable[[list[str]], list[EncodedText]]) -> list[Embedding]:
         """Encode the texts with words in one call; a text without words gets :meth:`empty_text_embedding`.
 
-        :raises InvalidInputError: for a text that is not a str.
+        :raises InvalidInputError: for a text that is not a str or not valid Unicode (see lmk_rag.check_texts).
         """
-        for index, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise InvalidInputError(f"text {index} must be a str, got {type(text).__name__}")
+        check_texts(texts, blank=True)
         worded = [text for text in texts if text.strip()]
         vectors = iter([encoded.vector.tolist() for encoded in encode(worded)] if worded else [])
         return [next(vectors) if text.strip() else self.empty_text_embedding() for text in texts]
