@@ -59,7 +59,7 @@ class StaticDocumentEncoder:
         shipped one), ``"shipped"``, a mixer folder, or None (raw static token vectors).
     :param granularity: tokens per chunk (node boundaries fall between chunks), ``"sentence"`` or ``"variable"``, as
         for :class:`~lmk_rag.LandmarkEncoder`.
-    :param tokens: an already built :class:`StaticTokenEncoder` to use instead of ``static_model`` and ``mixer``.
+    :param token_encoder: an already built :class:`StaticTokenEncoder` to use instead of ``static_model`` and ``mixer``.
     :raises ModelNotFoundError: when the model or mixer cannot be found locally.
     """
 
@@ -69,22 +69,23 @@ class StaticDocumentEncoder:
         mixer: str | os.PathLike[str] | None = DEFAULT_MIXER,
         granularity: Granularity = DEFAULT_STATIC_GRANULARITY,
         *,
-        tokens: StaticTokenEncoder | None = None,
+        token_encoder: StaticTokenEncoder | None = None,
     ) -> None:
         """Load the static model and mixer (see the class docstring)."""
         if mixer == UNSAVED_MIXER:
             raise ModelNotFoundError(
                 "the store was made with a mixer that was never saved to a folder: open it with "
-                "encoder=StaticDocumentEncoder(tokens=StaticTokenEncoder(..., mixer=that_mixer))"
+                "encoder=StaticDocumentEncoder(token_encoder=StaticTokenEncoder(..., mixer=that_mixer))"
             )
-        self.tokens = tokens if tokens is not None else StaticTokenEncoder(static_model, mixer=mixer)
+        self.token_encoder = (token_encoder if token_encoder is not None
+                              else StaticTokenEncoder(static_model, mixer=mixer))
         self.granularity = granularity
         plan_landmarks("a", [(0, 1)], granularity, sys.maxsize)  # checks the granularity now, not at the first text
 
     @property
     def dim(self) -> int:
         """The vector dimension (of node, query and token vectors)."""
-        return self.tokens.dim
+        return self.token_encoder.dim
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -93,9 +94,9 @@ class StaticDocumentEncoder:
         The shipped model is recorded as None and the shipped mixer as ``"shipped"``, so that a store opens on any
         install; other models and mixers by their folder (or hub id).
         """
-        source = self.tokens.vectors.source
+        source = self.token_encoder.vectors.source
         model = None if _same_folder(source, SHIPPED_MODEL_DIR) else source
-        mixer = self.tokens.mixer
+        mixer = self.token_encoder.mixer
         if mixer is None:
             mixer_name = None
         elif mixer.source is None:
@@ -107,7 +108,7 @@ class StaticDocumentEncoder:
     @property
     def fingerprint(self) -> str:
         """A hash of the static model, the mixer and the granularity (for stores and node parsers)."""
-        text = json.dumps({"tokens": self.tokens.fingerprint, "granularity": self.granularity})
+        text = json.dumps({"tokens": self.token_encoder.fingerprint, "granularity": self.granularity})
         return short_hash([text.encode()])
 
     @overload
@@ -160,15 +161,15 @@ class StaticDocumentEncoder:
 
         :return: float32, shape (dim,), L2-normalised.
         """
-        return l2_normalize(self.tokens.vectors.unit_table.mean(axis=0))
+        return l2_normalize(self.token_encoder.vectors.unit_table.mean(axis=0))
 
     def encode_query_tokens(self, text: str) -> np.ndarray:
         """The query's static token vectors (see :meth:`StaticTokenEncoder.encode_query_tokens`), shape (q, dim)."""
-        return self.tokens.encode_query_tokens(text)
+        return self.token_encoder.encode_query_tokens(text)
 
     def encode_document_tokens(self, text: str) -> np.ndarray:
         """A text's distinct static token vectors (see :meth:`StaticTokenEncoder.encode_document_tokens`), (m, dim)."""
-        return self.tokens.encode_document_tokens(text)
+        return self.token_encoder.encode_document_tokens(text)
 
     def encode_node_tokens(self, encoded: StaticEncodedText, spans: Sequence[tuple[int, int]]) -> list[np.ndarray]:
         """Each node's distinct static token vectors, cut from the tokens its document was encoded with.
@@ -189,16 +190,17 @@ class StaticDocumentEncoder:
                 f"{type(encoded).__name__}"
             )
         node = tokens_in_chunks(encoded.token_offsets, spans)
-        return [self.tokens.distinct_token_vectors(encoded.token_ids[node == index]) for index in range(len(spans))]
+        return [self.token_encoder.distinct_token_vectors(encoded.token_ids[node == index])
+                for index in range(len(spans))]
 
     def _encode(self, text: str, granularity: Granularity) -> StaticEncodedText:
         """Encode one checked text (:func:`~lmk_rag.checks.check_text`)."""
-        ids, offsets = self.tokens.tokenize(text)
+        ids, offsets = self.token_encoder.tokenize(text)
         if len(ids) == 0:
             raise InvalidInputError(f"no token of this text is in the static model's vocabulary: {text[:40]!r}")
         plan = plan_landmarks(text, offsets.tolist(), granularity, sys.maxsize)
         lengths = np.array([end - start for start, end in plan.chunks], dtype=np.int64)
-        sums = sum_rows(self.tokens.vectors.weighted_table, ids, lengths)
+        sums = sum_rows(self.token_encoder.vectors.weighted_table, ids, lengths)
         return StaticEncodedText(
             vector=l2_normalize(sums.sum(axis=0)),
             chunk_vectors=l2_normalize(sums),

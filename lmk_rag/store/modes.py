@@ -63,7 +63,7 @@ def static_store_encoder(
 ) -> StaticDocumentEncoder:
     """A static store's encoder: the one given (a bare ``StaticTokenEncoder`` is wrapped, chunking as the store
     records, else by default), else one rebuilt from the recorded settings (or the defaults, for a new store). It is
-    also the store's static encoder (its ``tokens``).
+    also the store's static encoder (its ``token_encoder``).
 
     :param meta: the store's settings record, or None for a new store.
     :param encoder: the encoder given, or None.
@@ -84,7 +84,7 @@ def static_store_encoder(
     settings = recorded.get("settings") if isinstance(recorded, dict) else None
     if encoder is not None:
         chunking = {"granularity": settings["granularity"]} if settings and "granularity" in settings else {}
-        return StaticDocumentEncoder(tokens=encoder, **chunking)
+        return StaticDocumentEncoder(token_encoder=encoder, **chunking)
     try:
         return StaticDocumentEncoder(**(settings or {}))
     except TypeError as error:  # settings of a transformer encoder, or of a newer version

@@ -205,7 +205,7 @@ class LandmarkStore:
         static_encoder = self.static_encoder
         if self.mode == StoreMode.STATIC:
             given = static_store_encoder(meta, given, static_encoder)
-            static_encoder = self.static_encoder = given.tokens
+            static_encoder = self.static_encoder = given.token_encoder
         encoder = StoreEncoder(given, where)
         text_indexed = sorted(key for key, kind in indexes.items() if kind == "text")
         indexes = {key: kind for key, kind in indexes.items() if kind != "text"}

@@ -26,7 +26,7 @@ def encoder() -> StaticDocumentEncoder:
 
 def test_chunks_tile_the_text_in_runs_of_granularity_tokens(encoder: StaticDocumentEncoder) -> None:
     encoded = encoder.encode_documents(TEXT)
-    n_tokens = len(encoder.tokens.tokenize(TEXT)[0])
+    n_tokens = len(encoder.token_encoder.tokenize(TEXT)[0])
     assert "".join(TEXT[start:end] for start, end in encoded.spans) == TEXT
     assert encoded.token_counts[:-1] == [64] * (len(encoded.spans) - 1) and sum(encoded.token_counts) == n_tokens
     assert encoded.chunk_vectors.shape == (len(encoded.spans), 256) and encoded.vector.shape == (256,)
@@ -34,7 +34,7 @@ def test_chunks_tile_the_text_in_runs_of_granularity_tokens(encoder: StaticDocum
 
 
 def test_vectors_are_model2vec_pooled_embeddings(encoder: StaticDocumentEncoder) -> None:
-    raw = StaticTokenEncoder(encoder.tokens.vectors)  # pooled vectors ignore the mixer
+    raw = StaticTokenEncoder(encoder.token_encoder.vectors)  # pooled vectors ignore the mixer
     encoded = encoder.encode_documents(TEXT)
     np.testing.assert_allclose(encoded.vector, raw.encode(TEXT), atol=1e-5)
     query = encoder.encode_queries("send a signal")
@@ -49,7 +49,7 @@ def test_nodes_cut_from_a_static_encoding_are_runs_of_whole_chunks(encoder: Stat
 
 
 def test_token_vectors_come_from_the_mixer(encoder: StaticDocumentEncoder) -> None:
-    assert encoder.tokens.mixer is not None and encoder.tokens.mixer.source == str(SHIPPED_MIXER_DIR)
+    assert encoder.token_encoder.mixer is not None and encoder.token_encoder.mixer.source == str(SHIPPED_MIXER_DIR)
     raw = StaticDocumentEncoder(mixer=None)
     assert encoder.encode_query_tokens("send a signal").shape == (3, 256)
     assert not np.allclose(encoder.encode_query_tokens("send a signal"), raw.encode_query_tokens("send a signal"))
@@ -69,8 +69,8 @@ def test_settings_rebuild_the_encoder(encoder: StaticDocumentEncoder, tmp_path: 
 
 
 def test_an_unsaved_mixer_is_recorded_and_cannot_be_rebuilt(encoder: StaticDocumentEncoder) -> None:
-    live = MixerWeights(encoder.tokens.mixer.config, encoder.tokens.mixer.weights)  # no folder
-    unsaved = StaticDocumentEncoder(tokens=StaticTokenEncoder(encoder.tokens.vectors, mixer=live))
+    live = MixerWeights(encoder.token_encoder.mixer.config, encoder.token_encoder.mixer.weights)  # no folder
+    unsaved = StaticDocumentEncoder(token_encoder=StaticTokenEncoder(encoder.token_encoder.vectors, mixer=live))
     assert unsaved.settings["mixer"] == "unsaved"
     with pytest.raises(ModelNotFoundError, match="never saved"):
         StaticDocumentEncoder(**unsaved.settings)
@@ -103,11 +103,11 @@ def test_a_node_starting_inside_a_word_keeps_the_documents_word_piece() -> None:
     encoded = raw.encode_documents(text)
     inside = [(start, end) for start, end in encoded.spans if start > 0 and text[start - 1].isalnum()]
     assert inside, "the chunks should cut inside a word"
-    ids, offsets = raw.tokens.tokenize(text)
-    table = raw.tokens.vectors.unit_table
+    ids, offsets = raw.token_encoder.tokenize(text)
+    table = raw.token_encoder.vectors.unit_table
     for (start, end), vectors in zip(inside, raw.encode_node_tokens(encoded, inside)):
         own = ids[(offsets[:, 0] >= start) & (offsets[:, 0] < end)]
-        assert raw.tokens.vectors.tokenizer.id_to_token(int(own[0])).startswith("##")
+        assert raw.token_encoder.vectors.tokenizer.id_to_token(int(own[0])).startswith("##")
         np.testing.assert_allclose(vectors, table[list(dict.fromkeys(own.tolist()))], atol=1e-6)
         assert vectors.shape != raw.encode_document_tokens(text[start:end]).shape or not np.allclose(
             vectors, raw.encode_document_tokens(text[start:end])
@@ -124,6 +124,6 @@ def test_node_token_vectors_need_a_static_encoding(encoder: StaticDocumentEncode
 
 def test_a_text_without_words_gets_the_unit_mean_token_vector(encoder: StaticDocumentEncoder) -> None:
     vector = encoder.empty_text_vector()
-    mean = encoder.tokens.vectors.unit_table.mean(axis=0)
+    mean = encoder.token_encoder.vectors.unit_table.mean(axis=0)
     assert vector.dtype == np.float32 and vector.shape == (256,)
     np.testing.assert_allclose(vector, mean / np.linalg.norm(mean), atol=1e-6)

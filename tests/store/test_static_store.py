@@ -38,7 +38,7 @@ def test_a_static_store_holds_node_static_and_bm25_vectors_only(open_store, docs
     assert store.add_documents([(doc_id, text, {"n": i}) for i, (doc_id, text) in enumerate(docs.items())]) > 0
     assert store.settings["mode"] == "static" and store.info()["mode"] == "static"
     assert store.settings["encoder"]["settings"] == {"static_model": None, "mixer": "shipped", "granularity": 64}
-    assert store.settings["static"] == {"fingerprint": static_documents.tokens.fingerprint, "dim": 256}
+    assert store.settings["static"] == {"fingerprint": static_documents.token_encoder.fingerprint, "dim": 256}
     for doc_id, text in docs.items():
         assert store.search(_first_sentence(text), k=1)[0].doc_id == doc_id
         assert store.search(_first_sentence(text), k=1, rerank="none")[0].doc_id == doc_id
@@ -156,7 +156,7 @@ def test_pooled_static_node_vectors_are_the_nodes_model2vec_embeddings(tmp_path,
     with LandmarkStore(tmp_path / "s", encoder=StaticDocumentEncoder(granularity=256)) as store:
         text = next(iter(docs.values()))
         store.add_document("page", text)
-        raw = StaticTokenEncoder(store.encoder.tokens.vectors)
+        raw = StaticTokenEncoder(store.encoder.token_encoder.vectors)
         nodes = store.get_nodes()
         assert len(nodes) > 1
         for node in nodes:  # one chunk per node: the node vector pools the node's tokens (as cut from the whole text)
