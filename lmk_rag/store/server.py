@@ -542,8 +542,7 @@ class Transport:
                 return result
             if loop is not None:
                 return asyncio.run_coroutine_threadsafe(result, loop).result()
-            with concurrent.futures.ThreadPoolExecutor(1) as apart:  # never inside the caller's running loop
-                return apart.submit(asyncio.run, result).result()
+            return _run_apart(result)
 
         return call
 
@@ -551,8 +550,14 @@ class Transport:
         """Close a client this transport's backend built (the async client's ``close`` is a coroutine)."""
         closing = client.close()
         if inspect.iscoroutine(closing):
-            with concurrent.futures.ThreadPoolExecutor(1) as apart:
-                apart.submit(asyncio.run, closing).result()
+            _run_apart(closing)
+
+
+def _run_apart(coroutine: Any) -> Any:
+    """Run a coroutine to its end on a private event loop in another thread (never inside a loop the calling thread
+    may be running), and return its result."""
+    with concurrent.futures.ThreadPoolExecutor(1) as apart:
+        return apart.submit(asyncio.run, coroutine).result()
 
 
 def _server_error(where: str) -> Callable[[str, BaseException], Exception | None]:
