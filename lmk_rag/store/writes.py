@@ -103,11 +103,9 @@ class Writer:
         check_on_ack(on_ack)
         docs = check_documents(documents)
         sources = check_sources(sources, docs)
-        hashes = self._hashes(docs)
-        found = visibility.markers(self.backend, list(hashes))
+        hashes, found, changes = self._plan(docs)
         if skip_unchanged:
-            stored = visibility.stored_hashes(found)
-            unchanged = {doc_id for doc_id, digest in hashes.items() if stored.get(doc_id, False) == digest}
+            unchanged = {doc_id for doc_id, change in changes.items() if change == "unchanged"}
             if unchanged & set(sources):  # a marker's source only: no count changes, nothing for the ledger
                 self._check_writable()
                 with self.access.writing():
@@ -133,15 +131,18 @@ class Writer:
 
     def changes(self, documents: Iterable[Document]) -> dict[str, str]:
         """What writing these documents would do to each: ``"new"``, ``"changed"`` or ``"unchanged"``."""
-        hashes = self._hashes(check_documents(documents))
-        stored = visibility.stored_hashes(visibility.markers(self.backend, list(hashes)))
-        return {doc_id: "new" if doc_id not in stored else "unchanged" if stored[doc_id] == digest else "changed"
-                for doc_id, digest in hashes.items()}
+        return self._plan(check_documents(documents))[2]
 
-    def _hashes(self, docs: list[Document]) -> dict[str, str]:
-        """Each checked document's content hash, by doc id (in the documents' order)."""
+    def _plan(self, docs: list[Document]) -> tuple[dict[str, str], Markers, dict[str, str]]:
+        """For checked documents (in their order): each one's content hash, the markers of those stored (one read),
+        and what writing it would do (``"new"``, ``"changed"``, ``"unchanged"``: same hash as the stored version)."""
         fingerprint = self.meta["encoder"]["fingerprint"]
-        return {doc_id: content_hash(text, metadata, fingerprint) for doc_id, text, metadata in docs}
+        hashes = {doc_id: content_hash(text, metadata, fingerprint) for doc_id, text, metadata in docs}
+        found = visibility.markers(self.backend, list(hashes))
+        stored = visibility.stored_hashes(found)
+        changes = {doc_id: "new" if doc_id not in stored else "unchanged" if stored[doc_id] == digest else "changed"
+                   for doc_id, digest in hashes.items()}
+        return hashes, found, changes
 
     @serialised
     def upsert_nodes(self, doc_id: str, records: Sequence[NodeRecord], metadata: dict[str, Any] | None = None) -> int:
