@@ -16,6 +16,7 @@ from typing import Any
 
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.store import records as rec
+from lmk_rag.store import visibility
 from lmk_rag.store.base import Backend
 from lmk_rag.store.filters import every
 from lmk_rag.store.types import NodeRecord, PointData
@@ -165,12 +166,11 @@ def delete_nodes(backend: Backend, native_filter: Any) -> int:
     for point in matched:
         by_doc.setdefault(point.payload["doc_id"], []).append(point.payload["node_id"])
     b = backend.builder
-    found = backend.retrieve([rec.marker_point_id(doc_id) for doc_id in by_doc], False)
-    markers = {marker.payload["doc_id"]: marker.payload for marker in found}
+    found = visibility.markers(backend, list(by_doc))
     if by_doc:
         backend.reserve([], f"delete {len(matched)} nodes")
     for doc_id, node_ids in by_doc.items():
-        marker = markers[doc_id]
+        marker = found[doc_id]
         current = [b.match("kind", rec.NODE), b.match("doc_id", doc_id), b.match("version", marker["version"])]
         left = backend.count(every(b, *current)) - len(node_ids)
         if left <= 0:

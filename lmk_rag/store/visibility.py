@@ -16,11 +16,14 @@ from lmk_rag.store.types import PointData
 MARKER_PAGE = 256
 
 
-def markers(backend: Backend, doc_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """The marker payloads of these documents (written or being written), by doc id; others are left out."""
+def markers(backend: Backend, doc_ids: Sequence[str], page: int = MARKER_PAGE) -> dict[str, dict[str, Any]]:
+    """The marker payloads of these documents (written or being written), by doc id; others are left out.
+
+    :param page: markers read per engine call.
+    """
     found: dict[str, dict[str, Any]] = {}
-    for start in range(0, len(doc_ids), MARKER_PAGE):
-        ids = [rec.marker_point_id(doc_id) for doc_id in doc_ids[start : start + MARKER_PAGE]]
+    for start in range(0, len(doc_ids), page):
+        ids = [rec.marker_point_id(doc_id) for doc_id in doc_ids[start : start + page]]
         found.update((m.payload["doc_id"], m.payload) for m in backend.retrieve(ids, False))
     return found
 
@@ -36,8 +39,8 @@ def visible(backend: Backend, points: Sequence[Any]) -> list[Any]:
     :param points: node points with ``doc_id`` and ``version`` in their payload.
     """
     doc_ids = sorted({p.payload["doc_id"] for p in points})
-    found = backend.retrieve([rec.marker_point_id(d) for d in doc_ids], False) if doc_ids else []
-    current = {m.payload["doc_id"]: m.payload.get("version") for m in found}
+    found = markers(backend, doc_ids, page=max(1, len(doc_ids)))  # one look-up
+    current = {doc_id: marker.get("version") for doc_id, marker in found.items()}
     return [p for p in points if current.get(p.payload["doc_id"]) == p.payload.get("version")]
 
 
