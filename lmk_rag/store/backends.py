@@ -12,10 +12,10 @@ import contextlib
 import errno
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock, Timeout
 
@@ -29,6 +29,9 @@ from lmk_rag.errors import (
 )
 from lmk_rag.store.base import Backend
 from lmk_rag.store.types import DEFAULT_COLLECTION, ServerOptions
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lmk_rag.store.ledger import Ledger
 
 DEFAULT_PATH = "./lmk_store"
 LOCK_FILE = "lmk_rag.lock"
@@ -89,8 +92,10 @@ class SharedBackend:
     lock: FileLock | None
     key: Path | None = None
     handles: int = 1
-    #: what the handles' stores share: the settings record and its ledger (set by the first handle).
-    state: dict[str, Any] = field(default_factory=dict)
+    #: the settings record every handle's store reads and the ledger rewrites (set by the first handle's open).
+    meta: dict[str, Any] | None = None
+    #: the committed counts of the store (set with :attr:`meta`).
+    ledger: Ledger | None = None
     #: serialises the writes of every handle (and thread) of this backend, encoding included.
     write_lock: threading.RLock = field(default_factory=threading.RLock)
     #: keeps a reader's engine calls apart from a writer's (see :class:`ReadWriteLock`).
@@ -213,13 +218,8 @@ def open_backend(
         if key in _SHARED:
             raise StoreLockedError(f"{location} is already open in this process: close the other handle first "
                                    "(qdrant-client local mode cannot share a folder between clients)")
-        lock = _lock(folder, read_only) if folder is not None else None
-        try:
-            backend = ServerBackend(url, api_key, client, location, collection_name, options, batch_size)
-        except BaseException:
-            if lock is not None:
-                lock.release()
-            raise
+        backend, lock = _locked(folder, read_only, lambda: ServerBackend(url, api_key, client, location,
+                                                                        collection_name, options, batch_size))
         shared = SharedBackend(backend, f"collection {collection_name!r}", lock, key)
         if key is not None:
             _SHARED[key] = shared
@@ -263,14 +263,20 @@ def _open_edge(folder: Path, create: bool, read_only: bool, batch_size: int) -> 
                 raise StoreLockedError(f"{folder} is already open in this process: close the other handle first")
             shared.handles += 1
             return OpenedBackend(shared)
-        lock = _lock(folder, read_only)
-        try:
-            shared = _SHARED[key] = SharedBackend(EdgeBackend(folder, batch_size), str(folder), lock, key)
-        except BaseException:
-            if lock is not None:
-                lock.release()
-            raise
+        backend, lock = _locked(folder, read_only, lambda: EdgeBackend(folder, batch_size))
+        shared = _SHARED[key] = SharedBackend(backend, str(folder), lock, key)
         return OpenedBackend(shared)
+
+
+def _locked(folder: Path | None, read_only: bool, open_: Callable[[], Backend]) -> tuple[Backend, FileLock | None]:
+    """Take a folder's lock (none without a folder), then open the backend; the lock is released if that fails."""
+    lock = _lock(folder, read_only) if folder is not None else None
+    try:
+        return open_(), lock
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
 
 
 def _lock(folder: Path, read_only: bool) -> FileLock | None:

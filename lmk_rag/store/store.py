@@ -198,8 +198,8 @@ class LandmarkStore:
         """Read or create the settings record, check it against the arguments, finish interrupted writes, and build
         the reader and the writer."""
         backend, where, read_only, given = self._backend, self.where, self.read_only, self._given_encoder
-        shared = self._opened.shared.state  # another handle of this process has this folder open: its record
-        meta = shared.get("meta") or backend.read_meta()
+        shared = self._opened.shared  # another handle of this process may have this folder open: its record
+        meta = shared.meta or backend.read_meta()
         meta = None if meta is None else validate_meta(meta, where)
         self.mode = resolve_mode(meta, mode, given, where)
         static_encoder = self.static_encoder
@@ -233,18 +233,18 @@ class LandmarkStore:
         repaired = 0 if read_only else versions.repair(backend)
         if repaired:
             logger.warning("%s: repaired %d document(s) an interrupted write left pending", where, repaired)
-        ledger = shared.setdefault("ledger", Ledger(backend, meta, where))
-        shared["meta"] = meta
+        if shared.ledger is None:
+            shared.meta, shared.ledger = meta, Ledger(backend, meta, where)
+        ledger = shared.ledger
         if read_only and backend.count(visibility.pending_filter(backend)):
             # a reader cannot finish an interrupted write: its counts are between two states until a writer opens
             logger.warning("%s: a write was interrupted; the next writer's open finishes or undoes it", where)
         else:
             ledger.verify(fix=not read_only)
-        access = self._opened.shared.access
         self._reader = Reader(backend, where, meta, QueryVectors(vectors), encoder, ledger, self.mode,
-                              self.prefetch_limit, self.hnsw_ef, self._alpha, access)
+                              self.prefetch_limit, self.hnsw_ef, self._alpha, shared.access)
         self._writer = Writer(backend, where, meta, vectors, ledger, encoder, read_only, self.document_batch_size,
-                              self._opened.shared.write_lock, access)
+                              shared.write_lock, shared.access)
 
     @property
     def _backend(self) -> Backend:
