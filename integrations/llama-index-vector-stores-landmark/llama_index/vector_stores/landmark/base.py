@@ -36,7 +36,6 @@ from llama_index.vector_stores.landmark.search import search
 from lmk_rag import TokenEncoder
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError, refuse_unknown
 from lmk_rag.store import (
-    DEFAULT_BATCH_SIZE,
     FieldCondition,
     Filter,
     Hit,
@@ -141,7 +140,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         aclient: Any = None,
         url: str | None = None,
         api_key: str | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_size: int | None = None,
         parallel: int | None = None,
         max_retries: int | None = None,
         client_kwargs: dict[str, Any] | None = None,
@@ -175,7 +174,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
             ``client`` on a server; alone in local mode). Built from ``url`` when not given.
         :param url: URL of a Qdrant server; ``api_key`` authenticates.
         :param api_key: API key for ``url``.
-        :param batch_size: points per upsert request.
+        :param batch_size: points per upsert request (None: 64, QdrantVectorStore's default).
         :param parallel: processes uploading points to a server (default 1).
         :param max_retries: times a failed upsert request to a server is sent again (default 3).
         :param client_kwargs: other arguments of the clients built for ``url`` or ``location``.
@@ -234,10 +233,8 @@ class LandmarkVectorStore(BasePydanticVectorStore):
             "prefer_grpc": prefer_grpc, "timeout": timeout, "client_kwargs": client_kwargs,
             "shard_number": shard_number, "replication_factor": replication_factor,
             "write_consistency_factor": write_consistency_factor, "parallel": parallel, "max_retries": max_retries,
-            "static_encoder": static_encoder, **store_options,
+            "batch_size": batch_size, "static_encoder": static_encoder, **store_options,
         }
-        if batch_size != DEFAULT_BATCH_SIZE:
-            opening["batch_size"] = batch_size
         if store is not None and any(value is not None for value in opening.values()):
             given = sorted(name for name, value in opening.items() if value is not None)
             raise InvalidInputError(f"give either store= or the arguments that open one ({', '.join(given)}), not both")
