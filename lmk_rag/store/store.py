@@ -165,6 +165,8 @@ class LandmarkStore:
         indexes = {} if payload_indexes is None else check_payload_indexes(payload_indexes)
         node_tokens = None if node_tokens is None else check_count("node_tokens", node_tokens)
         bm25_language = None if bm25_language is None else check_language(bm25_language)
+        if bm25 is not None and not isinstance(bm25, bool):
+            raise InvalidInputError(f"bm25 must be True, False or None (as recorded), got {bm25!r}")
         if bm25 is False and bm25_language is not None:
             raise InvalidInputError("bm25_language chooses BM25's stop words and stemmer: it needs bm25=True")
         for name, given in (("encoder", encoder), ("static_encoder", static_encoder)):

@@ -104,6 +104,14 @@ def test_client_options_beside_a_ready_client_are_refused() -> None:
         LandmarkStore(client=QdrantClient(":memory:"), client_kwargs={"https": True})
 
 
+@pytest.mark.parametrize("kwargs", [{"enable_hybrid": "yes"}, {"index_doc_id": 0}, {"text_key": 5}],
+                         ids=lambda kwargs: next(iter(kwargs)))
+def test_flags_of_the_wrong_type_are_refused_before_anything_is_made(tmp_path: Path, kwargs: dict[str, Any]) -> None:
+    with pytest.raises(InvalidInputError, match=next(iter(kwargs))):
+        LandmarkVectorStore(path=tmp_path / "s", **kwargs)
+    assert not (tmp_path / "s").exists()
+
+
 def test_enable_hybrid_is_bm25_on_or_off(embed_model: LandmarkEmbedding, tmp_path: Path) -> None:
     with LandmarkVectorStore(path=tmp_path / "dense", enable_hybrid=False, embed_model=embed_model) as dense:
         assert dense.store.bm25 is False

@@ -40,7 +40,7 @@ def _state(store: LandmarkStore) -> tuple[Any, ...]:
     {"node_tokens": 0}, {"node_tokens": True}, {"node_tokens": "256"}, {"node_tokens": -1},
     {"hnsw_ef": -1}, {"hnsw_ef": "x"}, {"hnsw_ef": 0}, {"prefetch_limit": "x"}, {"prefetch_limit": 0},
     {"batch_size": -1}, {"batch_size": 0}, {"batch_size": "8"}, {"batch_size": 2.0},
-    {"document_batch_size": 0}, {"document_batch_size": "8"},
+    {"document_batch_size": 0}, {"document_batch_size": "8"}, {"bm25": "yes"}, {"bm25": 1},
 ], ids=lambda kwargs: "-".join(f"{k}={v!r}" for k, v in kwargs.items()))
 def test_bad_constructor_numbers_are_refused_before_anything_is_created(tmp_path: Path, minilm_encoder,
                                                                         kwargs) -> None:

@@ -219,6 +219,11 @@ class LandmarkVectorStore(BasePydanticVectorStore):
             warnings.warn(f"fastembed_sparse_model={fastembed_sparse_model!r} is not loaded: the sparse side of "
                           "LandmarkVectorStore is Qdrant's own BM25 (bm25_language= picks its language)", stacklevel=2)
             enable_hybrid = True if enable_hybrid is None else enable_hybrid
+        for name, flag in (("enable_hybrid", enable_hybrid), ("index_doc_id", index_doc_id)):
+            if flag is not None and not isinstance(flag, bool):
+                raise InvalidInputError(f"{name} must be True or False, got {flag!r}")
+        if text_key is not None and not isinstance(text_key, str):
+            raise InvalidInputError(f"text_key must be the payload key of the node text, 'text', got {text_key!r}")
         if index_doc_id is False:
             warnings.warn("index_doc_id=False has no effect: the store always indexes doc_id (its deletes and "
                           "versions filter by it)", stacklevel=2)
