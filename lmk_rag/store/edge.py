@@ -61,6 +61,10 @@ class EdgeConditions:
         """Full-text match."""
         return qe.FieldCondition(key=key, match=qe.MatchText(text))
 
+    def match_substring(self, key: str, text: str) -> Any:
+        """The string (or a string element of the list) holds ``text`` (case-sensitive)."""
+        return qe.FieldCondition(key=key, match=qe.MatchSubstring(text))
+
     def range(self, key: str, bounds: dict[str, float]) -> Any:
         """Numeric range."""
         return qe.FieldCondition(key=key, range=qe.RangeFloat(**bounds))

@@ -25,10 +25,16 @@ from typing import Any, Literal, Protocol
 
 from lmk_rag.errors import InvalidInputError
 
-Operator = Literal["eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "text", "is_empty"]
-OPERATORS: tuple[str, ...] = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "text", "is_empty")
+Operator = Literal["eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "text", "substring", "substring_any_case",
+                   "is_empty"]
+OPERATORS: tuple[str, ...] = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "text", "substring",
+                              "substring_any_case", "is_empty")
+#: Operators whose value is one string.
+STRING_OPERATORS = ("text", "substring", "substring_any_case")
 RESERVED_KEYS = frozenset({"doc_id", "node_id"})
 META_PREFIX = "meta."
+#: Where a node's payload holds the lower-cased copy of its metadata's strings (see :func:`lowered`).
+LOWER_PREFIX = "meta_lower."
 #: Characters a metadata key may not hold: the path syntax's (``.`` nests, ``[]`` indexes) and what its quoting
 #: cannot escape (``"``, ``\\``).
 PATH_CHARS = (".", "[", "]", '"', "\\")
@@ -51,7 +57,10 @@ class FieldCondition:
         compared as a point in time with the dates metadata holds as ISO strings; no time zone means UTC),
         ``text`` (the words of a
         string, matched as a key's words: as word prefixes in any case on keys declared with ``text_keys=`` when
-        the store was created, else as whole words), ``is_empty`` (key missing, null or ``[]``; value ignored).
+        the store was created, else as whole words), ``substring`` (a string, or an element of a list of strings,
+        holds the value: ``"6FTR78Y"`` matches ``"6FTR78Yun"``; case-sensitive, any key, no index needed),
+        ``substring_any_case`` (the same in any case: ``"6ftr78y"`` matches ``"6FTR78Yun"``; on metadata keys),
+        ``is_empty`` (key missing, null or ``[]``; value ignored).
     :param value: the value to compare with.
     """
 
@@ -76,7 +85,7 @@ class FieldCondition:
             )
         if self.op in ("in", "nin"):
             values = list(self.value)
-        elif self.op in ("text", "is_empty") or dated:
+        elif self.op in (*STRING_OPERATORS, "is_empty") or dated:
             values = []
         else:  # eq, ne and numeric ranges compare one value
             values = [self.value]
@@ -88,8 +97,12 @@ class FieldCondition:
                 f"filter {self.key!r} {self.op}: values must be strings, finite numbers (integers within 64 bits), "
                 f"booleans or None, got {odd[0]!r}"
             )
-        if self.op == "text" and not isinstance(self.value, str):
-            raise InvalidInputError(f"filter {self.key!r} text: value must be a string, got {self.value!r}")
+        if self.op in STRING_OPERATORS and not isinstance(self.value, str):
+            raise InvalidInputError(f"filter {self.key!r} {self.op}: value must be a string, got {self.value!r}")
+        if self.op == "substring_any_case" and self.key in RESERVED_KEYS:
+            raise InvalidInputError(
+                f"filter {self.key!r} substring_any_case: applies to metadata keys; use substring on {self.key!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -131,6 +144,9 @@ class ConditionBuilder(Protocol):
     def match_text(self, key: str, text: str) -> Any:
         """Full-text match."""
 
+    def match_substring(self, key: str, text: str) -> Any:
+        """The string (or a string element of the list) holds ``text`` (case-sensitive)."""
+
     def range(self, key: str, bounds: dict[str, float]) -> Any:
         """Numeric range; ``bounds`` keys are among ``gt``, ``gte``, ``lt``, ``lte``."""
 
@@ -170,6 +186,38 @@ def payload_key(key: str) -> str:
             f"{' or '.join(map(repr, PATH_CHARS))}, '[]' after a list of dicts"
         )
     return META_PREFIX + ".".join(f'"{part["name"]}"{part["index"]}' for part in parts if part)
+
+
+def lowered(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The lower-cased copy of a metadata dict's strings that ``substring_any_case`` searches (stored on every node
+    as ``meta_lower``): strings lower-cased, dicts and lists kept for the strings they hold (lists keep their
+    positions, None elsewhere), everything else left out.
+
+    :param metadata: a node's metadata.
+    :return: the copy (empty when the metadata holds no string).
+    """
+
+    def lower(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.lower()
+        if isinstance(value, Mapping):
+            kept = {key: lower(item) for key, item in value.items()}
+            return {key: item for key, item in kept.items() if item is not None} or None
+        if isinstance(value, (list, tuple)):  # positions kept (None elsewhere): an index in a key names the same item
+            items = [lower(item) for item in value]
+            return items if any(item is not None for item in items) else None
+        return None
+
+    return lower(metadata) or {}
+
+
+def uses_operator(value: FilterLike, op: str) -> bool:
+    """Whether a filter has a condition with operator ``op`` anywhere in its tree."""
+    flt = as_filter(value)
+    if flt is None:
+        return False
+    return any(uses_operator(c, op) if isinstance(c, Filter) else c.op == op
+               for c in (*flt.must, *flt.should, *flt.must_not))
 
 
 def as_filter(value: FilterLike) -> Filter | None:
@@ -236,6 +284,10 @@ def _translate_condition(condition: Condition, builder: ConditionBuilder) -> Any
         return builder.combine([], [], [_any_of(key, list(value), builder)])
     if op == "text":
         return builder.match_text(key, str(value))
+    if op == "substring":
+        return builder.match_substring(key, value)
+    if op == "substring_any_case":
+        return builder.match_substring(LOWER_PREFIX + key.removeprefix(META_PREFIX), value.lower())
     if op == "is_empty":
         return builder.is_empty(key)
     moment = as_datetime(value)

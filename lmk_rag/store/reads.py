@@ -34,7 +34,7 @@ from lmk_rag.store.query import (
     plan_search,
 )
 from lmk_rag.store.query_vectors import QueryVectors
-from lmk_rag.store.settings import StoreEncoder
+from lmk_rag.store.settings import StoreEncoder, check_filter
 from lmk_rag.store.types import Branch, Hit, NodeRecord, Rerank, StoreMode
 
 #: Times a search runs again when a writer replaced one of its hits between the query and the payload look-up (the
@@ -128,7 +128,7 @@ class Reader:
             sparse=self.queries.sparse_query(text),
             alpha=alpha,
             prefetch_limit=prefetch_limit,
-            filter=visibility.nodes_filter(self.backend, filter),
+            filter=self._nodes_filter(filter),
             payload_keys=rec.HIT_KEYS,
             hnsw_ef=self.hnsw_ef,
         )
@@ -142,6 +142,12 @@ class Reader:
             if len(full) == len(best):
                 break
         return [rec.hit_from_point(full[pid], score) for pid, score in best if pid in full]
+
+    def _nodes_filter(self, filter: FilterLike, node_ids: Sequence[str] | None = None) -> Any:
+        """The native filter of the visible nodes a caller's filter (and node ids) select, once the store can
+        answer it (:func:`~lmk_rag.store.settings.check_filter`)."""
+        check_filter(self.meta, filter, self.where)
+        return visibility.nodes_filter(self.backend, filter, node_ids)
 
     def _payloads(self, seen: dict[str, Any]) -> dict[str, Any]:
         """The full points of scored points, kept only where the point still holds the version the search saw: a
@@ -207,7 +213,7 @@ class Reader:
         if vector.shape != (self.dim,):
             raise VectorSizeError(f"query vector of shape {vector.shape}, store expects ({self.dim},)")
         check_directions(vector, "query vector")
-        plan = plan_mmr(vector.tolist(), lambda_, candidates, k, visibility.nodes_filter(self.backend, filter),
+        plan = plan_mmr(vector.tolist(), lambda_, candidates, k, self._nodes_filter(filter),
                         rec.HIT_KEYS, self.hnsw_ef)
         for _ in range(READ_ATTEMPTS):
             with self.access.reading():
@@ -222,7 +228,7 @@ class Reader:
 
     def get_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> list[NodeRecord]:
         """Nodes by id and/or metadata filter, with their vectors (see :meth:`LandmarkStore.get_nodes`)."""
-        wanted = visibility.nodes_filter(self.backend, filter, node_ids)
+        wanted = self._nodes_filter(filter, node_ids)
         with self.access.reading():
             points = visibility.visible(self.backend, list(visibility.scroll(self.backend, wanted, with_vectors=True)))
         return [rec.record_from_point(p) for p in points]

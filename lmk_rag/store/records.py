@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from lmk_rag.errors import CorruptStoreError
+from lmk_rag.store.filters import lowered
 from lmk_rag.store.types import Hit, NodeRecord, PointData
 
 NAMESPACE = uuid.UUID("6f1d3c52-7f4e-4a55-9a38-5b1f0c2d9e10")
@@ -90,6 +91,9 @@ def node_point(record: NodeRecord, version: int, slot: int, vectors: dict[str, A
         "span": [int(record.span[0]), int(record.span[1])],
         "meta": record.metadata,
     }
+    lower = lowered(record.metadata)
+    if lower:
+        payload["meta_lower"] = lower
     return PointData(node_point_id(record.node_id, slot), vectors, payload)
 
 

@@ -71,6 +71,10 @@ class ServerConditions:
         """Full-text match."""
         return models.FieldCondition(key=key, match=models.MatchText(text=text))
 
+    def match_substring(self, key: str, text: str) -> Any:
+        """The string (or a string element of the list) holds ``text`` (case-sensitive)."""
+        return models.FieldCondition(key=key, match=models.MatchSubstring(substring=text))
+
     def range(self, key: str, bounds: dict[str, float]) -> Any:
         """Numeric range."""
         return models.FieldCondition(key=key, range=models.Range(**bounds))

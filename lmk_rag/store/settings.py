@@ -15,7 +15,7 @@ from lmk_rag.errors import (
 )
 from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.bm25 import BM25_LANGUAGE, BM25_TOKENIZER
-from lmk_rag.store.filters import RESERVED_KEYS, payload_key
+from lmk_rag.store.filters import RESERVED_KEYS, FilterLike, payload_key, uses_operator
 from lmk_rag.store.layout import recorded_vectors
 from lmk_rag.store.records import PAYLOAD_INDEXES
 from lmk_rag.store.types import CollectionSpec, Quantization, StoreMode
@@ -90,6 +90,7 @@ def create_settings(
         "alpha": alpha if bm25 else 1.0,
         "quantization": quantization,
         "text_keys": text_keys,
+        "lowercase_metadata": True,
         "payload_indexes": dict(payload_indexes or {}),
         "hnsw_m": spec.hnsw_m,
         "ef_construct": spec.ef_construct,
@@ -215,6 +216,20 @@ def check_settings(
     return meta
 
 
+def check_filter(meta: dict[str, Any], filter: FilterLike, where: str) -> None:
+    """Refuse a filter this store cannot answer rightly: ``substring_any_case`` searches the lower-cased metadata
+    copy on each node (``meta_lower``), which nodes written before it existed lack (they would never match).
+
+    :raises SettingsMismatchError: for ``substring_any_case`` on a store created without that copy.
+    """
+    if not meta.get("lowercase_metadata") and uses_operator(filter, "substring_any_case"):
+        raise SettingsMismatchError(
+            f"{where} was created before nodes kept a lower-cased copy of their metadata, so substring_any_case "
+            "(LlamaIndex's TEXT_MATCH_INSENSITIVE) cannot see its nodes: re-ingest into a new store folder, or use "
+            "substring (case-sensitive)"
+        )
+
+
 def validate_meta(meta: Any, where: str) -> dict[str, Any]:
     """Check that a settings record is one of ours and readable by this version.
 
@@ -267,6 +282,7 @@ RECORDED: dict[str, tuple[Callable[[Any], bool], str]] = {
     "payload_indexes": (lambda v: isinstance(v, dict) and all(isinstance(k, str) and k and kind in PAYLOAD_SCHEMAS
                                                               for k, kind in v.items()), "{key: index kind}"),
     "bm25_language": (lambda v: v is None or isinstance(v, str), "null or a language name"),
+    "lowercase_metadata": (lambda v: isinstance(v, bool), "true or false"),
     "committed": (_committed, '{"documents": n, "nodes": n}'),
 }
 

@@ -32,7 +32,7 @@ from lmk_rag.store.documents import (
 from lmk_rag.store.filters import FilterLike
 from lmk_rag.store.ledger import Ledger
 from lmk_rag.store.points import NodeVectors
-from lmk_rag.store.settings import StoreEncoder
+from lmk_rag.store.settings import StoreEncoder, check_filter
 from lmk_rag.store.types import NodeRecord
 
 Markers = dict[str, dict[str, Any]]
@@ -212,6 +212,7 @@ class Writer:
             deleted = self.backend.count(visibility.nodes_filter(self.backend, None))
             self.clear()
             return deleted
+        check_filter(self.meta, filter, self.where)
         wanted = visibility.nodes_filter(self.backend, filter, node_ids)
         self._check_writable()
         with self.access.writing(), self.ledger.change(None):

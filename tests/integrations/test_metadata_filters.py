@@ -6,7 +6,6 @@ import pytest
 from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilter, MetadataFilters
 
 from llama_index.vector_stores.landmark import to_store_filter
-from lmk_rag.errors import InvalidInputError
 from lmk_rag.store import FieldCondition, Filter
 
 
@@ -55,29 +54,14 @@ def test_ids_and_nested_conditions() -> None:
         (FilterOperator.NIN, ["x"], FieldCondition("k", "nin", ["x"])),
         (FilterOperator.ANY, ["x", "y"], FieldCondition("k", "in", ["x", "y"])),
         (FilterOperator.CONTAINS, "x", FieldCondition("k", "eq", "x")),
-        (FilterOperator.TEXT_MATCH, "word", FieldCondition("k", "text", "word")),
+        (FilterOperator.TEXT_MATCH, "word", FieldCondition("k", "substring", "word")),
+        (FilterOperator.TEXT_MATCH_INSENSITIVE, "Word", FieldCondition("k", "substring_any_case", "Word")),
         (FilterOperator.IS_EMPTY, None, FieldCondition("k", "is_empty", None)),
     ],
 )
 def test_operators(operator: FilterOperator, value: object, expected: FieldCondition) -> None:
     flt = to_store_filter(MetadataFilters(filters=[MetadataFilter(key="k", value=value, operator=operator)]))
     assert flt == Filter(must=(Filter(must=(expected,)),))
-
-
-def test_case_insensitive_text_match_without_a_text_key_names_the_fix() -> None:
-    filters = MetadataFilters(
-        filters=[MetadataFilter(key="k", value="x", operator=FilterOperator.TEXT_MATCH_INSENSITIVE)]
-    )
-    with pytest.raises(InvalidInputError, match=r"text_match_insensitive.*text_keys=\['k'\]"):
-        to_store_filter(filters, text_keys=["other"])
-
-
-def test_case_insensitive_text_match_on_a_text_key() -> None:
-    filters = MetadataFilters(
-        filters=[MetadataFilter(key="k", value="Word", operator=FilterOperator.TEXT_MATCH_INSENSITIVE)]
-    )
-    expected = Filter(must=(Filter(must=(FieldCondition("k", "text", "Word"),)),))
-    assert to_store_filter(filters, text_keys=["k"]) == expected
 
 
 def test_empty_id_lists_restrict_to_nothing_and_empty_nested_filters_are_left_out() -> None:

@@ -2,12 +2,11 @@
 
 Origin: run-llama/llama_index (MIT licence), ``llama-index-core/tests/vector_stores/test_simple.py`` (the
 ``SimpleVectorStoreTest`` cases), ``test_simple_doc_ids.py`` and ``test_simple_mmr_threshold.py``. Adapted only as
-allowed for this port: each store is a LandmarkVectorStore on a fresh Qdrant Edge folder (made with
-``text_keys=["identifier"]``, the text index ``TEXT_MATCH`` uses); the 2-d hand-written embeddings are real
-LandmarkEmbedding vectors of texts that play the same roles (named with each fixture); queries are given as text
-(the role of ``[1.0, 1.0]`` is the text of the node embedded there), or as the real query vector where upstream
-queries by embedding alone; ``unittest.TestCase`` methods are plain functions calling the same assertions.
-Assertions are unchanged.
+allowed for this port: each store is a LandmarkVectorStore on a fresh Qdrant Edge folder; the 2-d hand-written
+embeddings are real LandmarkEmbedding vectors of texts that play the same roles (named with each fixture); queries
+are given as text (the role of ``[1.0, 1.0]`` is the text of the node embedded there), or as the real query vector
+where upstream queries by embedding alone; ``unittest.TestCase`` methods are plain functions calling the same
+assertions. Assertions are unchanged.
 
 Not ported, and why:
 
@@ -100,8 +99,7 @@ def new_store(tmp_path: Path, embed_model: LandmarkEmbedding) -> Iterator[Callab
     opened: list[LandmarkVectorStore] = []
 
     def _new() -> LandmarkVectorStore:
-        opened.append(LandmarkVectorStore(path=tmp_path / f"s{len(opened)}", embed_model=embed_model,
-                                          text_keys=["identifier"]))
+        opened.append(LandmarkVectorStore(path=tmp_path / f"s{len(opened)}", embed_model=embed_model))
         return opened[-1]
 
     yield _new

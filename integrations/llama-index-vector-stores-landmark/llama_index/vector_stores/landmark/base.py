@@ -468,7 +468,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         :param node_ids: node ids (an empty list deletes nothing).
         :param filters: metadata filters.
         """
-        flt = to_store_filter(filters, text_keys=self._store.text_keys)
+        flt = to_store_filter(filters)
         self._store.delete_nodes(node_ids=node_ids, filter=flt)
 
     async def adelete_nodes(
@@ -535,7 +535,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         :param filters: metadata filters.
         :return: the nodes, in no particular order.
         """
-        flt = to_store_filter(filters, text_keys=self._store.text_keys)
+        flt = to_store_filter(filters)
         records = self._store.get_nodes(node_ids=node_ids, filter=flt)
         nodes = []
         for record in records:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 
 from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilter, MetadataFilters
 
@@ -20,8 +20,8 @@ _OPERATORS = {
     FilterOperator.NIN: "nin",
     FilterOperator.ANY: "in",  # a list field holding any of the values
     FilterOperator.CONTAINS: "eq",  # a list field holding the value (Qdrant matches list elements)
-    FilterOperator.TEXT_MATCH: "text",
-    FilterOperator.TEXT_MATCH_INSENSITIVE: "text",  # only on keys with a text index (lowercased), see below
+    FilterOperator.TEXT_MATCH: "substring",  # SimpleVectorStore's `value in metadata_value`
+    FilterOperator.TEXT_MATCH_INSENSITIVE: "substring_any_case",
     FilterOperator.IS_EMPTY: "is_empty",
 }
 
@@ -30,23 +30,20 @@ def to_store_filter(
     filters: MetadataFilters | None,
     node_ids: Sequence[str] | None = None,
     doc_ids: Sequence[str] | None = None,
-    text_keys: Collection[str] = (),
 ) -> Filter | None:
     """Build the store filter of a LlamaIndex query or ``get_nodes`` call.
 
     ``AND``/``OR``/``NOT`` become ``must``/``should``/``must_not``; nested ``MetadataFilters`` nest (empty ones are
     left out). ``ALL`` (a list field holding every value) becomes one ``eq`` per value. Float values compare as
-    numbers and ``None`` as "missing, null or empty" (see :class:`lmk_rag.store.FieldCondition`). ``TEXT_MATCH``
-    matches word prefixes in any case on the store's ``text_keys`` (whole words elsewhere);
-    ``TEXT_MATCH_INSENSITIVE`` is the same match, so it needs a key in ``text_keys``.
+    numbers and ``None`` as "missing, null or empty" (see :class:`lmk_rag.store.FieldCondition`). ``TEXT_MATCH`` is
+    LlamaIndex's substring test (``"6FTR78Y"`` matches ``"6FTR78Yun"``, case-sensitive) on any key, and
+    ``TEXT_MATCH_INSENSITIVE`` the same in any case (Qdrant's substring match, no index needed).
 
     :param filters: LlamaIndex metadata filters, or None.
     :param node_ids: restrict to these node ids, or None (an empty list matches nothing).
     :param doc_ids: restrict to these document (``ref_doc_id``) ids, or None (an empty list matches nothing).
-    :param text_keys: the metadata keys the store indexes as full text (``LandmarkStore.text_keys``).
     :return: the store filter, or None when nothing restricts.
-    :raises InvalidInputError: for ``TEXT_MATCH_INSENSITIVE`` on a key without a text index, or a value the store
-        cannot compare.
+    :raises InvalidInputError: for an operator the store has not, or a value it cannot compare.
     """
     must: list[Condition] = []
     if node_ids is not None:
@@ -54,14 +51,14 @@ def to_store_filter(
     if doc_ids is not None:
         must.append(FieldCondition("doc_id", "in", list(doc_ids)))
     if filters is not None and filters.filters:
-        must.append(_translate(filters, frozenset(text_keys)))
+        must.append(_translate(filters))
     return Filter(must=tuple(must)) if must else None
 
 
-def _translate(filters: MetadataFilters, text_keys: frozenset[str]) -> Filter:
+def _translate(filters: MetadataFilters) -> Filter:
     """One ``MetadataFilters`` level."""
     conditions = [
-        _translate(item, text_keys) if isinstance(item, MetadataFilters) else _translate_leaf(item, text_keys)
+        _translate(item) if isinstance(item, MetadataFilters) else _translate_leaf(item)
         for item in filters.filters
         if not isinstance(item, MetadataFilters) or item.filters
     ]
@@ -73,13 +70,8 @@ def _translate(filters: MetadataFilters, text_keys: frozenset[str]) -> Filter:
     return Filter(must=tuple(conditions))
 
 
-def _translate_leaf(item: MetadataFilter, text_keys: frozenset[str]) -> Condition:
+def _translate_leaf(item: MetadataFilter) -> Condition:
     """One ``MetadataFilter``."""
-    if item.operator == FilterOperator.TEXT_MATCH_INSENSITIVE and item.key not in text_keys:
-        raise InvalidInputError(
-            f"metadata filter {item.key!r}: text_match_insensitive needs a text index on the key; create the store "
-            f"with text_keys=[{item.key!r}] (LandmarkVectorStore(..., text_keys=[...])), which matches in any case"
-        )
     if item.operator == FilterOperator.ALL:
         if not isinstance(item.value, list):
             raise InvalidInputError(

@@ -49,7 +49,7 @@ def search(
     mode = VectorStoreQueryMode(query.mode)
     if query.doc_ids == []:
         return []
-    flt = to_store_filter(query.filters, query.node_ids or None, query.doc_ids, text_keys=store.text_keys)
+    flt = to_store_filter(query.filters, query.node_ids or None, query.doc_ids)
     k = query.similarity_top_k
     if mode == VectorStoreQueryMode.MMR:
         threshold = kwargs.get("mmr_threshold", query.mmr_threshold)
