@@ -128,6 +128,7 @@ class Corpus:
     node_doc: np.ndarray  # (n_nodes,) doc index
     node_vectors: np.ndarray  # (n_nodes, dim)
     node_texts: list[str]
+    node_spans: list[tuple[int, int]]  # each node's char span in its document
     context_texts: dict[int, list[str]]  # node texts widened by c chunks on each side, by c
     pair_texts: list[str]  # each node's text with the next node's
     chunk_vectors: np.ndarray  # (n_chunks, dim)
@@ -138,10 +139,14 @@ class Corpus:
 
 def load_corpus(name: str, node_tokens: int = 256, **encoder_settings: object) -> Corpus:
     """Encode (or load from the eval cache) a whole dev set and cut its nodes."""
-    data = load_beir(DATA / name)
+    return corpus_of(load_beir(DATA / name), node_tokens, **encoder_settings)
+
+
+def corpus_of(data: BeirDataset, node_tokens: int = 256, **encoder_settings: object) -> Corpus:
+    """Encode (or load from the eval cache) a set's documents and queries and cut its nodes."""
     encoder = LandmarkEncoder(show_progress_bar=True, **encoder_settings)
     states = encode_states_cached(encoder, data.doc_texts, user_cache_dir("eval"))
-    node_doc, node_vectors, node_texts, chunks, starts = [], [], [], [], []
+    node_doc, node_vectors, node_texts, node_spans, chunks, starts = [], [], [], [], [], []
     context_texts: dict[int, list[str]] = {1: [], 2: []}
     pair_texts: list[str] = []
     row = 0
@@ -151,6 +156,7 @@ def load_corpus(name: str, node_tokens: int = 256, **encoder_settings: object) -
             node_doc.append(index)
             node_vectors.append(node.vector)
             node_texts.append(text[node.span[0] : node.span[1]])
+            node_spans.append((node.span[0], node.span[1]))
             for c in context_texts:
                 first = max(0, node.chunk_range[0] - c)
                 last = min(encoded.n_chunks, node.chunk_range[1] + c) - 1
@@ -167,6 +173,7 @@ def load_corpus(name: str, node_tokens: int = 256, **encoder_settings: object) -
         node_doc=np.asarray(node_doc),
         node_vectors=np.asarray(node_vectors, dtype=np.float32),
         node_texts=node_texts,
+        node_spans=node_spans,
         context_texts=context_texts,
         pair_texts=pair_texts,
         chunk_vectors=np.concatenate(chunks).astype(np.float32),
@@ -205,19 +212,20 @@ def fuse(kind: str, alpha: float, dense: np.ndarray, bm25: np.ndarray) -> np.nda
     raise ValueError(kind)
 
 
-def store_ranking(
+def store_scores(
     candidates: np.ndarray, dense: np.ndarray, lexical: np.ndarray, query_chunks: np.ndarray, alpha: float,
-    node_doc: np.ndarray, k: int = 10,
-) -> list[int]:
-    """Documents ranked as the store ranks them, by the store's own code (:mod:`lmk_rag.store.query`): the plan of
-    a fused search, :func:`~lmk_rag.store.query.fuse` over the engine's answers (the candidates' chunk MaxSim and
-    the BM25 scores of the plain BM25 search), then the best node per document (``best_hits``).
+    node_doc: np.ndarray,
+) -> np.ndarray:
+    """The candidates' final scores as the store's own code (:mod:`lmk_rag.store.query`) fuses them: the plan of a
+    fused search and :func:`~lmk_rag.store.query.fuse` over the engine's answers (the candidates' chunk MaxSim and
+    the BM25 scores of the plain BM25 search).
 
     :param candidates: node indices, the union of the prefetch branches.
     :param dense: each candidate's chunk MaxSim divided by the query's chunk count (what the engine's MaxSim over
         the query's chunks is, divided back by :func:`~lmk_rag.store.query.fuse`).
     :param lexical: each candidate's BM25 score from the plain BM25 search (0 outside its top).
     :param query_chunks: the query's chunk vectors, (q, dim): the scorer's query.
+    :return: the fused score of each candidate, in the order of ``candidates``.
     """
     plan = plan_search(dense=[Branch("node", [0.0])], scorer=Branch("chunks", query_chunks.tolist()),
                        sparse=SparseVector([0], [1.0]), alpha=alpha, prefetch_limit=len(candidates), filter=None,
@@ -228,7 +236,21 @@ def store_ranking(
     bm25 = [ScoredPointData(i, float(score), p) for i, score, p in zip(ids, lexical, payloads) if score > 0]
     answers = [bm25 if branch.using == "bm25" else scorer for branch in plan.scorers]
     answers += [bm25] if plan.search is not None else []
-    best = best_hits(fuse_scores(plan, answers, alpha), k, doc_level=True)
+    fused = {point.id: point.score for point in fuse_scores(plan, answers, alpha)}
+    return np.array([fused[point_id] for point_id in ids])
+
+
+def store_ranking(
+    candidates: np.ndarray, dense: np.ndarray, lexical: np.ndarray, query_chunks: np.ndarray, alpha: float,
+    node_doc: np.ndarray, k: int = 10,
+) -> list[int]:
+    """Documents ranked as the store ranks them: :func:`store_scores`, then the best node per document (the
+    store's ``best_hits``)."""
+    scores = store_scores(candidates, dense, lexical, query_chunks, alpha, node_doc)
+    points = [ScoredPointData(f"{node:09d}", float(score), {"doc_id": int(node_doc[node])})
+              for node, score in zip(candidates, scores)]
+    points.sort(key=lambda point: (-point.score, point.id))
+    best = best_hits(points, k, doc_level=True)
     return [int(node_doc[int(point_id)]) for point_id, _ in best]
 
 

@@ -1,0 +1,223 @@
+"""Score study (issue 24 item 4): a third term beside the store's fused node score, or a learned combiner of the
+per-node scores, on whole dev sets, from the eval harness's cached encodings.
+
+Per query, the store's candidates (the top 100 nodes by node vector and the top 100 by BM25: Qdrant's BM25 with
+code tokens at average length 256, as the store writes it) get the store's fused score, from the store's own code
+(``fusion_study.store_scores``). The variants add ``w * term`` to it:
+
+- ``doc``: the cosine of the query vector and the document vector (the normalised mean of the document's chunk
+  vectors: the design's document-level LMK mean);
+- ``other``: the fused score of the document's best other candidate node;
+- ``static``: the node's static token MaxSim (the shipped model2vec model and ConvMixer, a document's tokens mixed
+  in one pass and assigned to nodes by their characters, each node's distinct vectors; divided by the query's
+  token count);
+
+or rank by ``combiner``, a logistic regression (scikit-learn) of each candidate's (chunk MaxSim, BM25 over the best
+BM25, document cosine, static MaxSim, best other node) fitted on the training pairs only (manpages-train and
+perldoc-train, each query against every positive of its split). Documents rank by their best node. Prints nDCG@10
+per variant with the paired difference to the product (``base``) and writes per-query values::
+
+    python benchmarks/score_study.py perldoc-longdoc manpages-short --out results/score_study.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+
+from lmk_rag.eval.beir import BeirDataset, load_beir
+from lmk_rag.eval.intervals import paired_difference
+from lmk_rag.static import StaticTokenEncoder
+from lmk_rag.static.encoder import tokens_in_chunks
+from lmk_rag.store.query import DEFAULT_ALPHA
+
+HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("fusion_study", HERE / "fusion_study.py")
+fs = importlib.util.module_from_spec(_spec)
+sys.modules["fusion_study"] = fs
+_spec.loader.exec_module(fs)
+
+#: Where each dev set lives (shared manual-page sets, the committed perldoc sets).
+SETS = {name: fs.DATA / name for name in ("manpages-longdoc", "manpages-short", "manpages-needle/L2048",
+                                          "manpages-needle/L8192", "manpages-needle/L32768")}
+SETS.update({name: HERE / "data" / name for name in ("perldoc-longdoc", "perldoc-ref")})
+TRAIN = {"manpages-train": fs.DATA / "manpages-train" / "pairs.jsonl",
+         "perldoc-train": HERE / "data" / "perldoc-train" / "pairs.jsonl"}
+#: The weights tried: of the document cosine, and of the other two terms.
+DOC_WEIGHTS = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
+WEIGHTS = (0.05, 0.1, 0.2)
+FEATURES = ("chunk MaxSim", "BM25 / best", "doc cosine", "static MaxSim", "best other node")
+PREFETCH = 100
+
+
+def pairs_dataset(name: str, path: Path) -> BeirDataset:
+    """A training split as a retrieval set: each query against every positive of the split."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    doc_ids = [f"d{i}" for i in range(len(rows))]
+    return BeirDataset(name=name, doc_ids=doc_ids, doc_texts=[row["positive"] for row in rows],
+                       query_ids=[f"q{i}" for i in range(len(rows))], query_texts=[row["query"] for row in rows],
+                       query_metadata=[{} for _ in rows], qrels={f"q{i}": {f"d{i}": 1} for i in range(len(rows))})
+
+
+class Scored:
+    """A set's corpus with what every query's candidates need: BM25, document vectors, static tokens."""
+
+    def __init__(self, corpus: fs.Corpus, static: StaticTokenEncoder) -> None:
+        self.corpus = corpus
+        tokenize = fs.tokenizers()["edge-code"]
+        self.bm25 = fs.Bm25Index([tokenize(t) for t in corpus.node_texts], avg_len=256)
+        self.query_terms = [tokenize(q) for q in corpus.data.query_texts]
+        n_docs = len(corpus.data.doc_texts)
+        doc_vectors = np.zeros((n_docs, corpus.node_vectors.shape[1]), dtype=np.float32)
+        ends = np.append(corpus.chunk_starts[1:], len(corpus.chunk_vectors))
+        for node, (start, end) in enumerate(zip(corpus.chunk_starts, ends)):
+            doc_vectors[corpus.node_doc[node]] += corpus.chunk_vectors[start:end].sum(axis=0)
+        self.doc_vectors = doc_vectors / np.linalg.norm(doc_vectors, axis=1, keepdims=True)
+        self.static_tokens = self._node_tokens(static)
+        self.static_queries = [static.encode_query_tokens(q) for q in corpus.data.query_texts]
+
+    def _node_tokens(self, static: StaticTokenEncoder) -> list[np.ndarray]:
+        """Each node's distinct static token vectors (float16), a document's tokens mixed in one pass."""
+        corpus = self.corpus
+        by_doc: dict[int, list[int]] = {}
+        for node, doc in enumerate(corpus.node_doc):
+            by_doc.setdefault(int(doc), []).append(node)
+        tokens: list[np.ndarray] = [np.zeros((0, static.dim), np.float16)] * len(corpus.node_doc)
+        for doc, nodes in by_doc.items():
+            encoded = static.tokens(corpus.data.doc_texts[doc])
+            owner = tokens_in_chunks(encoded.offsets, [corpus.node_spans[n] for n in nodes])
+            for i, node in enumerate(nodes):
+                rows = encoded.vectors[owner == i]
+                if len(rows):
+                    rows = np.unique(rows, axis=0)
+                tokens[node] = rows.astype(np.float16)
+        return tokens
+
+    def static_maxsim(self, query: int, candidates: np.ndarray) -> np.ndarray:
+        """The candidates' static token MaxSim, divided by the query's token count."""
+        q = self.static_queries[query]
+        out = np.zeros(len(candidates))
+        if len(q) == 0:
+            return out
+        for i, node in enumerate(candidates):
+            rows = self.static_tokens[node]
+            if len(rows):
+                out[i] = (q @ rows.astype(np.float32).T).max(axis=1).mean()
+        return out
+
+    def features(self, query: int, alpha: float = DEFAULT_ALPHA) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The store's candidates for a query, their fused scores and their features (:data:`FEATURES`)."""
+        corpus = self.corpus
+        qv = corpus.query_vectors[query]
+        dense_top = np.argsort(-(corpus.node_vectors @ qv), kind="stable")[:PREFETCH]
+        bm25 = self.bm25.scores(self.query_terms[query])
+        bm_top = np.argsort(-bm25, kind="stable")[:PREFETCH]
+        candidates = np.union1d(dense_top, bm_top[bm25[bm_top] > 0])
+        chunk = fs.maxsim(corpus, query)[candidates]
+        lexical = bm25[candidates]
+        fused = fs.store_scores(candidates, chunk, lexical, corpus.query_chunks[query], alpha, corpus.node_doc)
+        docs = corpus.node_doc[candidates]
+        doc_cos = self.doc_vectors[docs] @ qv
+        other = np.zeros(len(candidates))
+        for doc in np.unique(docs):
+            rows = np.flatnonzero(docs == doc)
+            if len(rows) > 1:
+                order = rows[np.argsort(-fused[rows], kind="stable")]
+                other[rows] = fused[order[0]]
+                other[order[0]] = fused[order[1]]
+        top = lexical.max() if lexical.max() > 0 else 1.0
+        features = np.column_stack([chunk, lexical / top, doc_cos, self.static_maxsim(query, candidates), other])
+        return candidates, fused, features
+
+
+def load(name: str, data: BeirDataset, static: StaticTokenEncoder) -> Scored:
+    """Encode (or load from the eval cache) a set and prepare its scores."""
+    start = time.perf_counter()
+    scored = Scored(fs.corpus_of(data), static)
+    corpus = scored.corpus
+    print(f"{name}: {len(corpus.data.doc_texts)} docs, {len(corpus.node_doc)} nodes, "
+          f"{len(corpus.data.query_ids)} queries ({time.perf_counter() - start:.0f} s)", flush=True)
+    return scored
+
+
+#: The combiners fitted: all features, and the three whose meaning does not depend on a document's length (a
+#: training positive is one or two nodes, so its document cosine and other node say little about long documents).
+COMBINERS = {"combiner (all 5)": (0, 1, 2, 3, 4), "combiner (chunk, BM25, static)": (0, 1, 3)}
+
+Combiner = tuple[tuple[int, ...], StandardScaler, LogisticRegression]
+
+
+def fit_combiner(train: list[Scored], columns: tuple[int, ...]) -> Combiner:
+    """A logistic regression of a candidate node's features (``columns`` of :data:`FEATURES`) -> its document is
+    relevant, on the training pairs."""
+    rows, labels = [], []
+    for scored in train:
+        corpus = scored.corpus
+        doc_index = {doc_id: i for i, doc_id in enumerate(corpus.data.doc_ids)}
+        for q, qid in enumerate(corpus.data.query_ids):
+            candidates, _, features = scored.features(q)
+            relevant = {doc_index[d] for d, rel in corpus.data.qrels[qid].items() if rel > 0}
+            rows.append(features)
+            labels.append(np.isin(corpus.node_doc[candidates], list(relevant)))
+    x, y = np.concatenate(rows)[:, columns], np.concatenate(labels)
+    scaler = StandardScaler().fit(x)
+    model = LogisticRegression(C=1.0, class_weight="balanced", max_iter=1000).fit(scaler.transform(x), y)
+    print(f"combiner: {len(y)} candidates, {int(y.sum())} relevant; weights (standardised) "
+          + ", ".join(f"{FEATURES[c]} {w:+.2f}" for c, w in zip(columns, model.coef_[0])), flush=True)
+    return columns, scaler, model
+
+
+def variants(scored: Scored, combiners: dict[str, Combiner]) -> dict[str, dict[str, float]]:
+    """Every variant's per-query nDCG@10, by query id."""
+    corpus = scored.corpus
+    rankings: dict[str, list[list[int]]] = {}
+    for q in range(len(corpus.data.query_ids)):
+        candidates, fused, features = scored.features(q)
+        scores = {"base": fused}
+        for w in DOC_WEIGHTS:
+            scores[f"doc w={w}"] = fused + w * features[:, 2]
+        for w in WEIGHTS:
+            scores[f"other w={w}"] = fused + w * features[:, 4]
+            scores[f"static w={w}"] = fused + w * features[:, 3]
+        for name, (columns, scaler, model) in combiners.items():
+            scores[name] = model.decision_function(scaler.transform(features[:, columns]))
+        for name, values in scores.items():
+            rankings.setdefault(name, []).append(fs.doc_ranking(candidates, np.round(values, 6), corpus.node_doc))
+    return {name: {qid: m["ndcg@10"] for qid, m in fs.evaluate(corpus, ranked).items()}
+            for name, ranked in rankings.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("sets", nargs="+", choices=sorted(SETS))
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--no-combiner", action="store_true", help="skip the learned combiner (no training sets)")
+    args = parser.parse_args()
+    static = StaticTokenEncoder(mixer="shipped")
+    combiners: dict[str, Combiner] = {}
+    if not args.no_combiner:
+        train = [load(name, pairs_dataset(name, path), static) for name, path in TRAIN.items()]
+        combiners = {name: fit_combiner(train, columns) for name, columns in COMBINERS.items()}
+    results = json.loads(args.out.read_text()) if args.out.exists() else {}
+    for name in args.sets:
+        scored = load(name, load_beir(SETS[name]), static)
+        per_query = variants(scored, combiners)
+        results[name] = per_query
+        args.out.write_text(json.dumps(results))
+        base = per_query["base"]
+        for variant, by_query in per_query.items():
+            values = [by_query[qid] for qid in base]
+            diff, low, high = paired_difference(values, list(base.values()))
+            print(f"  {np.mean(values):.4f}  {diff:+.4f} [{low:+.4f}, {high:+.4f}]  {variant}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
