@@ -229,7 +229,7 @@ def store_ranking(
     answers = [bm25 if branch.using == "bm25" else scorer for branch in plan.scorers]
     answers += [bm25] if plan.search is not None else []
     best = best_hits(fuse_scores(plan, answers, alpha), k, doc_level=True)
-    return [int(node_doc[int(point_id)]) for point_id, _ in best]
+    return [int(node_doc[int(point.id)]) for point in best]
 
 
 def doc_ranking(nodes: np.ndarray, scores: np.ndarray, node_doc: np.ndarray, k: int = 10) -> list[int]:
