@@ -10,8 +10,8 @@ commit a crash interrupted and drops the nodes of writes that never committed.
 
 Engine calls of one write batch that fits one upsert batch (64 points): one look-up (markers and node owners), the
 upsert of the nodes and the commit markers (one call where :attr:`~lmk_rag.store.base.Backend.ordered_upserts`,
-else two), a flush, a set-payload, a delete and the upsert of the finished markers: 6 on Qdrant Edge, 7 on
-qdrant-client backends.
+else two), a flush (no call on a server), a set-payload, a delete and the upsert of the finished markers: 6 on Qdrant
+Edge and on a server. A delete is one delete of the nodes and the marker together.
 """
 
 from __future__ import annotations
