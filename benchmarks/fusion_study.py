@@ -251,7 +251,7 @@ def store_ranking(
               for node, score in zip(candidates, scores)]
     points.sort(key=lambda point: (-point.score, point.id))
     best = best_hits(points, k, doc_level=True)
-    return [int(node_doc[int(point_id)]) for point_id, _ in best]
+    return [int(node_doc[int(point.id)]) for point in best]
 
 
 def doc_ranking(nodes: np.ndarray, scores: np.ndarray, node_doc: np.ndarray, k: int = 10) -> list[int]:

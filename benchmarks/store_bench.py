@@ -16,6 +16,7 @@ import argparse
 import datetime as dt
 import os
 import platform
+import re
 import resource
 import shutil
 import tempfile
@@ -159,6 +160,7 @@ def main() -> None:
     parser.add_argument("--local-queries", type=int, default=15, help="queries timed on local mode (it is slow)")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
+    args.load_at_start = os.getloadavg()[0]
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     started = time.perf_counter()
@@ -207,21 +209,23 @@ def main() -> None:
 
 def write_report(args, rows, recall_rows, over, n_real, n_pages, n_queries, wall_s) -> None:
     """Write the markdown report."""
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
+    cpuinfo = Path("/proc/cpuinfo").read_text()
+    cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")),
+               platform.processor())
+    flags = sorted(set(re.findall(r"\bavx512\w*", cpuinfo))) or ["none"]
     lines = [
         "# Store benchmark (`benchmarks/store_bench.py`)",
         "",
         f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC. Machine: {os.cpu_count()} CPU cores ({cpu}), "
-        f"load average 0.0 when it started (nothing else running); Python {platform.python_version()}, "
-        "qdrant-edge-py 0.9.0. "
+        f"load average {args.load_at_start:.1f} when it started; AVX-512 flags: {' '.join(flags)}; "
+        f"Python {platform.python_version()}, qdrant-edge-py 0.9.0. "
         f"Whole run: {wall_s / 60:.1f} min.",
         "",
         f"Nodes: {n_real} real nodes (256 tokens) of {n_pages} real manual pages (manpages-needle/L2048, default "
         "encoder), replicated with Gaussian noise (sigma 0.02 per dimension, renormalised) to each size. "
         f"Queries: {n_queries} real query texts (qdrant-client local mode: the first {args.local_queries}), encoded "
         f"once (excluded from latency), each run {args.repeats}x; latency = one `search_encoded` call "
-        "(k=10, node level, store defaults: BM25 vectors written) including the marker and payload look-ups. "
+        "(k=10, node level, store defaults: BM25 vectors written), one engine call that returns the hits' payloads. "
         "Modes: **fused** = the product (one Query API call batching two requests: chunk MaxSim over the union of an "
         "HNSW node prefetch of 100 and a BM25 prefetch of 100, and a plain BM25 search of 100; fused in the store); "
         "**alpha1** = "

@@ -25,6 +25,10 @@ class Backend(ABC):
     name: str = "backend"
     #: whether one process at most writes (a locked folder): then the store records what it committed.
     single_writer: bool = False
+    #: whether the points of one :meth:`upsert` are applied in their order, a crash keeping a prefix of its batches
+    #: (one process's write-ahead log, one record per batch): the write protocol then sends a commit in the same
+    #: call as what it commits (see :func:`~lmk_rag.store.versions.write_documents`).
+    ordered_upserts: bool = False
 
     @property
     @abstractmethod
@@ -72,6 +76,10 @@ class Backend(ABC):
     @abstractmethod
     def delete(self, native_filter: Any) -> None:
         """Delete every point matching a native filter."""
+
+    @abstractmethod
+    def set_payload(self, native_filter: Any, payload: dict[str, Any]) -> None:
+        """Set these payload keys (the others stay) on every point matching a native filter, in one update."""
 
     @abstractmethod
     def query(self, plan: QueryPlan) -> list[list[ScoredPointData]]:

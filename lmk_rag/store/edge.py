@@ -125,6 +125,7 @@ class EdgeBackend(Backend):
 
     name = "qdrant-edge"
     single_writer = True
+    ordered_upserts = True  # update operations go through the shard's write-ahead log, one record each, in order
 
     def __init__(self, folder: str | os.PathLike[str], batch_size: int = DEFAULT_BATCH_SIZE) -> None:
         """Open the shard if the folder holds one; :meth:`create` makes a new one."""
@@ -248,6 +249,10 @@ class EdgeBackend(Backend):
     def delete(self, native_filter: Any) -> None:
         """Delete by filter."""
         self.shard.update(qe.UpdateOperation.delete_points_by_filter(native_filter))
+
+    def set_payload(self, native_filter: Any, payload: dict[str, Any]) -> None:
+        """Set payload keys by filter (one update operation)."""
+        self.shard.update(qe.UpdateOperation.set_payload_by_filter(native_filter, payload))
 
     def query(self, plan: QueryPlan) -> list[list[ScoredPointData]]:
         """One Query API call: a batch of one request per scorer, each scoring the union of the prefetches, then the

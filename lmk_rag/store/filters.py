@@ -239,23 +239,25 @@ def as_filter(value: FilterLike) -> Filter | None:
     raise InvalidInputError(f"filter must be a lmk_rag.store.filters.Filter or a dict, got {type(value).__name__}")
 
 
-def translate(value: FilterLike, builder: ConditionBuilder, extra_must: Sequence[Any] = ()) -> Any:
+def translate(value: FilterLike, builder: ConditionBuilder, extra_must: Sequence[Any] = (),
+              extra_must_not: Sequence[Any] = ()) -> Any:
     """Translate a filter into a backend's native filter.
 
     :param value: the caller's filter (see :func:`as_filter`).
     :param builder: the backend's constructors.
     :param extra_must: native conditions to AND in (the store's own, e.g. ``kind == "node"``).
+    :param extra_must_not: native conditions no match may meet (the store's own, e.g. ``live == false``).
     :return: the native filter, or None when there is nothing to filter on.
     """
     flt = as_filter(value)
-    if flt is None and not extra_must:
+    if flt is None and not extra_must and not extra_must_not:
         return None
     if flt is None:
-        return builder.combine(list(extra_must), [], [])
+        return builder.combine(list(extra_must), [], list(extra_must_not))
     native = _translate_filter(flt, builder)
-    if not extra_must:
+    if not extra_must and not extra_must_not:
         return native
-    return builder.combine([*extra_must, native], [], [])
+    return builder.combine([*extra_must, native], [], list(extra_must_not))
 
 
 def _translate_filter(flt: Filter, builder: ConditionBuilder) -> Any:

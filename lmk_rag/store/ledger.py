@@ -63,13 +63,14 @@ class Ledger:
 
     @contextmanager
     def change(self, upcoming: Counts | None) -> Iterator[None]:
-        """Record a change: what it will leave (None: unknown) before, the engine's counts after."""
+        """Record a change: what it will leave (None: unknown) before; after, that (a write knows it: no engine call),
+        else the engine's counts. A write that left other counts is caught by the next open's :meth:`verify`."""
         if not self.enabled:
             yield
             return
         self._record(self.counts(), upcoming or "unknown")
         yield
-        self._record(visibility.counts(self.backend), None)
+        self._record(upcoming or visibility.counts(self.backend), None)
 
     def counts(self) -> Counts:
         """The committed counts, else (none recorded yet) the engine's."""

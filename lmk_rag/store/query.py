@@ -192,18 +192,18 @@ def _query_vectors(scorer: Branch) -> int:
     return 1
 
 
-def best_hits(points: Sequence[ScoredPointData], k: int, doc_level: bool) -> list[tuple[str, float]]:
+def best_hits(points: Sequence[ScoredPointData], k: int, doc_level: bool) -> list[ScoredPointData]:
     """The first ``k`` points of a ranked list, at most one per document when ``doc_level``.
 
-    :return: ``(point_id, score)`` pairs, best first.
+    :return: the points, best first.
     """
-    best: list[tuple[str, float]] = []
+    best: list[ScoredPointData] = []
     seen: set[str] = set()
     for point in points:
         key = point.payload["doc_id"] if doc_level else point.id
         if key not in seen:
             seen.add(key)
-            best.append((point.id, point.score))
+            best.append(point)
             if len(best) == k:
                 break
     return best

@@ -1,7 +1,9 @@
 """The reader of a store: searches (fused, MMR) and look-ups; it changes nothing in the store.
 
-A fused search is one Query API call (the rerank and BM25 over the union of the prefetches), then one look-up of the
-candidates' markers (:func:`~lmk_rag.store.visibility.visible`) and one of the hits' payloads.
+A fused search is one Query API call (the rerank and BM25 over the union of the prefetches) and nothing else: the
+query shows only committed nodes (:func:`~lmk_rag.store.visibility.shown_filter`) and returns the payloads hits
+need with the scored points; the store keeps each document's highest version among them
+(:func:`~lmk_rag.store.visibility.latest`) and fuses the scores.
 """
 
 from __future__ import annotations
@@ -36,10 +38,6 @@ from lmk_rag.store.query import (
 from lmk_rag.store.query_vectors import QueryVectors
 from lmk_rag.store.settings import StoreEncoder, check_filter
 from lmk_rag.store.types import Branch, Hit, NodeRecord, Rerank, StoreMode
-
-#: Times a search runs again when a writer replaced one of its hits between the query and the payload look-up (the
-#: last attempt leaves such hits out rather than return a node of another version).
-READ_ATTEMPTS = 3
 
 
 class Reader:
@@ -108,7 +106,8 @@ class Reader:
         alpha: float | None = None,
         prefetch_limit: int | None = None,
     ) -> list[Hit]:
-        """An encoded query's fused search: one Query API call (see :meth:`LandmarkStore.search_encoded`)."""
+        """An encoded query's fused search: one Query API call, its only engine call once this handle has sampled
+        the stored vectors (see :meth:`LandmarkStore.search_encoded`)."""
         self._check_sample()
         if not (hasattr(query, "vector") and hasattr(query, "chunk_vectors")):
             raise InvalidInputError(
@@ -132,31 +131,16 @@ class Reader:
             payload_keys=rec.HIT_KEYS,
             hnsw_ef=self.hnsw_ef,
         )
-        for _ in range(READ_ATTEMPTS):
-            with self.access.reading():
-                results = self.backend.query(plan)
-                shown = {p.id: p for p in visibility.visible(self.backend, [p for points in results for p in points])}
-                best = best_hits(fuse(plan, [[p for p in points if p.id in shown] for points in results], alpha), k,
-                                 doc_level)
-                full = self._payloads({pid: shown[pid] for pid, _ in best})
-            if len(full) == len(best):
-                break
-        return [rec.hit_from_point(full[pid], score) for pid, score in best if pid in full]
+        with self.access.reading():
+            results = self.backend.query(plan)
+        best = best_hits(fuse(plan, visibility.latest(results), alpha), k, doc_level)
+        return [rec.hit_from_point(point, point.score) for point in best]
 
     def _nodes_filter(self, filter: FilterLike, node_ids: Sequence[str] | None = None) -> Any:
-        """The native filter of the visible nodes a caller's filter (and node ids) select, once the store can
-        answer it (:func:`~lmk_rag.store.settings.check_filter`)."""
+        """The native filter of the nodes a reader may see that a caller's filter (and node ids) select, once the
+        store can answer it (:func:`~lmk_rag.store.settings.check_filter`)."""
         check_filter(self.meta, filter, self.where)
-        return visibility.nodes_filter(self.backend, filter, node_ids)
-
-    def _payloads(self, seen: dict[str, Any]) -> dict[str, Any]:
-        """The full points of scored points, kept only where the point still holds the version the search saw: a
-        point id is reused by every other version of its document, so a writer may have replaced it since.
-
-        :param seen: the scored points (their payload holds ``version``), by point id.
-        """
-        return {p.id: p for p in self.backend.retrieve(list(seen), False)
-                if p.payload.get("version") == seen[p.id].payload.get("version")}
+        return visibility.shown_filter(self.backend, filter, node_ids)
 
     def search_vector(
         self, vector: Sequence[float] | np.ndarray, k: int = 10, filter: FilterLike = None, doc_level: bool = True
@@ -215,22 +199,18 @@ class Reader:
         check_directions(vector, "query vector")
         plan = plan_mmr(vector.tolist(), lambda_, candidates, k, self._nodes_filter(filter),
                         rec.HIT_KEYS, self.hnsw_ef)
-        for _ in range(READ_ATTEMPTS):
-            with self.access.reading():
-                (picked,) = self.backend.query(plan)
-                for point in picked:
-                    checked_score(point, point.score)  # a cosine outside [-1, 1] comes from damaged vectors
-                shown = visibility.visible(self.backend, picked)
-                full = self._payloads({p.id: p for p in shown})
-            if len(full) == len(shown):
-                break
-        return [rec.hit_from_point(full[p.id], p.score) for p in shown if p.id in full]
+        with self.access.reading():
+            (picked,) = self.backend.query(plan)
+        for point in picked:
+            checked_score(point, point.score)  # a cosine outside [-1, 1] comes from damaged vectors
+        (shown,) = visibility.latest([picked])
+        return [rec.hit_from_point(point, point.score) for point in shown]
 
     def get_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> list[NodeRecord]:
         """Nodes by id and/or metadata filter, with their vectors (see :meth:`LandmarkStore.get_nodes`)."""
         wanted = self._nodes_filter(filter, node_ids)
         with self.access.reading():
-            points = visibility.visible(self.backend, list(visibility.scroll(self.backend, wanted, with_vectors=True)))
+            (points,) = visibility.latest([list(visibility.scroll(self.backend, wanted, with_vectors=True))])
         return [rec.record_from_point(p) for p in points]
 
     def doc_ids(self) -> list[str]:

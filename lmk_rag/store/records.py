@@ -1,10 +1,10 @@
 """The store's data layout: point ids and payloads of nodes and per-document markers (pure helpers).
 
-Every document has one *marker* point (no vectors) holding its current ``version``; a node is
-visible only when its ``version`` equals its document's marker. A write puts the new nodes beside
-the old ones (in the other id *slot*), flips the marker in one point write, then deletes the old
-nodes. ``pending`` on a marker says a write or delete was under way; opening the store repairs
-those documents, so a crash leaves the old version or the new one, never both and never neither.
+Every document has one *marker* point (no vectors) holding its current ``version``. A node is written with
+``live`` false, so no search sees it; a write puts the new nodes beside the old ones (in the other id *slot*), flips
+the marker in one point write, sets ``live`` on the new nodes, then deletes the old ones (see
+:mod:`lmk_rag.store.versions`). ``pending`` on a marker says a committed write was not finished; opening the store
+repairs those documents and drops nodes never committed, so a crash leaves the old version or the new one.
 """
 
 from __future__ import annotations
@@ -21,9 +21,15 @@ from lmk_rag.store.types import Hit, NodeRecord, PointData
 NAMESPACE = uuid.UUID("6f1d3c52-7f4e-4a55-9a38-5b1f0c2d9e10")
 META_POINT_ID = str(uuid.uuid5(NAMESPACE, "lmk-rag-store-settings"))
 NODE, DOC, STORE = "node", "doc", "store"
-HIT_KEYS = ["doc_id", "node_id", "version"]
+#: The payload keys a search asks for with its scored points: what a :class:`Hit` and the choice of one version
+#: per document (:func:`~lmk_rag.store.visibility.latest`) read; the vectors stay in the engine.
+HIT_KEYS = ["doc_id", "node_id", "version", "text", "span", "meta"]
+#: The payload key of a node that says whether its version was committed: false when written, true once its
+#: document's marker points at its version (nodes of stores from before it lack the key and count as live).
+LIVE = "live"
 #: The payload indexes of every store: what the write protocol and searches filter on.
-PAYLOAD_INDEXES = (("kind", "keyword"), ("doc_id", "keyword"), ("node_id", "keyword"), ("version", "integer"))
+PAYLOAD_INDEXES = (("kind", "keyword"), ("doc_id", "keyword"), ("node_id", "keyword"), ("version", "integer"),
+                   (LIVE, "bool"))
 
 
 def node_id_for(doc_id: str, index: int) -> str:
@@ -81,12 +87,14 @@ def marker_point(payload: dict[str, Any]) -> PointData:
 
 
 def node_point(record: NodeRecord, version: int, slot: int, vectors: dict[str, Any]) -> PointData:
-    """A node point: its named vectors (built by :class:`~lmk_rag.store.points.NodeVectors`) and payload."""
+    """A node point: its named vectors (built by :class:`~lmk_rag.store.points.NodeVectors`) and payload (not
+    ``live`` yet: committing its version sets it)."""
     payload = {
         "kind": NODE,
         "doc_id": record.doc_id,
         "node_id": record.node_id,
         "version": version,
+        LIVE: False,
         "text": record.text,
         "span": [int(record.span[0]), int(record.span[1])],
         "meta": record.metadata,

@@ -464,6 +464,11 @@ class ServerBackend(Backend):
         """Delete by filter."""
         self._api.delete(self.collection, points_selector=models.FilterSelector(filter=native_filter), wait=True)
 
+    def set_payload(self, native_filter: Any, payload: dict[str, Any]) -> None:
+        """Set payload keys by filter (one request)."""
+        self._api.set_payload(self.collection, payload=payload, points=models.FilterSelector(filter=native_filter),
+                              wait=True)
+
     def query(self, plan: QueryPlan) -> list[list[ScoredPointData]]:
         """One ``query_batch_points`` call (one request per scorer)."""
         responses = self._api.query_batch_points(self.collection, requests=query_requests(plan))

@@ -17,14 +17,19 @@ from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.bm25 import BM25_LANGUAGE, BM25_TOKENIZER
 from lmk_rag.store.filters import RESERVED_KEYS, FilterLike, payload_key, uses_operator
 from lmk_rag.store.layout import recorded_vectors
-from lmk_rag.store.records import PAYLOAD_INDEXES
+from lmk_rag.store.records import LIVE, PAYLOAD_INDEXES
 from lmk_rag.store.types import CollectionSpec, Quantization, StoreMode
+from lmk_rag.store.visibility import pending_filter
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder
 
 FORMAT = "lmk-rag-store"
-FORMAT_VERSION = 1
+#: The store format this lmk-rag writes: 2, whose nodes carry ``live`` (see :mod:`lmk_rag.store.versions`).
+FORMAT_VERSION = 2
+#: The formats it opens: 1 (nodes without ``live``; a read shows them all) is upgraded by the first open that may
+#: write (:func:`upgrade_format`).
+READABLE_FORMATS = (1, FORMAT_VERSION)
 
 
 def create_settings(
@@ -173,6 +178,30 @@ def add_payload_indexes(backend: Backend, meta: dict[str, Any], indexes: dict[st
     backend.write_meta(meta)
 
 
+def upgrade_format(backend: Backend, meta: dict[str, Any], where: str, read_only: bool) -> None:
+    """Bring a store of format 1 (nodes without ``live``) to :data:`FORMAT_VERSION`: index ``live`` and record the
+    format (after the open's repair). Its nodes are not rewritten: a node without ``live`` is shown, and format 1
+    kept no node of another version once repaired.
+
+    :param meta: the store's settings record (updated in place).
+    :raises StoreReadOnlyError: for a read-only open of a format-1 store with an interrupted write: its half-written
+        version carries no ``live`` to hide it, and a reader cannot finish it.
+    """
+    if meta.get("format_version") == FORMAT_VERSION:
+        return
+    if read_only:
+        if backend.count(pending_filter(backend)):
+            raise StoreReadOnlyError(
+                f"{where}: an older lmk-rag's write to this store was interrupted and a read-only open cannot finish "
+                "it: open the store once without read_only=True (or run lmk-rag ingest on it)"
+            )
+        return
+    backend.create_payload_index(LIVE, "bool")
+    meta["format_version"] = FORMAT_VERSION
+    backend.flush()
+    backend.write_meta(meta)
+
+
 def check_settings(
     meta: dict[str, Any],
     backend: Backend,
@@ -237,9 +266,11 @@ def validate_meta(meta: Any, where: str) -> dict[str, Any]:
     """
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise CorruptStoreError(f"{where}: not a lmk-rag store (foreign settings record)")
-    if meta.get("format_version") != FORMAT_VERSION:
+    if meta.get("format_version") not in READABLE_FORMATS:
         raise CorruptStoreError(
-            f"{where}: store format version {meta.get('format_version')!r}, this lmk-rag reads {FORMAT_VERSION}"
+            f"{where}: store format version {meta.get('format_version')!r}, this lmk-rag reads "
+            f"{' and '.join(map(str, READABLE_FORMATS))}: open it with the lmk-rag that wrote it, or re-ingest into a "
+            "new store"
         )
     encoder = meta.get("encoder")
     if not isinstance(encoder, dict) or not {"settings", "fingerprint", "dim"} <= set(encoder):

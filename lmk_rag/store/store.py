@@ -41,6 +41,7 @@ from lmk_rag.store.settings import (
     check_settings,
     check_text_keys,
     create_settings,
+    upgrade_format,
     validate_meta,
 )
 from lmk_rag.store.types import DEFAULT_BATCH_SIZE, Hit, NodeRecord, Quantization, Rerank, ServerOptions, StoreMode
@@ -235,6 +236,7 @@ class LandmarkStore:
         repaired = 0 if read_only else versions.repair(backend)
         if repaired:
             logger.warning("%s: repaired %d document(s) an interrupted write left pending", where, repaired)
+        upgrade_format(backend, meta, where, read_only)
         if shared.ledger is None:
             shared.meta, shared.ledger = meta, Ledger(backend, meta, where)
         ledger = shared.ledger

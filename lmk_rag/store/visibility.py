@@ -1,5 +1,11 @@
-"""What a reader sees: the filters of visible nodes and documents, the documents' markers, paging, and the check that
-keeps a half-written or replaced version out of every answer (see :mod:`lmk_rag.store.versions`)."""
+"""What a reader sees: the filters of committed nodes and stored documents, the documents' markers, paging, and the
+choice of one version per document (see :mod:`lmk_rag.store.versions`).
+
+A node is shown when its ``live`` flag is not false (:func:`shown_filter`): a write's nodes stay hidden until the
+write commits, so every search states visibility inside its one query. Committing sets ``live`` on the new
+version before the old one is deleted, so for a moment both may be live: :func:`latest` keeps, per document, the
+highest version among what a search got.
+"""
 
 from __future__ import annotations
 
@@ -33,23 +39,37 @@ def stored_hashes(found: dict[str, dict[str, Any]]) -> dict[str, str | None]:
     return {doc_id: marker.get("hash") for doc_id, marker in found.items() if marker.get("version") is not None}
 
 
-def visible(backend: Backend, points: Sequence[Any]) -> list[Any]:
-    """The points whose version is their document's current one (one look-up of the markers).
+def latest(results: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    """Lists of node points, each less the points of a version its document has a higher one of among all the lists
+    (a version a commit is replacing), in their order.
 
-    :param points: node points with ``doc_id`` and ``version`` in their payload.
+    :param results: lists of node points with ``doc_id`` and ``version`` in their payload (a search's scored lists).
     """
-    doc_ids = sorted({p.payload["doc_id"] for p in points})
-    found = markers(backend, doc_ids, page=max(1, len(doc_ids)))  # one look-up
-    current = {doc_id: marker.get("version") for doc_id, marker in found.items()}
-    return [p for p in points if current.get(p.payload["doc_id"]) == p.payload.get("version")]
+    newest: dict[str, int] = {}
+    for point in (point for points in results for point in points):
+        doc_id, version = point.payload["doc_id"], point.payload.get("version") or 0
+        newest[doc_id] = max(version, newest.get(doc_id, version))
+    return [[p for p in points if (p.payload.get("version") or 0) == newest[p.payload["doc_id"]]]
+            for points in results]
 
 
 def nodes_filter(backend: Backend, filter: FilterLike, node_ids: Sequence[str] | None = None) -> Any:
-    """The native filter of nodes matching a caller's filter (and, when given, some node ids).
+    """The native filter of the nodes (of every version, committed or not) matching a caller's filter (and, when
+    given, some node ids).
 
     :raises InvalidInputError: for ``node_ids`` that are not a list of str (a str alone would match nothing, a
         number would not iterate).
     """
+    return _nodes(backend, filter, node_ids, ())
+
+
+def shown_filter(backend: Backend, filter: FilterLike, node_ids: Sequence[str] | None = None) -> Any:
+    """:func:`nodes_filter` less the nodes of versions not committed (``live`` false): what a reader may see."""
+    return _nodes(backend, filter, node_ids, (backend.builder.match(rec.LIVE, False),))
+
+
+def _nodes(backend: Backend, filter: FilterLike, node_ids: Sequence[str] | None, but_not: Sequence[Any]) -> Any:
+    """The native filter of nodes matching a caller's filter, some node ids (when given) and none of ``but_not``."""
     b = backend.builder
     extra = [b.match("kind", rec.NODE)]
     if node_ids is not None:
@@ -57,7 +77,13 @@ def nodes_filter(backend: Backend, filter: FilterLike, node_ids: Sequence[str] |
                 isinstance(node_id, str) for node_id in node_ids):
             raise InvalidInputError(f"node_ids must be a list of str, got {node_ids!r:.80}")
         extra.append(b.match_any("node_id", list(node_ids)))
-    return translate(filter, b, extra)
+    return translate(filter, b, extra, but_not)
+
+
+def hidden_filter(backend: Backend) -> Any:
+    """The nodes of versions not committed yet (``live`` false): a write under way, or one a crash interrupted."""
+    b = backend.builder
+    return every(b, b.match("kind", rec.NODE), b.match(rec.LIVE, False))
 
 
 def documents_filter(backend: Backend) -> Any:

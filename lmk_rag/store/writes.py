@@ -181,15 +181,13 @@ class Writer:
                on_ack: Callable[[list[str]], None] | None = None) -> int:
         """Write the documents as new versions (every record checked first), then acknowledge them.
 
-        :param markers: the documents' markers, when the caller has read them (else read here, once).
+        :param markers: the documents' markers, when the caller has read them (else read here, with the node owners).
         """
         self._check_writable()
         for write in writes:
             for record in write.records:
                 self.vectors.check(record)
-        versions.check_node_owners(self.backend, writes)
-        if markers is None:
-            markers = visibility.markers(self.backend, [write.doc_id for write in writes])
+        markers = versions.check_node_owners(self.backend, writes, markers)
         upcoming = self.ledger.after(versions.write_delta(markers, writes)) if self.ledger.enabled else None
         with self.access.writing(), self.ledger.change(upcoming):
             written = versions.write_documents(self.backend, writes, markers, self.vectors.points)
@@ -202,8 +200,14 @@ class Writer:
         """Delete a document and its nodes (see :meth:`LandmarkStore.delete_document`)."""
         check_doc_id(doc_id)
         self._check_writable()
-        with self.access.writing(), self.ledger.change(None):
-            return versions.delete_document(self.backend, doc_id)
+        marker = visibility.markers(self.backend, [doc_id]).get(doc_id)
+        if marker is None:
+            return False
+        delta = versions.delete_delta(marker)
+        upcoming = None if delta is None else self.ledger.after(delta)
+        with self.access.writing(), self.ledger.change(upcoming):
+            versions.delete_document(self.backend, doc_id)
+        return True
 
     @serialised
     def delete_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> int:
@@ -213,7 +217,7 @@ class Writer:
             self.clear()
             return deleted
         check_filter(self.meta, filter, self.where)
-        wanted = visibility.nodes_filter(self.backend, filter, node_ids)
+        wanted = visibility.shown_filter(self.backend, filter, node_ids)
         self._check_writable()
         with self.access.writing(), self.ledger.change(None):
             return versions.delete_nodes(self.backend, wanted)

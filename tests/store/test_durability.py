@@ -38,50 +38,70 @@ def _fail_on_call(store: LandmarkStore, method: str, n: int, monkeypatch: pytest
     monkeypatch.setattr(store.backend, method, failing)
 
 
-@pytest.mark.parametrize("step", ["nodes", "commit"])
-def test_crash_before_commit_leaves_the_old_version(tmp_path, minilm_encoder, doc_records, monkeypatch, step):
+def _crash_after_prefix(store: LandmarkStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the next upsert write the first half of its points, then raise: a crash part-way through one upsert,
+    which keeps a prefix of its batches (the backend's contract)."""
+    original = store.backend.upsert
+
+    def half(points: list[Any]) -> None:
+        original(points[: len(points) // 2])
+        raise RuntimeError("simulated crash in upsert, half written")
+
+    monkeypatch.setattr(store.backend, "upsert", half)
+
+
+#: The steps of a write (Qdrant Edge: the nodes and the commit markers in one upsert) and what a crash in each
+#: leaves: (method, call, the version a reader sees before the repair, the one it sees after). A process crash keeps
+#: what reached the write-ahead log, so a commit marker upserted before the flush survives it.
+CRASH_POINTS = {
+    "nodes half written": ("upsert", 0, "old", "old"),
+    "nodes and markers not written": ("upsert", 1, "old", "old"),
+    "before the flush": ("flush", 1, "old", "new"),
+    "committed, new nodes not shown": ("set_payload", 1, "old", "new"),
+    "shown, old nodes not dropped": ("delete", 1, "new", "new"),  # both live: a reader keeps the latest
+    "done marker not written": ("upsert", 2, "new", "new"),
+}
+
+
+@pytest.mark.parametrize("point", list(CRASH_POINTS))
+def test_a_crash_at_every_step_of_a_write_leaves_one_whole_version(tmp_path, minilm_encoder, doc_records,
+                                                                   monkeypatch, point):
+    method, call, before_repair, survivor = CRASH_POINTS[point]
+    query = minilm_encoder.encode_queries("file tests and exit status")
     store = LandmarkStore(tmp_path / "s", encoder=minilm_encoder)
     old = doc_records["page0.txt"]
     store.upsert_nodes("page0.txt", old)
     new = [r.__class__(**{**r.__dict__, "text": "NEW " + r.text}) for r in doc_records["page0.txt"][:1]]
-    _fail_on_call(store, "upsert", 2 if step == "nodes" else 3, monkeypatch)
+    if call == 0:
+        _crash_after_prefix(store, monkeypatch)
+    else:
+        _fail_on_call(store, method, call, monkeypatch)
     with pytest.raises(RuntimeError, match="simulated crash"):
         store.upsert_nodes("page0.txt", new)
     monkeypatch.undo()
-    visible = store.get_nodes(filter={"doc_id": "page0.txt"})  # before any repair: old only
-    assert sorted(n.text for n in visible) == sorted(r.text for r in old)
+    expected = {"old": sorted(r.text for r in old), "new": [new[0].text]}
+    assert sorted(n.text for n in store.get_nodes(filter={"doc_id": "page0.txt"})) == expected[before_repair]
+    hits = store.search_encoded(query, k=20, doc_level=False)
+    assert hits and {h.text for h in hits} <= set(expected[before_repair])  # a search sees the same version
     store.close()
     with LandmarkStore(tmp_path / "s") as again:  # reopening repairs
-        assert sorted(n.text for n in again.get_nodes()) == sorted(r.text for r in old)
-        assert again.count() == len(old)
+        assert sorted(n.text for n in again.get_nodes()) == expected[survivor]
+        assert again.count() == len(expected[survivor]) and again.check() == []
+        assert {h.text for h in again.search_encoded(query, k=20, doc_level=False)} <= set(expected[survivor])
 
 
-def test_crash_after_commit_leaves_the_new_version(tmp_path, minilm_encoder, doc_records, monkeypatch):
-    store = LandmarkStore(tmp_path / "s", encoder=minilm_encoder)
-    store.upsert_nodes("page0.txt", doc_records["page0.txt"])
-    new = [r.__class__(**{**r.__dict__, "text": "NEW " + r.text}) for r in doc_records["page0.txt"][:1]]
-    _fail_on_call(store, "delete", 1, monkeypatch)
-    with pytest.raises(RuntimeError, match="simulated crash"):
-        store.upsert_nodes("page0.txt", new)
-    monkeypatch.undo()
-    assert [n.text for n in store.get_nodes()] == [new[0].text]  # committed: new only, old hidden
-    store.close()
-    with LandmarkStore(tmp_path / "s") as again:
-        assert [n.text for n in again.get_nodes()] == [new[0].text]
-        assert again.count() == 1  # the old nodes were dropped by the repair
-
-
-def test_crash_while_deleting_finishes_the_delete(tmp_path, minilm_encoder, doc_records, monkeypatch):
+def test_a_crash_in_a_delete_leaves_the_document_whole(tmp_path, minilm_encoder, doc_records, monkeypatch):
     store = LandmarkStore(tmp_path / "s", encoder=minilm_encoder)
     store.upsert_nodes("page0.txt", doc_records["page0.txt"])
     _fail_on_call(store, "delete", 1, monkeypatch)
     with pytest.raises(RuntimeError):
         store.delete_document("page0.txt")
     monkeypatch.undo()
-    assert store.get_nodes() == []  # the marker no longer points at a version
+    assert len(store.get_nodes()) == len(doc_records["page0.txt"])  # one delete: nothing of it was applied
+    assert store.delete_document("page0.txt")
     store.close()
     with LandmarkStore(tmp_path / "s") as again:
-        assert again.count() == 0 and again.doc_ids() == []
+        assert again.count() == 0 and again.doc_ids() == [] and again.check() == []
 
 
 CHILD = textwrap.dedent(

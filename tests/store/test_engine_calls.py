@@ -1,0 +1,126 @@
+"""Engine calls per search and per document write, counted on real backends (Qdrant Edge on disk, qdrant-client
+local mode, a Qdrant server when ``QDRANT_URL`` is set) by a wrapper around each backend's engine object (issue 26,
+item 4): a search is one engine call on every backend; a write and a delete take the counts docs/store.md states."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from lmk_rag.store import LandmarkStore, NodeRecord
+from lmk_rag.store.edge import EdgeBackend
+
+
+class CountingEngine:
+    """An engine object (an Edge shard, a qdrant-client client's transport) passing every call through, counted by
+    method name in :attr:`calls`."""
+
+    def __init__(self, target: Any) -> None:
+        self._target = target
+        self.calls: Counter[str] = Counter()
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._target, name)
+        if not callable(method):
+            return method
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] += 1
+            return method(*args, **kwargs)
+
+        return counted
+
+    def take(self) -> Counter[str]:
+        """The calls counted since the last take."""
+        calls, self.calls = self.calls, Counter()
+        return calls
+
+
+def count_engine_calls(store: LandmarkStore, monkeypatch: pytest.MonkeyPatch) -> tuple[CountingEngine, Counter[str]]:
+    """Wrap the store's engine object in a :class:`CountingEngine` and count its settings rewrites (a file on Edge,
+    a settings point, so an engine upsert too, on qdrant-client backends)."""
+    backend = store.backend
+    attribute = "_shard" if isinstance(backend, EdgeBackend) else "_api"
+    engine = CountingEngine(getattr(backend, attribute))
+    monkeypatch.setattr(backend, attribute, engine)
+    rewrites: Counter[str] = Counter()
+    write_meta = backend.write_meta
+
+    def counted_write_meta(meta: dict[str, Any]) -> None:
+        rewrites["write_meta"] += 1
+        write_meta(meta)
+
+    monkeypatch.setattr(backend, "write_meta", counted_write_meta)
+    return engine, rewrites
+
+
+def _renamed(records: list[NodeRecord], doc_id: str) -> list[NodeRecord]:
+    return [dataclasses.replace(r, doc_id=doc_id, node_id=f"{doc_id}#{i}") for i, r in enumerate(records)]
+
+
+@pytest.fixture
+def filled(open_store: Callable[..., LandmarkStore], doc_records: dict[str, list[NodeRecord]]) -> LandmarkStore:
+    """A store of the eight documents, searched once (a handle's first search samples the stored vectors)."""
+    store = open_store()
+    store.upsert_documents(list(doc_records.items()))
+    store.search_vector(np.asarray(doc_records["page0.txt"][0].vector), k=1)
+    return store
+
+
+def test_every_search_is_one_engine_call(filled: LandmarkStore, minilm_encoder, monkeypatch) -> None:
+    text = "compare two files line by line"
+    query = minilm_encoder.encode_queries(text)
+    engine, _ = count_engine_calls(filled, monkeypatch)
+    searches = {
+        "fused": lambda: filled.search_encoded(query, k=5, text=text),
+        "fused, node level": lambda: filled.search_encoded(query, k=5, text=text, doc_level=False),
+        "filtered": lambda: filled.search_encoded(query, k=5, text=text, filter={"group": "even"}),
+        "BM25 alone": lambda: filled.search_encoded(query, k=5, text=text, alpha=0.0),
+        "dense alone": lambda: filled.search_encoded(query, k=5),
+        "no rerank": lambda: filled.search_encoded(query, k=5, rerank="none", text=text),
+        "by vector": lambda: filled.search_vector(query.vector, k=5),
+        "mmr": lambda: filled.search_mmr(query.vector, k=5),
+    }
+    for name, search in searches.items():
+        hits = search()
+        calls = engine.take()
+        assert hits and all(hit.text and hit.doc_id for hit in hits), name  # the payloads came with the points
+        assert sum(calls.values()) == 1, (name, calls)
+
+
+#: Engine calls of rewriting one stored document of fewer than 64 nodes, by backend: Edge's are shard calls
+#: (``update`` for upserts, set-payload and delete), qdrant-client's are client calls (a local-mode folder records
+#: its ledger in the settings point: the two extra upserts).
+WRITE_CALLS = {
+    "qdrant-edge": {"retrieve": 1, "update": 4, "flush": 1},
+    "qdrant-local": {"retrieve": 1, "upsert": 5, "set_payload": 1, "delete": 1},
+    "qdrant-server": {"retrieve": 1, "upsert": 3, "set_payload": 1, "delete": 1},
+}
+#: Engine calls of deleting one document.
+DELETE_CALLS = {
+    "qdrant-edge": {"retrieve": 1, "update": 1, "flush": 1},
+    "qdrant-local": {"retrieve": 1, "delete": 1, "upsert": 2},
+    "qdrant-server": {"retrieve": 1, "delete": 1},
+}
+
+
+def test_a_document_write_and_delete_take_the_stated_engine_calls(filled: LandmarkStore, doc_records,
+                                                                  monkeypatch) -> None:
+    engine, rewrites = count_engine_calls(filled, monkeypatch)
+    records = doc_records["page1.txt"]
+    assert 1 < len(records) < 63
+    filled.upsert_nodes("page0.txt", _renamed(records, "page0.txt"))
+    assert engine.take() == Counter(WRITE_CALLS[filled.backend.name])
+    assert rewrites.pop("write_meta", 0) == (2 if filled.backend.single_writer else 0)  # the ledger, before and after
+    assert filled.delete_document("page0.txt")
+    assert engine.take() == Counter(DELETE_CALLS[filled.backend.name])
+    assert rewrites.pop("write_meta", 0) == (2 if filled.backend.single_writer else 0)
+    assert not filled.delete_document("page0.txt")
+    assert engine.take() == Counter({"retrieve": 1}) and not rewrites  # nothing to delete: nothing recorded
+    assert filled.count() == sum(len(r) for r in doc_records.values()) - len(doc_records["page0.txt"])
+    assert filled.check() == []
