@@ -138,10 +138,10 @@ class Scored:
         return candidates, fused, features
 
 
-def load(name: str, data: BeirDataset, static: StaticTokenEncoder) -> Scored:
+def load(name: str, data: BeirDataset, static: StaticTokenEncoder, **encoder_settings: object) -> Scored:
     """Encode (or load from the eval cache) a set and prepare its scores."""
     start = time.perf_counter()
-    scored = Scored(fs.corpus_of(data), static)
+    scored = Scored(fs.corpus_of(data, **encoder_settings), static)
     corpus = scored.corpus
     print(f"{name}: {len(corpus.data.doc_texts)} docs, {len(corpus.node_doc)} nodes, "
           f"{len(corpus.data.query_ids)} queries ({time.perf_counter() - start:.0f} s)", flush=True)
@@ -200,15 +200,17 @@ def main() -> None:
     parser.add_argument("sets", nargs="+", choices=sorted(SETS))
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--no-combiner", action="store_true", help="skip the learned combiner (no training sets)")
+    parser.add_argument("--max-length", type=int, default=None, help="the encoder's window (default: the encoder's)")
     args = parser.parse_args()
+    settings = {} if args.max_length is None else {"max_length": args.max_length}
     static = StaticTokenEncoder(mixer="shipped")
     combiners: dict[str, Combiner] = {}
     if not args.no_combiner:
-        train = [load(name, pairs_dataset(name, path), static) for name, path in TRAIN.items()]
+        train = [load(name, pairs_dataset(name, path), static, **settings) for name, path in TRAIN.items()]
         combiners = {name: fit_combiner(train, columns) for name, columns in COMBINERS.items()}
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     for name in args.sets:
-        scored = load(name, load_beir(SETS[name]), static)
+        scored = load(name, load_beir(SETS[name]), static, **settings)
         per_query = variants(scored, combiners)
         results[name] = per_query
         args.out.write_text(json.dumps(results))

@@ -20,9 +20,9 @@ from lmk_rag.encoder.planning import LandmarkPlan, check_granularity, plan_landm
 from lmk_rag.encoder.pooling import pool_states
 from lmk_rag.encoder.resolve import DEFAULT_MODEL, model_digest, resolve_model_path
 from lmk_rag.encoder.runtime import check_dtype, load_runtime
-from lmk_rag.encoder.types import Backend, ChunkStates, ChunkVector, Context, EncodedText, Granularity, Pooling
+from lmk_rag.encoder.types import ChunkStates, ChunkVector, Context, EncodedText, EncoderBackend, Granularity, Pooling
 from lmk_rag.encoder.windows import (
-    Layout,
+    LandmarkPlacement,
     SpecialTokens,
     Window,
     build_windows,
@@ -95,13 +95,13 @@ class LandmarkEncoder:
         dtype: str = "auto",
         show_progress_bar: bool | None = None,
         sentence_max_tokens: int = 128,
-        backend: Backend | str = Backend.TORCH,
+        backend: EncoderBackend | str = EncoderBackend.TORCH,
     ) -> None:
         check_granularity(granularity)
         context = _choice("context", context, Context)
-        backend = _choice("backend", backend, Backend)
+        backend = _choice("backend", backend, EncoderBackend)
         dtype = check_dtype(backend, dtype)
-        if backend == Backend.ONNX and device not in (None, "cpu"):
+        if backend == EncoderBackend.ONNX and device not in (None, "cpu"):
             raise InvalidInputError(f"backend='onnx' runs on the CPU; use backend='torch' for device={device!r}")
         pooling = _choice("pooling", pooling, Pooling)
         chunk_vector = _choice("chunk_vector", chunk_vector, ChunkVector)
@@ -130,7 +130,7 @@ class LandmarkEncoder:
         self.sentence_max_tokens = sentence_max_tokens
         self.backend = backend
         self.dtype = dtype
-        self.device = _device("cpu" if backend == Backend.ONNX else device or _best_device())
+        self.device = _device("cpu" if backend == EncoderBackend.ONNX else device or _best_device())
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
             self.config = AutoConfig.from_pretrained(self.model_path)
@@ -149,7 +149,7 @@ class LandmarkEncoder:
             )
         self.max_length = max_length or _default_max_length(self.model_path, self.tokenizer, self.config)
         self.special = SpecialTokens.from_tokenizer(self.tokenizer)
-        self.layout: Layout = "before" if self.pooling == "multicls" else "after"
+        self.layout: LandmarkPlacement = "before" if self.pooling == "multicls" else "after"
         self.max_chunk_tokens = self.max_length - special_token_count(self.layout, self.special)
         if self.max_chunk_tokens < 1:
             raise InvalidInputError(f"max_length={self.max_length} leaves no room for tokens")
@@ -186,7 +186,7 @@ class LandmarkEncoder:
             "window_overlap": self.window_overlap,
             "sentence_max_tokens": self.sentence_max_tokens,
         }
-        if self.backend != Backend.TORCH:
+        if self.backend != EncoderBackend.TORCH:
             settings["backend"] = self.backend
         if self.dtype not in ("auto", "float32"):
             settings["dtype"] = self.dtype

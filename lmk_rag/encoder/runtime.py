@@ -12,12 +12,12 @@ import numpy as np
 import torch
 from transformers import AutoModel
 
-from lmk_rag.encoder.types import Backend
+from lmk_rag.encoder.types import EncoderBackend
 from lmk_rag.errors import InvalidInputError
 
 BACKEND_DTYPES: dict[str, tuple[str, ...]] = {
-    Backend.TORCH.value: ("auto", "float32", "bfloat16", "float16"),
-    Backend.ONNX.value: ("auto", "float32", "int8"),
+    EncoderBackend.TORCH.value: ("auto", "float32", "bfloat16", "float16"),
+    EncoderBackend.ONNX.value: ("auto", "float32", "int8"),
 }
 """The ``dtype`` names each backend runs; ``"auto"`` is bfloat16 on CUDA and float32 elsewhere (ONNX: float32)."""
 
@@ -71,7 +71,7 @@ def load_runtime(
     :return: the runtime, and the torch model (None for ONNX).
     :raises ModelExportError: when the ONNX backend cannot export the model.
     """
-    if backend == Backend.ONNX:
+    if backend == EncoderBackend.ONNX:
         from lmk_rag.encoder.onnx_backend import OnnxStates
 
         return OnnxStates(model_path, "float32" if dtype == "auto" else dtype, torch.get_num_threads()), None

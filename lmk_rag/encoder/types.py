@@ -40,7 +40,7 @@ class ChunkVector(str, Enum):
     AUTO = "auto"
 
 
-class Backend(str, Enum):
+class EncoderBackend(str, Enum):
     """What runs the transformer: ``torch`` (any device and float dtype) or ``onnx`` (ONNX Runtime on the CPU,
     float32 or dynamically quantized int8; needs the ``onnx`` extra)."""
 

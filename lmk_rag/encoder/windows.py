@@ -23,7 +23,7 @@ import numpy as np
 
 from lmk_rag.errors import EmptyTextError, LandmarkTokenError
 
-Layout = Literal["after", "before"]
+LandmarkPlacement = Literal["after", "before"]
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class Window:
     cls_position: int | None
 
 
-def special_token_count(layout: Layout, special: SpecialTokens) -> int:
+def special_token_count(layout: LandmarkPlacement, special: SpecialTokens) -> int:
     """How many tokens a window with one chunk adds around it (so a chunk may hold ``max_length`` minus this)."""
     if layout == "before":
         return 2
@@ -87,7 +87,7 @@ def build_windows(
     ids: Sequence[int],
     chunks: Sequence[tuple[int, int]],
     special: SpecialTokens,
-    layout: Layout,
+    layout: LandmarkPlacement,
     max_length: int,
     *,
     one_chunk_per_window: bool = False,
@@ -154,7 +154,7 @@ def _assemble(
     context: list[int],
     members: list[int],
     special: SpecialTokens,
-    layout: Layout,
+    layout: LandmarkPlacement,
 ) -> Window:
     """Lay out one window's tokens and record each member chunk's landmark and owned positions."""
     input_ids: list[int] = []
