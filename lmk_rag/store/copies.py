@@ -133,15 +133,24 @@ def _copy_file(source: Path, target: Path) -> int:
         os.ftruncate(dst.fileno(), size)
         copied = 0
         for start, end in _extents(src.fileno(), size):
-            offset = start
-            while offset < end:
-                data = os.pread(src.fileno(), min(_CHUNK, end - offset), offset)
-                if not data:
-                    break
-                os.pwrite(dst.fileno(), data, offset)
-                offset += len(data)
-            copied += offset - start
+            copied += _copy_range(src.fileno(), dst.fileno(), start, end)
         return copied
+
+
+def _copy_range(src: int, dst: int, start: int, end: int) -> int:
+    """Copy bytes ``[start, end)`` to the same offsets, in the kernel where it can; return the bytes copied."""
+    offset = start
+    while offset < end:
+        count = min(_CHUNK, end - offset)
+        try:
+            done = os.copy_file_range(src, dst, count, offset, offset)
+        except (AttributeError, OSError):  # not Linux, or across file systems it cannot
+            data = os.pread(src, count, offset)
+            done = os.pwrite(dst, data, offset) if data else 0
+        if not done:
+            break
+        offset += done
+    return offset - start
 
 
 def _extents(fd: int, size: int) -> list[tuple[int, int]]:

@@ -20,7 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from llama_index.vector_stores.landmark import LandmarkVectorStore
+from lmk_rag.cli import app
 from lmk_rag.errors import StoreLockedError
 from lmk_rag.store import LandmarkStore, NodeRecord
 from lmk_rag.store.commits import CommitLock
@@ -182,6 +185,12 @@ def test_a_reader_sees_each_commit_in_order(tmp_path: Path, four: Path, minilm_e
         assert writer.send(op="write", docs=names[1:3], tag=2)["written"] > 0
         assert reader.refresh() is True  # both commits in one new copy
         assert _versions(reader, chosen, query) == {names[1]: 2, names[2]: 2, names[3]: 0}
+        info = CliRunner().invoke(app, ["info", "--store", str(folder)])  # lmk-rag beside the writer
+        assert info.exit_code == 0 and json.loads(info.output)["documents"] == 3, info.output
+        assert CliRunner().invoke(app, ["check", "--store", str(folder)]).output.startswith("ok: 3 documents")
+        with LandmarkVectorStore(path=str(folder), read_only=True) as vector_store:  # README's reader
+            found = vector_store.as_index().as_retriever(similarity_top_k=2).retrieve("what does this page describe")
+            assert {hit.node.ref_doc_id for hit in found} <= set(names[1:]) and found
         second = LandmarkStore(folder, read_only=True)  # another handle here shares the copy
         assert second.backend.copy_folder == reader.backend.copy_folder and second.doc_ids() == reader.doc_ids()
         with pytest.raises(StoreLockedError, match="this process reads a copy"):
