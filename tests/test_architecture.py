@@ -190,7 +190,7 @@ def test_store_classes_compose_and_only_backends_inherit() -> None:
     inheriting = {name: bases for name, bases in store_class_bases(ROOT).items() if bases - {"Backend"}}
     assert not inheriting, f"store classes inheriting store classes: {inheriting}"
     assert {name for name, bases in store_class_bases(ROOT).items() if bases == {"Backend"}} == {
-        "EdgeBackend", "ServerBackend"}
+        "EdgeBackend", "CopiedBackend", "ServerBackend"}
 
 
 PUBLIC_PACKAGES = ("lmk_rag", "lmk_rag.store", "lmk_rag.static", "lmk_rag.errors")

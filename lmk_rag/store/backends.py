@@ -2,8 +2,10 @@
 
 Exactly one of ``path`` (a Qdrant Edge folder; the default ``./lmk_store``), ``url`` (a Qdrant server),
 ``client`` (an existing ``QdrantClient``), ``location`` (qdrant-client local mode: ``":memory:"`` or a folder) or an
-``aclient`` alone (an ``AsyncQdrantClient`` in local mode) picks the backend. Folders are locked for one writing
-process at a time.
+``aclient`` alone (an ``AsyncQdrantClient`` in local mode) picks the backend. A folder is held by one process at a
+time (its lock file): the one that writes, or the first reader. On Edge, a reader in another process reads its own
+copy of the folder (:mod:`~lmk_rag.store.copied`), taken at a committed state under the folder's commit lock
+(:mod:`~lmk_rag.store.commits`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import contextlib
 import errno
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +29,9 @@ from lmk_rag.errors import (
     StoreNotFoundError,
     StoreReadOnlyError,
 )
+from lmk_rag.store.access import ReadWriteLock
 from lmk_rag.store.base import Backend
+from lmk_rag.store.commits import AVAILABLE, CommitLock
 from lmk_rag.store.types import DEFAULT_COLLECTION, ServerOptions
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,46 +39,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 DEFAULT_PATH = "./lmk_store"
 LOCK_FILE = "lmk_rag.lock"
-
-
-class ReadWriteLock:
-    """Many readers or one writer at a time (a writer waiting goes before new readers), between the threads of
-    one process: a reader's engine calls (query, visibility, payloads) see one state of the store, never a write
-    half applied."""
-
-    def __init__(self) -> None:
-        self._condition = threading.Condition()
-        self._readers = 0
-        self._writing = False
-        self._waiting = 0
-
-    @contextlib.contextmanager
-    def reading(self) -> Iterator[None]:
-        """Hold the lock shared."""
-        with self._condition:
-            self._condition.wait_for(lambda: not self._writing and not self._waiting)
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._condition:
-                self._readers -= 1
-                self._condition.notify_all()
-
-    @contextlib.contextmanager
-    def writing(self) -> Iterator[None]:
-        """Hold the lock alone."""
-        with self._condition:
-            self._waiting += 1
-            self._condition.wait_for(lambda: not self._writing and not self._readers)
-            self._waiting -= 1
-            self._writing = True
-        try:
-            yield
-        finally:
-            with self._condition:
-                self._writing = False
-                self._condition.notify_all()
+#: Where a StoreLockedError sends the user.
+CONCURRENCY_DOCS = "see the Concurrency section of docs/store.md"
 
 
 @dataclass
@@ -85,12 +51,15 @@ class SharedBackend:
     :param where: the store's location, for messages (a folder or ``collection 'name'``).
     :param lock: the folder's write lock (None for servers and in-memory local mode).
     :param key: the folder in :data:`_SHARED` (None: a backend of one handle only).
+    :param commits: the folder's commit lock, which this process holds the folder with (None: no folder, a folder
+        nobody can write, or this process reads a copy).
     """
 
     backend: Backend
     where: str
     lock: FileLock | None
     key: Path | None = None
+    commits: CommitLock | None = None
     handles: int = 1
     #: the settings record every handle's store reads and the ledger rewrites (set by the first handle's open).
     meta: dict[str, Any] | None = None
@@ -99,7 +68,14 @@ class SharedBackend:
     #: serialises the writes of every handle (and thread) of this backend, encoding included.
     write_lock: threading.RLock = field(default_factory=threading.RLock)
     #: keeps a reader's engine calls apart from a writer's (see :class:`ReadWriteLock`).
-    access: ReadWriteLock = field(default_factory=ReadWriteLock)
+    access: ReadWriteLock = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.access = ReadWriteLock(self.commits)
+
+    def changing(self) -> contextlib.AbstractContextManager[None]:
+        """The commit lock held alone (nothing without one): opening a store to write, which may repair it."""
+        return contextlib.nullcontext() if self.commits is None else self.commits.exclusive()
 
 
 #: The Edge folders open in this process, by resolved path: a second open shares the shard (Qdrant Edge cannot
@@ -140,9 +116,35 @@ class OpenedBackend:
         try:
             shared.backend.close()
         finally:
+            if shared.commits is not None:
+                shared.commits.close()
             if shared.lock is not None:
                 shared.lock.release()
                 shared.lock = None
+
+    def refresh(self) -> bool:
+        """On a reader's copy (:class:`~lmk_rag.store.copied.CopiedBackend`): take a new copy when the folder's
+        holder committed since, and swap it in between this process's searches, with its settings record.
+
+        :return: True when a new copy is read from now on (False: the store was current, or is not a copy).
+        """
+        from lmk_rag.store.copied import CopiedBackend
+        from lmk_rag.store.settings import validate_meta
+
+        backend = self.shared.backend
+        if self._closed or not isinstance(backend, CopiedBackend) or not backend.moved():
+            return False
+        with backend.refreshing:
+            if not backend.moved():  # another thread took it meanwhile
+                return False
+            fresh = backend.take()
+            with self.shared.access.writing():
+                backend.swap(fresh)
+                if self.shared.meta is not None:
+                    meta = validate_meta(backend.read_meta() or {}, self.where)
+                    self.shared.meta.clear()
+                    self.shared.meta.update(meta)
+        return True
 
 
 class ClosedBackend:
@@ -180,12 +182,13 @@ def open_backend(
     :param collection_name: the collection on a qdrant-client backend (None: :data:`DEFAULT_COLLECTION`).
     :param options: the qdrant-client backend's options (see :class:`ServerOptions`).
     :param batch_size: points per upsert request.
-    :param read_only: never create the store; a folder is still locked while open (Qdrant Edge cannot share a shard
+    :param read_only: never create the store. A folder is still held while open (Qdrant Edge cannot share a shard
         between processes, and a second process loading it can damage the first one's files), unless the folder
-        cannot be written at all (then no writer can be there either).
+        cannot be written at all (then no writer can be there either); an Edge folder another process holds is
+        read from a copy of this process's own.
     :raises InvalidInputError: for several locations, a collection name or server options given to an Edge store, a
         bad collection name, or a URL or location qdrant-client cannot use.
-    :raises StoreLockedError: when another process holds the folder.
+    :raises StoreLockedError: when another process holds the folder (to write, or a reader's copy cannot be made).
     :raises CorruptStoreError: for a folder that is not a lmk-rag store.
     :raises StoreNotFoundError: when ``create`` is False and there is no store folder.
     """
@@ -243,7 +246,8 @@ def check_locations(path: Any, url: Any, api_key: Any, location: Any) -> None:
 
 
 def _open_edge(folder: Path, create: bool, read_only: bool, batch_size: int) -> OpenedBackend:
-    """Check the folder, take its lock and open the Edge shard."""
+    """Check the folder, take its lock and open the Edge shard; a reader finding it held opens a copy."""
+    from lmk_rag.store.copied import CopiedBackend
     from lmk_rag.store.edge import META_FILE, SHARD_DIR, EdgeBackend
 
     if folder.exists() and not folder.is_dir():
@@ -259,13 +263,57 @@ def _open_edge(folder: Path, create: bool, read_only: bool, batch_size: int) -> 
     with _SHARED_LOCK:
         shared = _SHARED.get(key)
         if shared is not None:  # open in this process already: share its shard
-            if not isinstance(shared.backend, EdgeBackend):
+            if isinstance(shared.backend, CopiedBackend) and not read_only:
+                raise StoreLockedError(
+                    f"{folder} is held by another process, and this process reads a copy of it: write from the "
+                    f"process that holds it, or close it and every handle here first ({CONCURRENCY_DOCS})"
+                )
+            if not isinstance(shared.backend, (EdgeBackend, CopiedBackend)):
                 raise StoreLockedError(f"{folder} is already open in this process: close the other handle first")
             shared.handles += 1
             return OpenedBackend(shared)
-        backend, lock = _locked(folder, read_only, lambda: EdgeBackend(folder, batch_size))
-        shared = _SHARED[key] = SharedBackend(backend, str(folder), lock, key)
+        try:
+            lock = _lock(folder, read_only)
+        except StoreLockedError as error:
+            if not read_only:
+                raise StoreLockedError(
+                    f"{folder} is held by another process (lock {folder / LOCK_FILE}): one process at a time holds a "
+                    "store folder, to write it or as its first reader, and readers in other processes "
+                    "(read_only=True) read a copy. Close the other process to write here, or serve the store from "
+                    f"a Qdrant server ({CONCURRENCY_DOCS})"
+                ) from error
+            shared = _SHARED[key] = SharedBackend(_copied(folder, batch_size), str(folder), None, key)
+            return OpenedBackend(shared)
+        commits = None
+        try:
+            commits = CommitLock(folder) if lock is not None and AVAILABLE else None
+            shared = SharedBackend(EdgeBackend(folder, batch_size, commits), str(folder), lock, key, commits)
+        except BaseException:
+            if commits is not None:
+                commits.close()
+            if lock is not None:
+                lock.release()
+            raise
+        _SHARED[key] = shared
         return OpenedBackend(shared)
+
+
+def _copied(folder: Path, batch_size: int) -> Backend:
+    """A reader's copy of a folder another process holds.
+
+    :raises StoreLockedError: when no copy can be made here (no shared file locks, or the folder refuses it).
+    """
+    from lmk_rag.store.copied import CopiedBackend
+
+    advice = f"readers need a copy or a Qdrant server: {CONCURRENCY_DOCS}"
+    if not AVAILABLE:
+        raise StoreLockedError(f"{folder}: another process holds this store, and this platform has no shared file "
+                               f"locks to copy it safely; {advice}")
+    try:
+        return CopiedBackend(folder, CommitLock(folder), batch_size)
+    except OSError as error:
+        raise StoreLockedError(f"{folder}: another process holds this store, and this reader cannot copy it "
+                               f"({error.strerror or error}); {advice}") from error
 
 
 def _locked(folder: Path | None, read_only: bool, open_: Callable[[], Backend]) -> tuple[Backend, FileLock | None]:
@@ -302,7 +350,7 @@ def acquire_lock(folder: Path) -> FileLock:
         lock.acquire()
     except Timeout as error:
         raise StoreLockedError(
-            f"{folder} is open in another process (lock {folder / LOCK_FILE}); close it first"
+            f"{folder} is open in another process (lock {folder / LOCK_FILE}); close it first ({CONCURRENCY_DOCS})"
         ) from error
     except PermissionError as error:
         raise StoreReadOnlyError(

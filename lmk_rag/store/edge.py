@@ -5,6 +5,7 @@ Qdrant Edge is beta; keep every use of its API in this file.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -19,6 +20,7 @@ import qdrant_edge as qe
 from lmk_rag.errors import CorruptStoreError, StoreFullError, StoreLockedError, StoreReadOnlyError, VectorSizeError
 from lmk_rag.jsonl import read_json_object
 from lmk_rag.store.base import Backend, Guarded, IndexKind
+from lmk_rag.store.commits import CommitLock
 from lmk_rag.store.filters import ConditionBuilder
 from lmk_rag.store.layout import vector_layout
 from lmk_rag.store.space import NEW_SHARD, WRITE_FACTOR, points_bytes, require_space, shard_bytes
@@ -121,21 +123,33 @@ class EdgeBackend(Backend):
 
     :param folder: the store folder.
     :param batch_size: points per update operation of an upsert.
+    :param commits: the folder's commit lock, taken around every call that changes its files (see
+        :mod:`~lmk_rag.store.commits`); None when no other process can read the folder (a reader's copy).
     """
 
     name = "qdrant-edge"
     single_writer = True
     ordered_upserts = True  # update operations go through the shard's write-ahead log, one record each, in order
 
-    def __init__(self, folder: str | os.PathLike[str], batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+    def __init__(self, folder: str | os.PathLike[str], batch_size: int = DEFAULT_BATCH_SIZE,
+                 commits: CommitLock | None = None) -> None:
         """Open the shard if the folder holds one; :meth:`create` makes a new one."""
         self.folder = Path(folder)
         self.batch_size = batch_size
+        self.commits = commits
         self._shard: qe.EdgeShard | None = None
         self._conditions = EdgeConditions()
         if (self.folder / SHARD_DIR).exists():
             require_space(self.folder, "open the store")  # loading replays the WAL into sparse pages
-            self._shard = self._load()
+            with self._changing():  # loading rewrites files, not what the store holds
+                self._shard = self._load()
+
+    def _changing(self, changes: bool = False) -> contextlib.AbstractContextManager[None]:
+        """The commit lock held alone around a call that writes the folder's files (nothing without one).
+
+        :param changes: the call changes what the store holds.
+        """
+        return contextlib.nullcontext() if self.commits is None else self.commits.exclusive(changes)
 
     @property
     def builder(self) -> ConditionBuilder:
@@ -190,7 +204,8 @@ class EdgeBackend(Backend):
     def create(self, spec: CollectionSpec) -> None:
         """Create the shard with the spec's named vectors."""
         require_space(self.folder, "create a store", NEW_SHARD)
-        self._shard = qe.EdgeShard.create(str(self.folder / SHARD_DIR), edge_config(spec))
+        with self._changing(True):
+            self._shard = qe.EdgeShard.create(str(self.folder / SHARD_DIR), edge_config(spec))
 
     def vector_names(self) -> set[str]:
         """Names from the persisted shard config."""
@@ -209,6 +224,11 @@ class EdgeBackend(Backend):
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         """Write ``lmk_rag.json`` atomically (temp file, fsync, rename)."""
+        with self._changing(True):
+            self._write_meta(meta)
+
+    def _write_meta(self, meta: dict[str, Any]) -> None:
+        """Write the record (see :meth:`write_meta`)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".lmk_rag.", suffix=".tmp")
         try:
@@ -232,15 +252,17 @@ class EdgeBackend(Backend):
 
     def create_payload_index(self, key: str, kind: IndexKind) -> None:
         """Index a payload path."""
-        self.shard.update(qe.UpdateOperation.create_field_index(key, _INDEX_TYPES[kind]))
+        with self._changing(True):
+            self.shard.update(qe.UpdateOperation.create_field_index(key, _INDEX_TYPES[kind]))
 
     def upsert(self, points: list[PointData]) -> None:
         """Upsert points, :attr:`batch_size` per update operation (one WAL record each)."""
         try:
-            for start in range(0, len(points), self.batch_size):
-                native = [qe.Point(id=p.id, vector=_native_vectors(p.vectors), payload=p.payload)
-                          for p in points[start : start + self.batch_size]]
-                self.shard.update(qe.UpdateOperation.upsert_points(native))
+            with self._changing(True):
+                for start in range(0, len(points), self.batch_size):
+                    native = [qe.Point(id=p.id, vector=_native_vectors(p.vectors), payload=p.payload)
+                              for p in points[start : start + self.batch_size]]
+                    self.shard.update(qe.UpdateOperation.upsert_points(native))
         except Exception as error:
             if "dimension" in str(error).lower():
                 raise VectorSizeError(f"{self.folder}: {error}") from error
@@ -248,11 +270,13 @@ class EdgeBackend(Backend):
 
     def delete(self, native_filter: Any) -> None:
         """Delete by filter."""
-        self.shard.update(qe.UpdateOperation.delete_points_by_filter(native_filter))
+        with self._changing(True):
+            self.shard.update(qe.UpdateOperation.delete_points_by_filter(native_filter))
 
     def set_payload(self, native_filter: Any, payload: dict[str, Any]) -> None:
         """Set payload keys by filter (one update operation)."""
-        self.shard.update(qe.UpdateOperation.set_payload_by_filter(native_filter, payload))
+        with self._changing(True):
+            self.shard.update(qe.UpdateOperation.set_payload_by_filter(native_filter, payload))
 
     def query(self, plan: QueryPlan) -> list[list[ScoredPointData]]:
         """One Query API call: a batch of one request per scorer, each scoring the union of the prefetches, then the
@@ -314,21 +338,24 @@ class EdgeBackend(Backend):
 
     def optimize(self) -> bool:
         """Build the HNSW index and merge segments in-process (blocking: Edge has no background optimizer)."""
-        require_space(self.folder, "optimize the store", shard_bytes(self.folder)[1])  # segments are rewritten
-        return bool(self.shard.optimize())
+        require_space(self.folder, "optimize the store", shard_bytes(self.folder / SHARD_DIR)[1])  # rewritten
+        with self._changing():  # new segments, the same points
+            return bool(self.shard.optimize())
 
     def flush(self) -> None:
         """Flush the shard to disk."""
-        self.shard.flush()
+        with self._changing():
+            self.shard.flush()
 
     def close(self) -> None:
         """Flush and close the shard (idempotent)."""
         if self._shard is not None:
             shard, self._shard = self.shard, None
-            try:
-                shard.flush()
-            finally:
-                shard.close()
+            with self._changing():
+                try:
+                    shard.flush()
+                finally:
+                    shard.close()
 
 
 def _nearest(branch: Branch) -> Any:

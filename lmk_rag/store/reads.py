@@ -18,7 +18,7 @@ from lmk_rag.encoder.types import EncodedText
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import records as rec
 from lmk_rag.store import visibility
-from lmk_rag.store.backends import ReadWriteLock
+from lmk_rag.store.access import ReadWriteLock
 from lmk_rag.store.base import Backend
 from lmk_rag.store.filters import FilterLike
 from lmk_rag.store.integrity import sample_problem

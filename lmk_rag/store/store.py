@@ -97,8 +97,10 @@ class LandmarkStore:
         ``[{"field_name": "tenant", "field_schema": "keyword"}, ...]`` (keyword, integer, float, bool, datetime,
         uuid; ``"text"`` is a ``text_keys`` entry). Missing ones are added to an existing store and recorded.
     :param create: create the store when missing; False raises :class:`StoreError` instead.
-    :param read_only: open to read only: no write lock, no repair of interrupted writes (their half-written
-        versions stay invisible), and every write raises :class:`StoreReadOnlyError`.
+    :param read_only: open to read only: no repair of interrupted writes (their half-written versions stay
+        invisible), and every write raises :class:`StoreReadOnlyError`. An Edge folder another process holds (a
+        writer, or the first reader) is read from a copy of this process's own, taken at the holder's last commit
+        and taken again when it commits (see :meth:`refresh` and docs/store.md, "Concurrency").
     :param prefetch_limit: candidates per prefetch branch (at least ``4 * k``).
     :param hnsw_ef: HNSW ``ef`` of the dense prefetch (None: Qdrant's default).
     :param batch_size: points per upsert request (one update operation on Edge).
@@ -115,7 +117,8 @@ class LandmarkStore:
     :param max_retries: times a failed upsert request to a server is sent again (default 3).
     :raises TypeError: for an argument this class does not take, naming the close ones.
     :raises InvalidInputError: for a bad value, or qdrant-client options on an Edge store.
-    :raises StoreLockedError: when another process has the store open.
+    :raises StoreLockedError: when another process holds the store and this one would write it (or cannot copy it
+        to read it).
     :raises CorruptStoreError: when the folder or collection is damaged or not a lmk-rag store.
     :raises SettingsMismatchError: when ``encoder``/``static_encoder``/``mode``/``bm25``/``node_tokens``/``text_keys``
         differ from the store's.
@@ -189,8 +192,9 @@ class LandmarkStore:
                                                    options, check_count("batch_size", batch_size), read_only)
         self.where = self._opened.where
         try:
-            self._open(mode=mode, node_tokens=node_tokens, bm25=bm25, bm25_language=bm25_language,
-                       quantization=quantization, keys=keys, indexes=indexes, create=create)
+            with self._opened.shared.changing():  # a reader in another process copies before or after, not during
+                self._open(mode=mode, node_tokens=node_tokens, bm25=bm25, bm25_language=bm25_language,
+                           quantization=quantization, keys=keys, indexes=indexes, create=create)
         except BaseException:
             self.close()
             raise
@@ -245,7 +249,7 @@ class LandmarkStore:
             logger.warning("%s: a write was interrupted; the next writer's open finishes or undoes it", where)
         else:
             ledger.verify(fix=not read_only)
-        self._reader = Reader(backend, where, meta, QueryVectors(vectors), encoder, ledger, self.mode,
+        self._reads = Reader(backend, where, meta, QueryVectors(vectors), encoder, ledger, self.mode,
                               self.prefetch_limit, self.hnsw_ef, self._alpha, shared.access)
         self._writer = Writer(backend, where, meta, vectors, ledger, encoder, read_only, self.document_batch_size,
                               shared.write_lock, shared.access)
@@ -253,6 +257,22 @@ class LandmarkStore:
     @property
     def _backend(self) -> Backend:
         return self._opened.backend
+
+    @property
+    def _reader(self) -> Reader:
+        """The reader, after :meth:`refresh`."""
+        self._opened.refresh()
+        return self._reads
+
+    def refresh(self) -> bool:
+        """Read what the store's holder last committed. A read-only store another process holds is read from a
+        copy of this process's own, taken when it was opened: this takes a new copy when the holder committed since
+        (every search and look-up does this first). Elsewhere the store is always current.
+
+        :return: True when a new copy is read from now on.
+        :raises StoreFullError: when the disk has no room for the new copy (the old one is still read).
+        """
+        return self._opened.refresh()
 
     @property
     def encoder(self) -> DocumentEncoder:
@@ -577,7 +597,7 @@ class LandmarkStore:
         opened = getattr(self, "_opened", None)
         if opened is not None:
             opened.release()
-            self._reader = self._writer = opened.backend  # a ClosedBackend now: any use raises
+            self._reads = self._writer = opened.backend  # a ClosedBackend now: any use raises
 
     def __enter__(self) -> LandmarkStore:
         """Use as a context manager."""

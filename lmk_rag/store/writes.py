@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from lmk_rag.checks import check_count
 from lmk_rag.errors import InvalidInputError, StoreReadOnlyError
 from lmk_rag.store import versions, visibility
-from lmk_rag.store.backends import ReadWriteLock
+from lmk_rag.store.access import ReadWriteLock
 from lmk_rag.store.base import Backend
 from lmk_rag.store.cutting import cut_documents
 from lmk_rag.store.documents import (

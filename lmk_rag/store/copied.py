@@ -1,0 +1,202 @@
+"""The backend of a reader in another process than the folder's holder: a Qdrant Edge shard on a private copy of
+the folder (:mod:`~lmk_rag.store.copies`), taken again when the holder commits
+(:meth:`~lmk_rag.store.backends.OpenedBackend.refresh`).
+
+Every engine call runs on one copy: a refresh takes and opens the new copy first (:meth:`CopiedBackend.take`), then
+swaps it in between engine calls (:meth:`CopiedBackend.swap`, waiting for those in flight), then closes and
+removes the old one. It never writes: the store is open read-only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from lmk_rag.errors import StoreReadOnlyError
+from lmk_rag.store.access import ReadWriteLock
+from lmk_rag.store.base import Backend, IndexKind
+from lmk_rag.store.commits import CommitLock
+from lmk_rag.store.copies import Copy, take_copy
+from lmk_rag.store.edge import META_FILE, SHARD_DIR, EdgeBackend
+from lmk_rag.store.filters import ConditionBuilder
+from lmk_rag.store.space import require_space, shard_bytes
+from lmk_rag.store.types import CollectionSpec, PointData, QueryPlan, ScoredPointData
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Refresh:
+    """What a copy cost.
+
+    :param generation: the store's commit counter the copy holds.
+    :param bytes: bytes of data copied.
+    :param seconds: wall time to copy and open it.
+    """
+
+    generation: int
+    bytes: int
+    seconds: float
+
+
+@dataclass
+class Opened:
+    """A copy, its shard and what it cost (from :meth:`CopiedBackend.take`)."""
+
+    copy: Copy
+    edge: EdgeBackend
+    cost: Refresh
+
+
+class CopiedBackend(Backend):
+    """Qdrant Edge on this process's copy of a store folder another process holds.
+
+    :param folder: the store folder.
+    :param commits: the folder's commit lock.
+    :param batch_size: points per update operation (unused: a copy is never written).
+    :raises StoreFullError: when the disk has no room for the copy.
+    """
+
+    name = "qdrant-edge (reader copy)"
+    single_writer = True
+
+    def __init__(self, folder: Path, commits: CommitLock, batch_size: int) -> None:
+        """Take the first copy and open it."""
+        self.folder = folder
+        self.commits = commits
+        self.batch_size = batch_size
+        #: held by the one thread taking a new copy.
+        self.refreshing = threading.Lock()
+        self._swap = ReadWriteLock()
+        self._current = self.take()
+
+    @property
+    def last(self) -> Refresh:
+        """What the copy read now cost."""
+        return self._current.cost
+
+    @property
+    def copy_folder(self) -> Path:
+        """The folder of the copy read now."""
+        return self._current.copy.folder
+
+    @property
+    def _edge(self) -> EdgeBackend:
+        return self._current.edge
+
+    def take(self) -> Opened:
+        """Take a copy of the folder now and load its shard (read from it after :meth:`swap`).
+
+        :raises StoreFullError: when the disk has no room for the copy.
+        :raises OSError: when the copy cannot be made.
+        """
+        start = time.perf_counter()
+        require_space(self.folder, "copy the store for a reader", shard_bytes(self.folder / SHARD_DIR)[1])
+        copy = take_copy(self.folder, self.commits, (META_FILE, SHARD_DIR))
+        try:
+            edge = EdgeBackend(copy.folder, self.batch_size)
+        except BaseException:
+            copy.remove()
+            raise
+        return Opened(copy, edge, Refresh(copy.generation, copy.bytes, time.perf_counter() - start))
+
+    def moved(self) -> bool:
+        """Whether the holder committed a change since the copy read now was taken."""
+        return self.commits.generation() != self._current.copy.generation
+
+    def swap(self, fresh: Opened) -> None:
+        """Read from a copy :meth:`take` made from now on (after the engine calls in flight), and remove the old."""
+        with self._swap.writing():
+            old, self._current = self._current, fresh
+        try:
+            old.edge.close()
+        finally:
+            old.copy.remove()
+
+    def _read(self, call: Callable[[EdgeBackend], T]) -> T:
+        """Run an engine call on the current copy."""
+        with self._swap.reading():
+            return call(self._edge)
+
+    @property
+    def builder(self) -> ConditionBuilder:
+        """Edge filter constructors."""
+        return self._edge.builder
+
+    def exists(self) -> bool:
+        """Whether the copy holds a shard."""
+        return self._read(lambda edge: edge.exists())
+
+    def vector_names(self) -> set[str]:
+        """Names from the copy's shard config."""
+        return self._read(lambda edge: edge.vector_names())
+
+    def read_meta(self) -> dict[str, Any] | None:
+        """The copy's settings record."""
+        return self._read(lambda edge: edge.read_meta())
+
+    def query(self, plan: QueryPlan) -> list[list[ScoredPointData]]:
+        """One Query API call on the copy."""
+        return self._read(lambda edge: edge.query(plan))
+
+    def retrieve(self, ids: list[str], with_vectors: bool) -> list[PointData]:
+        """Points by id."""
+        return self._read(lambda edge: edge.retrieve(ids, with_vectors))
+
+    def scroll(self, native_filter: Any, with_vectors: bool, limit: int,
+               offset: str | None) -> tuple[list[PointData], str | None]:
+        """One page of points."""
+        return self._read(lambda edge: edge.scroll(native_filter, with_vectors, limit, offset))
+
+    def count(self, native_filter: Any) -> int:
+        """Exact count."""
+        return self._read(lambda edge: edge.count(native_filter))
+
+    def _refuse(self) -> StoreReadOnlyError:
+        """The error of any write: a copy is for reading."""
+        return StoreReadOnlyError(f"{self.folder}: this process reads a copy (another process holds the store); "
+                                  "write from the process that holds it")
+
+    def create(self, spec: CollectionSpec) -> None:
+        """Refused: a copy is never written."""
+        raise self._refuse()
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        """Refused: a copy is never written."""
+        raise self._refuse()
+
+    def create_payload_index(self, key: str, kind: IndexKind) -> None:
+        """Refused: a copy is never written."""
+        raise self._refuse()
+
+    def upsert(self, points: list[PointData]) -> None:
+        """Refused: a copy is never written."""
+        raise self._refuse()
+
+    def delete(self, native_filter: Any) -> None:
+        """Refused: a copy is never written."""
+        raise self._refuse()
+
+    def set_payload(self, native_filter: Any, payload: dict[str, Any]) -> None:
+        """Refused: a copy is never written."""
+        raise self._refuse()
+
+    def optimize(self) -> bool:
+        """Refused: a copy is never written."""
+        raise self._refuse()
+
+    def flush(self) -> None:
+        """Nothing to flush: a copy is never written."""
+
+    def close(self) -> None:
+        """Close the copy's shard and remove the copy (idempotent)."""
+        with self._swap.writing():
+            try:
+                self._edge.close()
+            finally:
+                self._current.copy.remove()
+                self.commits.close()
