@@ -54,7 +54,7 @@ TRAIN = {"manpages-train": fs.DATA / "manpages-train" / "pairs.jsonl",
 #: The weights tried: of the document cosine, and of the other two terms.
 DOC_WEIGHTS = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
 WEIGHTS = (0.05, 0.1, 0.2)
-FEATURES = ("chunk MaxSim", "BM25 / best", "doc cosine", "static MaxSim", "best other node")
+FEATURES = ("chunk MaxSim", "BM25 / best", "doc cosine", "static MaxSim", "best other node", "doc coherence")
 PREFETCH = 100
 
 
@@ -80,7 +80,13 @@ class Scored:
         ends = np.append(corpus.chunk_starts[1:], len(corpus.chunk_vectors))
         for node, (start, end) in enumerate(zip(corpus.chunk_starts, ends)):
             doc_vectors[corpus.node_doc[node]] += corpus.chunk_vectors[start:end].sum(axis=0)
-        self.doc_vectors = doc_vectors / np.linalg.norm(doc_vectors, axis=1, keepdims=True)
+        chunks_per_node = ends - corpus.chunk_starts
+        counts = np.bincount(corpus.node_doc, weights=chunks_per_node, minlength=n_docs)
+        norms = np.linalg.norm(doc_vectors, axis=1)
+        self.doc_vectors = doc_vectors / norms[:, None]
+        #: How much a document's chunks agree: the length of their mean vector (1 = all alike; a haystack of
+        #: unrelated pages is low).
+        self.coherence = norms / np.maximum(counts, 1)
         self.static_tokens = self._node_tokens(static)
         self.static_queries = [static.encode_query_tokens(q) for q in corpus.data.query_texts]
 
@@ -134,7 +140,8 @@ class Scored:
                 other[rows] = fused[order[0]]
                 other[order[0]] = fused[order[1]]
         top = lexical.max() if lexical.max() > 0 else 1.0
-        features = np.column_stack([chunk, lexical / top, doc_cos, self.static_maxsim(query, candidates), other])
+        features = np.column_stack([chunk, lexical / top, doc_cos, self.static_maxsim(query, candidates), other,
+                                    self.coherence[docs]])
         return candidates, fused, features
 
 
@@ -184,6 +191,13 @@ def variants(scored: Scored, combiners: dict[str, Combiner]) -> dict[str, dict[s
         scores = {"base": fused}
         for w in DOC_WEIGHTS:
             scores[f"doc w={w}"] = fused + w * features[:, 2]
+        chunk, lexical, doc_cos, coherence = features[:, 0], features[:, 1], features[:, 2], features[:, 5]
+        for w in (0.5, 1.0):  # the document cosine inside the dense side: BM25 keeps its share (1 - alpha)
+            scores[f"dense-doc w={w}"] = DEFAULT_ALPHA * (chunk + w * doc_cos) / (1 + w) + (1 - DEFAULT_ALPHA) * lexical
+            for low, high in ((0.5, 0.7), (0.6, 0.8)):  # ... weighted by how coherent the document is
+                gate = np.clip((coherence - low) / (high - low), 0, 1)
+                scores[f"dense-doc w={w} gate {low}-{high}"] = (
+                    DEFAULT_ALPHA * (chunk + w * gate * doc_cos) / (1 + w * gate) + (1 - DEFAULT_ALPHA) * lexical)
         for w in WEIGHTS:
             scores[f"other w={w}"] = fused + w * features[:, 4]
             scores[f"static w={w}"] = fused + w * features[:, 3]

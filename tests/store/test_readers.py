@@ -48,6 +48,7 @@ class StoreProcess:
         args = [sys.executable, str(HELPER), str(folder), str(records)] + (["--read-only"] if read_only else [])
         self.process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         self._lines: queue.Queue[str] = queue.Queue()
+        self._closed = False  # its store was closed: the process is ending (perhaps not ended yet)
         threading.Thread(target=self._read, daemon=True).start()
         assert self._answer() == {"ready": True}
 
@@ -69,7 +70,9 @@ class StoreProcess:
         """Send a command and return its answer."""
         self.process.stdin.write(json.dumps(command) + "\n")
         self.process.stdin.flush()
-        return self._answer()
+        answer = self._answer()
+        self._closed = self._closed or answer == {"closed": True}
+        return answer
 
     def kill(self) -> None:
         """Kill -9 the process."""
@@ -78,8 +81,8 @@ class StoreProcess:
         self.process.wait()
 
     def close(self) -> None:
-        """Close its store and wait for it to end."""
-        if self.process.poll() is None:
+        """Close its store (unless a command did) and wait for it to end."""
+        if not self._closed and self.process.poll() is None:
             assert self.send(op="close") == {"closed": True}
         self.process.wait(PATIENCE)
 
