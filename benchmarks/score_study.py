@@ -186,6 +186,7 @@ def variants(scored: Scored, combiners: dict[str, Combiner]) -> dict[str, dict[s
     """Every variant's per-query nDCG@10, by query id."""
     corpus = scored.corpus
     rankings: dict[str, list[list[int]]] = {}
+    ratios: list[float] = []
     for q in range(len(corpus.data.query_ids)):
         candidates, fused, features = scored.features(q)
         scores = {"base": fused}
@@ -198,6 +199,13 @@ def variants(scored: Scored, combiners: dict[str, Combiner]) -> dict[str, dict[s
                 gate = np.clip((coherence - low) / (high - low), 0, 1)
                 scores[f"dense-doc w={w} gate {low}-{high}"] = (
                     DEFAULT_ALPHA * (chunk + w * gate * doc_cos) / (1 + w * gate) + (1 - DEFAULT_ALPHA) * lexical)
+        top = int(np.argmax(fused))
+        ratio = doc_cos[top] / max(chunk[top], 1e-6)  # the best candidate's document against the node itself
+        ratios.append(float(ratio))
+        for low, high in ((0.7, 0.85), (0.8, 0.95)):  # a query about a whole document: its page matches as a whole
+            gate = float(np.clip((ratio - low) / (high - low), 0, 1))
+            scores[f"dense-doc w=0.5 query-gate {low}-{high}"] = (
+                DEFAULT_ALPHA * (chunk + 0.5 * gate * doc_cos) / (1 + 0.5 * gate) + (1 - DEFAULT_ALPHA) * lexical)
         for w in WEIGHTS:
             scores[f"other w={w}"] = fused + w * features[:, 4]
             scores[f"static w={w}"] = fused + w * features[:, 3]
@@ -205,6 +213,8 @@ def variants(scored: Scored, combiners: dict[str, Combiner]) -> dict[str, dict[s
             scores[name] = model.decision_function(scaler.transform(features[:, columns]))
         for name, values in scores.items():
             rankings.setdefault(name, []).append(fs.doc_ranking(candidates, np.round(values, 6), corpus.node_doc))
+    print("  document-to-node ratio of the best candidate, percentiles 10/25/50/75/90:",
+          np.percentile(ratios, [10, 25, 50, 75, 90]).round(3), flush=True)
     return {name: {qid: m["ndcg@10"] for qid, m in fs.evaluate(corpus, ranked).items()}
             for name, ranked in rankings.items()}
 
