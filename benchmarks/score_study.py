@@ -12,6 +12,10 @@ code tokens at average length 256, as the store writes it) get the store's fused
   in one pass and assigned to nodes by their characters, each node's distinct vectors; divided by the query's
   token count);
 
+``dense-doc`` puts the document cosine inside the dense side instead (``alpha * (MaxSim + w * doc) / (1 + w) +
+(1 - alpha) * BM25``, so BM25 keeps its share), optionally weighted per document by its coherence (the length of
+the mean of its chunk vectors) or per query by ``query-gate`` (the best candidate's document cosine over its chunk
+MaxSim: high when a query describes a whole page, low when it matches one passage);
 or rank by ``combiner``, a logistic regression (scikit-learn) of each candidate's (chunk MaxSim, BM25 over the best
 BM25, document cosine, static MaxSim, best other node) fitted on the training pairs only (manpages-train and
 perldoc-train, each query against every positive of its split). Documents rank by their best node. Prints nDCG@10
