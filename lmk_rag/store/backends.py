@@ -62,8 +62,8 @@ class SharedBackend:
     commits: CommitLock | None = None
     handles: int = 1
     #: the settings record every handle's store reads and the ledger rewrites (set by the first handle's open).
-    meta: dict[str, Any] | None = None
-    #: the committed counts of the store (set with :attr:`meta`).
+    settings: dict[str, Any] | None = None
+    #: the committed counts of the store (set with :attr:`settings`).
     ledger: Ledger | None = None
     #: serialises the writes of every handle (and thread) of this backend, encoding included.
     write_lock: threading.RLock = field(default_factory=threading.RLock)
@@ -129,7 +129,7 @@ class OpenedBackend:
         :return: True when a new copy is read from now on (False: the store was current, or is not a copy).
         """
         from lmk_rag.store.copied import CopiedBackend
-        from lmk_rag.store.settings import validate_meta
+        from lmk_rag.store.settings import validate_settings
 
         backend = self.shared.backend
         if self._closed or not isinstance(backend, CopiedBackend) or not backend.moved():
@@ -140,10 +140,10 @@ class OpenedBackend:
             fresh = backend.take()
             with self.shared.access.writing():
                 backend.swap(fresh)
-                if self.shared.meta is not None:
-                    meta = validate_meta(backend.read_meta() or {}, self.where)
-                    self.shared.meta.clear()
-                    self.shared.meta.update(meta)
+                if self.shared.settings is not None:
+                    settings = validate_settings(backend.read_settings() or {}, self.where)
+                    self.shared.settings.clear()
+                    self.shared.settings.update(settings)
         return True
 
 
@@ -248,16 +248,16 @@ def check_locations(path: Any, url: Any, api_key: Any, location: Any) -> None:
 def _open_edge(folder: Path, create: bool, read_only: bool, batch_size: int) -> OpenedBackend:
     """Check the folder, take its lock and open the Edge shard; a reader finding it held opens a copy."""
     from lmk_rag.store.copied import CopiedBackend
-    from lmk_rag.store.edge import META_FILE, SHARD_DIR, EdgeBackend
+    from lmk_rag.store.edge import SETTINGS_FILE, SHARD_DIR, EdgeBackend
 
     if folder.exists() and not folder.is_dir():
         raise CorruptStoreError(f"{folder}: is a file, not a lmk-rag store folder")
     if folder.is_dir():
-        foreign = sorted(p.name for p in folder.iterdir() if p.name not in (META_FILE, SHARD_DIR, LOCK_FILE))
+        foreign = sorted(p.name for p in folder.iterdir() if p.name not in (SETTINGS_FILE, SHARD_DIR, LOCK_FILE))
         foreign = [name for name in foreign if not name.startswith(".lmk_rag.")]
         if foreign:
             raise CorruptStoreError(f"{folder}: not a lmk-rag store (holds {', '.join(foreign[:5])})")
-    if not create and not any((folder / name).exists() for name in (META_FILE, SHARD_DIR)):
+    if not create and not any((folder / name).exists() for name in (SETTINGS_FILE, SHARD_DIR)):
         raise StoreNotFoundError(f"no lmk-rag store at {folder}")  # checked before the lock: nothing is written
     key = folder.resolve()
     with _SHARED_LOCK:

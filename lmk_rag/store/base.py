@@ -48,11 +48,11 @@ class Backend(ABC):
         """The names of the dense and sparse vectors the existing collection holds."""
 
     @abstractmethod
-    def read_meta(self) -> dict[str, Any] | None:
+    def read_settings(self) -> dict[str, Any] | None:
         """The store's recorded settings, or None when none were recorded."""
 
     @abstractmethod
-    def write_meta(self, meta: dict[str, Any]) -> None:
+    def write_settings(self, settings: dict[str, Any]) -> None:
         """Record the store's settings durably."""
 
     @abstractmethod

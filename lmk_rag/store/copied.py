@@ -21,7 +21,7 @@ from lmk_rag.store.access import ReadWriteLock
 from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.commits import CommitLock
 from lmk_rag.store.copies import Copy, take_copy
-from lmk_rag.store.edge import META_FILE, SHARD_DIR, EdgeBackend
+from lmk_rag.store.edge import SETTINGS_FILE, SHARD_DIR, EdgeBackend
 from lmk_rag.store.filters import ConditionBuilder
 from lmk_rag.store.space import require_space, shard_bytes
 from lmk_rag.store.types import CollectionSpec, PointData, QueryPlan, ScoredPointData
@@ -96,7 +96,7 @@ class CopiedBackend(Backend):
         """
         start = time.perf_counter()
         require_space(self.folder, "copy the store for a reader", shard_bytes(self.folder / SHARD_DIR)[1])
-        copy = take_copy(self.folder, self.commits, (META_FILE, SHARD_DIR))
+        copy = take_copy(self.folder, self.commits, (SETTINGS_FILE, SHARD_DIR))
         try:
             edge = EdgeBackend(copy.folder, self.batch_size)
         except BaseException:
@@ -135,9 +135,9 @@ class CopiedBackend(Backend):
         """Names from the copy's shard config."""
         return self._read(lambda edge: edge.vector_names())
 
-    def read_meta(self) -> dict[str, Any] | None:
+    def read_settings(self) -> dict[str, Any] | None:
         """The copy's settings record."""
-        return self._read(lambda edge: edge.read_meta())
+        return self._read(lambda edge: edge.read_settings())
 
     def query(self, plan: QueryPlan) -> list[list[ScoredPointData]]:
         """One Query API call on the copy."""
@@ -165,7 +165,7 @@ class CopiedBackend(Backend):
         """Refused: a copy is never written."""
         raise self._refuse()
 
-    def write_meta(self, meta: dict[str, Any]) -> None:
+    def write_settings(self, settings: dict[str, Any]) -> None:
         """Refused: a copy is never written."""
         raise self._refuse()
 

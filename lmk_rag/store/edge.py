@@ -34,7 +34,7 @@ from lmk_rag.store.types import (
     SparseVector,
 )
 
-META_FILE = "lmk_rag.json"
+SETTINGS_FILE = "lmk_rag.json"
 SHARD_DIR = "shard"
 _NO_HNSW = qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000)
 _INDEX_TYPES = {
@@ -215,28 +215,28 @@ class EdgeBackend(Backend):
             raise CorruptStoreError(f"{self.folder}: unreadable shard config: {error}") from error
         return set(config.get("vectors", {})) | set(config.get("sparse_vectors", {}))
 
-    def read_meta(self) -> dict[str, Any] | None:
+    def read_settings(self) -> dict[str, Any] | None:
         """Read ``lmk_rag.json``; None when absent."""
-        path = self.folder / META_FILE
+        path = self.folder / SETTINGS_FILE
         if not path.exists():
             return None
         return read_json_object(path, CorruptStoreError, "store settings", "the folder is damaged")
 
-    def write_meta(self, meta: dict[str, Any]) -> None:
+    def write_settings(self, settings: dict[str, Any]) -> None:
         """Write ``lmk_rag.json`` atomically (temp file, fsync, rename)."""
         with self._changing(True):
-            self._write_meta(meta)
+            self._write_settings(settings)
 
-    def _write_meta(self, meta: dict[str, Any]) -> None:
-        """Write the record (see :meth:`write_meta`)."""
+    def _write_settings(self, settings: dict[str, Any]) -> None:
+        """Write the record (see :meth:`write_settings`)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".lmk_rag.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w") as handle:
-                json.dump(meta, handle, indent=2, sort_keys=True)
+                json.dump(settings, handle, indent=2, sort_keys=True)
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.replace(tmp, self.folder / META_FILE)
+            os.replace(tmp, self.folder / SETTINGS_FILE)
         except OSError as error:
             Path(tmp).unlink(missing_ok=True)
             if error.errno == errno.ENOSPC:

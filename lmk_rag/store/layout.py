@@ -56,20 +56,20 @@ def vector_layout(spec: CollectionSpec) -> list[VectorSlot]:
     return slots
 
 
-def store_mode(meta: dict[str, Any]) -> StoreMode:
+def store_mode(settings: dict[str, Any]) -> StoreMode:
     """The mode a store's settings record (stores from before modes were recorded: ``transformer``).
 
     :raises CorruptStoreError: for a mode this version does not know.
     """
     try:
-        return StoreMode(meta.get("mode", StoreMode.TRANSFORMER.value))
+        return StoreMode(settings.get("mode", StoreMode.TRANSFORMER.value))
     except ValueError:
-        raise CorruptStoreError(f"unknown store mode {meta.get('mode')!r} in the settings record") from None
+        raise CorruptStoreError(f"unknown store mode {settings.get('mode')!r} in the settings record") from None
 
 
-def recorded_vectors(meta: dict[str, Any]) -> set[str]:
+def recorded_vectors(settings: dict[str, Any]) -> set[str]:
     """The names of the vectors a store's settings record says its collection holds."""
-    names = {"node"} if store_mode(meta) == StoreMode.STATIC else {"node", "chunks"}
-    names |= {"static"} if meta.get("static") else set()
-    names |= {"bm25"} if meta.get("bm25") else set()
+    names = {"node"} if store_mode(settings) == StoreMode.STATIC else {"node", "chunks"}
+    names |= {"static"} if settings.get("static") else set()
+    names |= {"bm25"} if settings.get("bm25") else set()
     return names

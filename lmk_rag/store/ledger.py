@@ -28,13 +28,13 @@ class Ledger:
     """The ``committed`` entry of a store's settings record.
 
     :param backend: the store's backend (its settings record is rewritten on each change).
-    :param meta: the store's settings record (updated in place).
+    :param settings: the store's settings record (updated in place).
     :param where: the store, for messages.
     """
 
-    def __init__(self, backend: Backend, meta: dict[str, Any], where: str) -> None:
+    def __init__(self, backend: Backend, settings: dict[str, Any], where: str) -> None:
         self.backend = backend
-        self.meta = meta
+        self.settings = settings
         self.where = where
         self.enabled = backend.single_writer
 
@@ -44,7 +44,7 @@ class Ledger:
         :param fix: record the counts an interrupted change left (a writer opening the store).
         :raises CorruptStoreError: naming what the record says and what the engine holds.
         """
-        record = self.meta.get("committed")
+        record = self.settings.get("committed")
         if not self.enabled or record is None:
             return
         actual = visibility.counts(self.backend)
@@ -85,7 +85,7 @@ class Ledger:
 
     def current(self) -> Counts | None:
         """The committed counts, or None when they are not recorded."""
-        record = self.meta.get("committed")
+        record = self.settings.get("committed")
         return None if record is None else (record["documents"], record["nodes"])
 
     def _record(self, counts: Counts, upcoming: Counts | str | None) -> None:
@@ -93,5 +93,5 @@ class Ledger:
         entry: dict[str, Any] = {"documents": counts[0], "nodes": counts[1]}
         if upcoming is not None:
             entry["next"] = list(upcoming) if isinstance(upcoming, tuple) else upcoming
-        self.meta["committed"] = entry
-        self.backend.write_meta(self.meta)
+        self.settings["committed"] = entry
+        self.backend.write_settings(self.settings)

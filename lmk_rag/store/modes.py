@@ -19,14 +19,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def resolve_mode(
-    meta: dict[str, Any] | None,
+    settings: dict[str, Any] | None,
     mode: StoreMode | str | None,
     encoder: DocumentEncoder | TokenEncoder | None,
     where: str,
 ) -> StoreMode:
     """The mode of the store being opened.
 
-    :param meta: the store's settings record, or None for a new store.
+    :param settings: the store's settings record, or None for a new store.
     :param mode: the mode asked for, or None.
     :param encoder: the encoder given, or None; a static encoder (a ``TokenEncoder``) means ``static``.
     :param where: the store, for messages.
@@ -44,9 +44,9 @@ def resolve_mode(
     if mode is not None and given is not None and mode != given:
         raise InvalidInputError(f"mode={mode.value!r} with a {given.value} encoder: give one or the other")
     wanted = mode or given
-    if meta is None:
+    if settings is None:
         return wanted or StoreMode.TRANSFORMER
-    recorded = store_mode(meta)
+    recorded = store_mode(settings)
     if wanted is not None and wanted != recorded:
         raise SettingsMismatchError(f"{where} is a {recorded.value} store, opened as a {wanted.value} one")
     return recorded
@@ -59,13 +59,13 @@ def is_static_encoder(encoder: DocumentEncoder | TokenEncoder) -> bool:
 
 
 def static_store_encoder(
-    meta: Any, encoder: DocumentEncoder | TokenEncoder | None, static_encoder: TokenEncoder | None
+    settings: Any, encoder: DocumentEncoder | TokenEncoder | None, static_encoder: TokenEncoder | None
 ) -> StaticDocumentEncoder:
     """A static store's encoder: the one given (a bare ``StaticTokenEncoder`` is wrapped, chunking as the store
     records, else by default), else one rebuilt from the recorded settings (or the defaults, for a new store). It is
     also the store's static encoder (its ``token_encoder``).
 
-    :param meta: the store's settings record, or None for a new store.
+    :param settings: the store's settings record, or None for a new store.
     :param encoder: the encoder given, or None.
     :param static_encoder: the ``static_encoder`` given, which a static store does not take.
     :return: a :class:`~lmk_rag.static.documents.StaticDocumentEncoder`.
@@ -80,7 +80,7 @@ def static_store_encoder(
         )
     if isinstance(encoder, StaticDocumentEncoder):
         return encoder
-    recorded = meta.get("encoder") if isinstance(meta, dict) else None
+    recorded = settings.get("encoder") if isinstance(settings, dict) else None
     settings = recorded.get("settings") if isinstance(recorded, dict) else None
     if encoder is not None:
         chunking = {"granularity": settings["granularity"]} if settings and "granularity" in settings else {}

@@ -41,15 +41,15 @@ class NodeVectors:
         self.where = where
 
     @classmethod
-    def from_settings(cls, meta: dict[str, Any], static_encoder: TokenEncoder | None, where: str) -> NodeVectors:
+    def from_settings(cls, settings: dict[str, Any], static_encoder: TokenEncoder | None, where: str) -> NodeVectors:
         """The vectors a store's settings record names (stores from before the tokenizer was recorded: word
         tokens)."""
         bm25 = None
-        if meta.get("bm25"):
-            bm25 = Bm25Encoder(meta.get("bm25_tokenizer") or "word", meta.get("bm25_language") or BM25_LANGUAGE)
-        static_dim = None if meta.get("static") is None else int(meta["static"]["dim"])
-        chunks = "chunks" in recorded_vectors(meta)
-        return cls(int(meta["encoder"]["dim"]), static_dim, static_encoder, bm25, where, chunks)
+        if settings.get("bm25"):
+            bm25 = Bm25Encoder(settings.get("bm25_tokenizer") or "word", settings.get("bm25_language") or BM25_LANGUAGE)
+        static_dim = None if settings.get("static") is None else int(settings["static"]["dim"])
+        chunks = "chunks" in recorded_vectors(settings)
+        return cls(int(settings["encoder"]["dim"]), static_dim, static_encoder, bm25, where, chunks)
 
     def check(self, record: NodeRecord) -> None:
         """Refuse a node's vectors of the wrong shape, or with values no search can use, naming the node.

@@ -45,7 +45,7 @@ class Reader:
 
     :param backend: the store's backend.
     :param where: the store, for messages.
-    :param meta: the store's settings record.
+    :param settings: the store's settings record.
     :param queries: makes a query's vectors for the store's rerank and BM25.
     :param encoder: the store's encoder (built on first use).
     :param ledger: the committed counts (for :meth:`check`).
@@ -56,23 +56,23 @@ class Reader:
     :param access: keeps each search's engine calls apart from a write's, between threads.
     """
 
-    def __init__(self, backend: Backend, where: str, meta: dict[str, Any], queries: QueryVectors,
+    def __init__(self, backend: Backend, where: str, settings: dict[str, Any], queries: QueryVectors,
                  encoder: StoreEncoder, ledger: Ledger, mode: StoreMode, prefetch_limit: int, hnsw_ef: int | None,
                  alpha: float | None, access: ReadWriteLock) -> None:
         """Keep the store's collaborators."""
         self.access = access
         self.backend = backend
         self.where = where
-        self.meta = meta
+        self.settings = settings
         self.queries = queries
         self.encoder = encoder
         self.ledger = ledger
         self.prefetch_limit = prefetch_limit
         self.hnsw_ef = hnsw_ef
-        self.bm25 = bool(meta.get("bm25"))
-        self.alpha = alpha if alpha is not None else float(meta.get("alpha", DEFAULT_ALPHA if self.bm25 else 1.0))
+        self.bm25 = bool(settings.get("bm25"))
+        self.alpha = alpha if alpha is not None else float(settings.get("alpha", DEFAULT_ALPHA if self.bm25 else 1.0))
         self.default_rerank = default_rerank(mode)
-        self.dim = int(meta["encoder"]["dim"])
+        self.dim = int(settings["encoder"]["dim"])
         self._sampled = False  # whether this handle has sampled the stored vectors (:meth:`_check_sample`)
 
     def search(
@@ -139,7 +139,7 @@ class Reader:
     def _nodes_filter(self, filter: FilterLike, node_ids: Sequence[str] | None = None) -> Any:
         """The native filter of the nodes a reader may see that a caller's filter (and node ids) select, once the
         store can answer it (:func:`~lmk_rag.store.settings.check_filter`)."""
-        check_filter(self.meta, filter, self.where)
+        check_filter(self.settings, filter, self.where)
         return visibility.shown_filter(self.backend, filter, node_ids)
 
     def search_vector(
@@ -242,7 +242,7 @@ class Reader:
             "location": self.where,
             "documents": self.count_documents(),
             "nodes": self.count(),
-            **{key: value for key, value in self.meta.items() if key != "format"},
+            **{key: value for key, value in self.settings.items() if key != "format"},
         }
 
     def check(self) -> list[str]:

@@ -19,7 +19,7 @@ from lmk_rag.store.filters import lowered
 from lmk_rag.store.types import Hit, NodeRecord, PointData
 
 NAMESPACE = uuid.UUID("6f1d3c52-7f4e-4a55-9a38-5b1f0c2d9e10")
-META_POINT_ID = str(uuid.uuid5(NAMESPACE, "lmk-rag-store-settings"))
+SETTINGS_POINT_ID = str(uuid.uuid5(NAMESPACE, "lmk-rag-store-settings"))
 NODE, DOC, STORE = "node", "doc", "store"
 #: The payload keys a search asks for with its scored points: what a :class:`Hit` and the choice of one version
 #: per document (:func:`~lmk_rag.store.visibility.latest`) read; the vectors stay in the engine.

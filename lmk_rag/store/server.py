@@ -30,7 +30,7 @@ from lmk_rag.errors import CorruptStoreError, InvalidInputError, StoreUnavailabl
 from lmk_rag.store.base import Backend, Guarded, IndexKind
 from lmk_rag.store.filters import ConditionBuilder
 from lmk_rag.store.layout import vector_layout
-from lmk_rag.store.records import META_POINT_ID, STORE
+from lmk_rag.store.records import SETTINGS_POINT_ID, STORE
 from lmk_rag.store.types import (
     Branch,
     CollectionSpec,
@@ -408,21 +408,21 @@ class ServerBackend(Backend):
         dense = params.vectors if isinstance(params.vectors, dict) else {}
         return set(dense) | set(params.sparse_vectors or {})
 
-    def read_meta(self) -> dict[str, Any] | None:
+    def read_settings(self) -> dict[str, Any] | None:
         """The settings point's payload, or None."""
         if not self.exists():
             return None
-        found = self._api.retrieve(self.collection, [META_POINT_ID], with_payload=True)
+        found = self._api.retrieve(self.collection, [SETTINGS_POINT_ID], with_payload=True)
         if not found:
             return None
         settings = (found[0].payload or {}).get("settings")
         if not isinstance(settings, dict):
-            raise CorruptStoreError(f"collection {self.collection!r}: damaged settings point {META_POINT_ID}")
+            raise CorruptStoreError(f"collection {self.collection!r}: damaged settings point {SETTINGS_POINT_ID}")
         return settings
 
-    def write_meta(self, meta: dict[str, Any]) -> None:
+    def write_settings(self, settings: dict[str, Any]) -> None:
         """Upsert the settings point (no vectors)."""
-        point = models.PointStruct(id=META_POINT_ID, vector={}, payload={"kind": STORE, "settings": meta})
+        point = models.PointStruct(id=SETTINGS_POINT_ID, vector={}, payload={"kind": STORE, "settings": settings})
         self._api.upsert(self.collection, [point], wait=True)
 
     def create_payload_index(self, key: str, kind: IndexKind) -> None:

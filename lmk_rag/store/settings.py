@@ -82,7 +82,7 @@ def create_settings(
         backend.create_payload_index(payload_key(key), "text")
     for key, kind in (payload_indexes or {}).items():
         backend.create_payload_index(payload_key(key), kind)
-    meta = {
+    settings = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "mode": mode.value,
@@ -101,8 +101,8 @@ def create_settings(
         "ef_construct": spec.ef_construct,
     }
     backend.flush()
-    backend.write_meta(meta)
-    return meta
+    backend.write_settings(settings)
+    return settings
 
 
 def check_text_keys(text_keys: Sequence[str]) -> list[str]:
@@ -151,7 +151,7 @@ def check_payload_indexes(indexes: Any) -> dict[str, IndexKind]:
     return found
 
 
-def add_payload_indexes(backend: Backend, meta: dict[str, Any], indexes: dict[str, IndexKind], where: str,
+def add_payload_indexes(backend: Backend, settings: dict[str, Any], indexes: dict[str, IndexKind], where: str,
                         read_only: bool) -> None:
     """Create the payload indexes an existing store lacks and record them in ``meta`` (as QdrantVectorStore adds
     its ``payload_indexes`` to an existing collection).
@@ -160,7 +160,7 @@ def add_payload_indexes(backend: Backend, meta: dict[str, Any], indexes: dict[st
     :raises SettingsMismatchError: for a key recorded with another kind.
     :raises StoreReadOnlyError: when an index is missing and the store is open read-only.
     """
-    recorded = dict(meta.get("payload_indexes", {}))
+    recorded = dict(settings.get("payload_indexes", {}))
     clashes = sorted(key for key in indexes if recorded.get(key, indexes[key]) != indexes[key])
     if clashes:
         raise SettingsMismatchError(f"{where} indexes {', '.join(f'{k!r} as {recorded[k]!r}' for k in clashes)}, "
@@ -173,21 +173,21 @@ def add_payload_indexes(backend: Backend, meta: dict[str, Any], indexes: dict[st
                                  f"{sorted(missing)}")
     for key, kind in missing.items():
         backend.create_payload_index(payload_key(key), kind)
-    meta["payload_indexes"] = {**recorded, **missing}
+    settings["payload_indexes"] = {**recorded, **missing}
     backend.flush()
-    backend.write_meta(meta)
+    backend.write_settings(settings)
 
 
-def upgrade_format(backend: Backend, meta: dict[str, Any], where: str, read_only: bool) -> None:
+def upgrade_format(backend: Backend, settings: dict[str, Any], where: str, read_only: bool) -> None:
     """Bring a store of format 1 (nodes without ``live``) to :data:`FORMAT_VERSION`: index ``live`` and record the
     format (after the open's repair). Its nodes are not rewritten: a node without ``live`` is shown, and format 1
     kept no node of another version once repaired.
 
-    :param meta: the store's settings record (updated in place).
+    :param settings: the store's settings record (updated in place).
     :raises StoreReadOnlyError: for a read-only open of a format-1 store with an interrupted write: its half-written
         version carries no ``live`` to hide it, and a reader cannot finish it.
     """
-    if meta.get("format_version") == FORMAT_VERSION:
+    if settings.get("format_version") == FORMAT_VERSION:
         return
     if read_only:
         if backend.count(pending_filter(backend)):
@@ -197,13 +197,13 @@ def upgrade_format(backend: Backend, meta: dict[str, Any], where: str, read_only
             )
         return
     backend.create_payload_index(LIVE, "bool")
-    meta["format_version"] = FORMAT_VERSION
+    settings["format_version"] = FORMAT_VERSION
     backend.flush()
-    backend.write_meta(meta)
+    backend.write_settings(settings)
 
 
 def check_settings(
-    meta: dict[str, Any],
+    settings: dict[str, Any],
     backend: Backend,
     where: str,
     static_encoder: TokenEncoder | None,
@@ -214,7 +214,7 @@ def check_settings(
 ) -> dict[str, Any]:
     """Check an existing store's settings record against the collection and the caller's arguments.
 
-    :param meta: the record read from the backend, as :func:`validate_meta` accepted it.
+    :param settings: the record read from the backend, as :func:`validate_settings` accepted it.
     :param where: the store, for messages.
     :return: the record.
     :raises CorruptStoreError: for vectors missing from the collection.
@@ -223,35 +223,35 @@ def check_settings(
     """
     if not backend.exists():
         raise CorruptStoreError(f"{where}: settings recorded but the vector data is missing")
-    check_static(meta, static_encoder, where)
-    if bm25 is not None and bm25 != bool(meta.get("bm25")):
-        raise SettingsMismatchError(f"{where} was built with bm25={bool(meta.get('bm25'))}, given bm25={bm25}")
-    recorded_language = (meta.get("bm25_language") or BM25_LANGUAGE) if meta.get("bm25") else None
+    check_static(settings, static_encoder, where)
+    if bm25 is not None and bm25 != bool(settings.get("bm25")):
+        raise SettingsMismatchError(f"{where} was built with bm25={bool(settings.get('bm25'))}, given bm25={bm25}")
+    recorded_language = (settings.get("bm25_language") or BM25_LANGUAGE) if settings.get("bm25") else None
     if bm25_language is not None and bm25_language != recorded_language:
         raise SettingsMismatchError(
             f"{where} was built with bm25_language={recorded_language!r}, given {bm25_language!r}: the language is "
             "chosen when a store is created"
         )
-    if node_tokens is not None and meta.get("node_tokens") != node_tokens:
-        raise SettingsMismatchError(f"{where} cuts nodes of {meta.get('node_tokens')} tokens, given {node_tokens}")
-    if text_keys is not None and text_keys != meta.get("text_keys", []):
+    if node_tokens is not None and settings.get("node_tokens") != node_tokens:
+        raise SettingsMismatchError(f"{where} cuts nodes of {settings.get('node_tokens')} tokens, given {node_tokens}")
+    if text_keys is not None and text_keys != settings.get("text_keys", []):
         raise SettingsMismatchError(
-            f"{where} indexes the metadata keys {meta.get('text_keys', [])} as full text, given {text_keys}: "
+            f"{where} indexes the metadata keys {settings.get('text_keys', [])} as full text, given {text_keys}: "
             "text indexes are declared when a store is created"
         )
-    expected, found = recorded_vectors(meta), backend.vector_names()
+    expected, found = recorded_vectors(settings), backend.vector_names()
     if not expected <= found:
         raise CorruptStoreError(f"{where}: vectors {sorted(found)}, expected {sorted(expected)}")
-    return meta
+    return settings
 
 
-def check_filter(meta: dict[str, Any], filter: FilterLike, where: str) -> None:
+def check_filter(settings: dict[str, Any], filter: FilterLike, where: str) -> None:
     """Refuse a filter this store cannot answer rightly: ``substring_any_case`` searches the lower-cased metadata
     copy on each node (``meta_lower``), which nodes written before it existed lack (they would never match).
 
     :raises SettingsMismatchError: for ``substring_any_case`` on a store created without that copy.
     """
-    if not meta.get("lowercase_metadata") and uses_operator(filter, "substring_any_case"):
+    if not settings.get("lowercase_metadata") and uses_operator(filter, "substring_any_case"):
         raise SettingsMismatchError(
             f"{where} was created before nodes kept a lower-cased copy of their metadata, so substring_any_case "
             "(LlamaIndex's TEXT_MATCH_INSENSITIVE) cannot see its nodes: re-ingest into a new store folder, or use "
@@ -259,24 +259,24 @@ def check_filter(meta: dict[str, Any], filter: FilterLike, where: str) -> None:
         )
 
 
-def validate_meta(meta: Any, where: str) -> dict[str, Any]:
+def validate_settings(settings: Any, where: str) -> dict[str, Any]:
     """Check that a settings record is one of ours and readable by this version.
 
     :raises CorruptStoreError: for a foreign, damaged or newer record.
     """
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+    if not isinstance(settings, dict) or settings.get("format") != FORMAT:
         raise CorruptStoreError(f"{where}: not a lmk-rag store (foreign settings record)")
-    if meta.get("format_version") not in READABLE_FORMATS:
+    if settings.get("format_version") not in READABLE_FORMATS:
         raise CorruptStoreError(
-            f"{where}: store format version {meta.get('format_version')!r}, this lmk-rag reads "
+            f"{where}: store format version {settings.get('format_version')!r}, this lmk-rag reads "
             f"{' and '.join(map(str, READABLE_FORMATS))}: open it with the lmk-rag that wrote it, or re-ingest into a "
             "new store"
         )
-    encoder = meta.get("encoder")
+    encoder = settings.get("encoder")
     if not isinstance(encoder, dict) or not {"settings", "fingerprint", "dim"} <= set(encoder):
         raise CorruptStoreError(f"{where}: the store's settings record lacks its encoder settings")
-    problems = [f"{key}={meta.get(key)!r} ({rule})" for key, (valid, rule) in RECORDED.items()
-                if key in meta and not valid(meta[key])]
+    problems = [f"{key}={settings.get(key)!r} ({rule})" for key, (valid, rule) in RECORDED.items()
+                if key in settings and not valid(settings[key])]
     if not isinstance(encoder["settings"], dict):
         problems.append(f"encoder.settings={encoder['settings']!r} (a JSON object)")
     if isinstance(encoder["dim"], bool) or not isinstance(encoder["dim"], int) or encoder["dim"] < 1:
@@ -286,7 +286,7 @@ def validate_meta(meta: Any, where: str) -> dict[str, Any]:
             f"{where}: the settings record holds values this lmk-rag never writes: {'; '.join(problems)}. It was "
             "edited or damaged: restore the original value, or re-ingest into a new store"
         )
-    return meta
+    return settings
 
 
 def _count(value: Any, minimum: int = 1) -> bool:
@@ -318,12 +318,12 @@ RECORDED: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 
-def check_encoder(meta: dict[str, Any], encoder: DocumentEncoder, where: str) -> None:
+def check_encoder(settings: dict[str, Any], encoder: DocumentEncoder, where: str) -> None:
     """Raise when an encoder differs from the one the store was built with.
 
     :raises SettingsMismatchError: naming the differing settings (or the model files).
     """
-    recorded = meta["encoder"]
+    recorded = settings["encoder"]
     if encoder.settings != recorded["settings"]:
         keys = sorted(set(encoder.settings) | set(recorded["settings"]))
         diff = [
@@ -339,14 +339,14 @@ def check_encoder(meta: dict[str, Any], encoder: DocumentEncoder, where: str) ->
         )
 
 
-def check_static(meta: dict[str, Any], static_encoder: TokenEncoder | None, where: str) -> None:
+def check_static(settings: dict[str, Any], static_encoder: TokenEncoder | None, where: str) -> None:
     """Raise when a static encoder does not match the store's static vectors.
 
     :raises SettingsMismatchError: when the store has no static slot, or another static model.
     """
     if static_encoder is None:
         return
-    recorded = meta.get("static")
+    recorded = settings.get("static")
     if recorded is None:
         raise SettingsMismatchError(
             f"{where} was built without static token vectors; create a new store with static_encoder to use them"
@@ -370,7 +370,7 @@ class StoreEncoder:
         self._encoder = given
         self.where = where
         #: the store's settings record, once read or made (None before: a new store's encoder has the defaults).
-        self.meta: dict[str, Any] | None = None
+        self.settings: dict[str, Any] | None = None
         #: held while the encoder encodes: one encoder is not safe to call from two threads at once.
         self.lock = threading.RLock()
 
@@ -388,7 +388,7 @@ class StoreEncoder:
         if self._encoder is None:
             from lmk_rag.encoder import LandmarkEncoder
 
-            settings = self.meta["encoder"]["settings"] if self.meta else {}
+            settings = self.settings["encoder"]["settings"] if self.settings else {}
             try:
                 self._encoder = LandmarkEncoder(**settings)
             except TypeError as error:  # a setting this version does not know: an edited or newer record
@@ -396,6 +396,6 @@ class StoreEncoder:
                     f"{self.where}: the settings record names encoder settings this lmk-rag does not take ({error}); "
                     "restore the record, upgrade lmk-rag, or re-ingest into a new store"
                 ) from None
-            if self.meta is not None:
-                check_encoder(self.meta, self._encoder, self.where)
+            if self.settings is not None:
+                check_encoder(self.settings, self._encoder, self.where)
         return self._encoder

@@ -42,7 +42,7 @@ from lmk_rag.store.settings import (
     check_text_keys,
     create_settings,
     upgrade_format,
-    validate_meta,
+    validate_settings,
 )
 from lmk_rag.store.types import DEFAULT_BATCH_SIZE, Hit, NodeRecord, Quantization, Rerank, ServerOptions, StoreMode
 from lmk_rag.store.writes import Writer
@@ -206,52 +206,52 @@ class LandmarkStore:
         the reader and the writer."""
         backend, where, read_only, given = self._backend, self.where, self.read_only, self._given_encoder
         shared = self._opened.shared  # another handle of this process may have this folder open: its record
-        meta = shared.meta or backend.read_meta()
-        meta = None if meta is None else validate_meta(meta, where)
-        self.mode = resolve_mode(meta, mode, given, where)
+        settings = shared.settings or backend.read_settings()
+        settings = None if settings is None else validate_settings(settings, where)
+        self.mode = resolve_mode(settings, mode, given, where)
         static_encoder = self.static_encoder
         if self.mode == StoreMode.STATIC:
-            given = static_store_encoder(meta, given, static_encoder)
+            given = static_store_encoder(settings, given, static_encoder)
             static_encoder = self.static_encoder = given.token_encoder
         encoder = StoreEncoder(given, where)
         text_indexed = sorted(key for key, kind in indexes.items() if kind == "text")
         indexes = {key: kind for key, kind in indexes.items() if kind != "text"}
-        if meta is None:
+        if settings is None:
             alpha = DEFAULT_ALPHA if self._alpha is None else self._alpha
-            meta = create_settings(backend, where, create, encoder.get, static_encoder,
+            settings = create_settings(backend, where, create, encoder.get, static_encoder,
                                    DEFAULT_NODE_TOKENS if node_tokens is None else node_tokens,
                                    True if bm25 is None else bm25, alpha, quantization,
                                    sorted(set(keys or []) | set(text_indexed)), self.mode,
                                    bm25_language or BM25_LANGUAGE, indexes)
         else:
-            meta = check_settings(meta, backend, where, static_encoder, node_tokens, bm25, keys, bm25_language)
-            undeclared = sorted(set(text_indexed) - set(meta.get("text_keys", [])))
+            settings = check_settings(settings, backend, where, static_encoder, node_tokens, bm25, keys, bm25_language)
+            undeclared = sorted(set(text_indexed) - set(settings.get("text_keys", [])))
             if undeclared:
                 raise SettingsMismatchError(
-                    f"{where} indexes the metadata keys {meta.get('text_keys', [])} as full text, given "
+                    f"{where} indexes the metadata keys {settings.get('text_keys', [])} as full text, given "
                     f"text payload indexes on {undeclared}: text indexes are declared when a store is created"
                 )
-            add_payload_indexes(backend, meta, indexes, where, read_only)
+            add_payload_indexes(backend, settings, indexes, where, read_only)
             if given is not None:
-                check_encoder(meta, given, where)
-        self._meta = encoder.meta = meta
+                check_encoder(settings, given, where)
+        self._settings = encoder.settings = settings
         self._encoders = encoder
-        vectors = NodeVectors.from_settings(meta, static_encoder, where)
+        vectors = NodeVectors.from_settings(settings, static_encoder, where)
         repaired = 0 if read_only else versions.repair(backend)
         if repaired:
             logger.warning("%s: repaired %d document(s) an interrupted write left pending", where, repaired)
-        upgrade_format(backend, meta, where, read_only)
+        upgrade_format(backend, settings, where, read_only)
         if shared.ledger is None:
-            shared.meta, shared.ledger = meta, Ledger(backend, meta, where)
+            shared.settings, shared.ledger = settings, Ledger(backend, settings, where)
         ledger = shared.ledger
         if read_only and backend.count(visibility.pending_filter(backend)):
             # a reader cannot finish an interrupted write: its counts are between two states until a writer opens
             logger.warning("%s: a write was interrupted; the next writer's open finishes or undoes it", where)
         else:
             ledger.verify(fix=not read_only)
-        self._reads = Reader(backend, where, meta, QueryVectors(vectors), encoder, ledger, self.mode,
+        self._reads = Reader(backend, where, settings, QueryVectors(vectors), encoder, ledger, self.mode,
                               self.prefetch_limit, self.hnsw_ef, self._alpha, shared.access)
-        self._writer = Writer(backend, where, meta, vectors, ledger, encoder, read_only, self.document_batch_size,
+        self._writer = Writer(backend, where, settings, vectors, ledger, encoder, read_only, self.document_batch_size,
                               shared.write_lock, shared.access)
 
     @property
@@ -282,22 +282,22 @@ class LandmarkStore:
     @property
     def settings(self) -> dict[str, Any]:
         """The store's recorded settings (a copy)."""
-        return dict(self._meta)
+        return dict(self._settings)
 
     @property
     def dim(self) -> int:
         """Size of the node vectors (and chunk vectors)."""
-        return int(self._meta["encoder"]["dim"])
+        return int(self._settings["encoder"]["dim"])
 
     @property
     def node_tokens(self) -> int:
         """Node size in tokens used when the store cuts documents."""
-        return int(self._meta["node_tokens"])
+        return int(self._settings["node_tokens"])
 
     @property
     def bm25(self) -> bool:
         """Whether the store holds BM25 vectors (prefetched and fused into the final score)."""
-        return bool(self._meta.get("bm25"))
+        return bool(self._settings.get("bm25"))
 
     @property
     def alpha(self) -> float:
@@ -312,7 +312,7 @@ class LandmarkStore:
     @property
     def text_keys(self) -> list[str]:
         """The metadata keys indexed as full text (see the class docstring)."""
-        return list(self._meta.get("text_keys", []))
+        return list(self._settings.get("text_keys", []))
 
     @property
     def backend(self) -> Backend:

@@ -56,7 +56,7 @@ class Writer:
 
     :param backend: the store's backend.
     :param where: the store, for messages.
-    :param meta: the store's settings record.
+    :param settings: the store's settings record.
     :param vectors: builds node points with every vector the store holds.
     :param ledger: records what each change commits.
     :param encoder: the store's encoder (built on first use).
@@ -66,13 +66,13 @@ class Writer:
     :param access: keeps a write's engine calls apart from every search's, between threads.
     """
 
-    def __init__(self, backend: Backend, where: str, meta: dict[str, Any], vectors: NodeVectors, ledger: Ledger,
+    def __init__(self, backend: Backend, where: str, settings: dict[str, Any], vectors: NodeVectors, ledger: Ledger,
                  encoder: StoreEncoder, read_only: bool, document_batch_size: int, lock: threading.RLock,
                  access: ReadWriteLock) -> None:
         """Keep the store's collaborators."""
         self.backend = backend
         self.where = where
-        self.meta = meta
+        self.settings = settings
         self.vectors = vectors
         self.ledger = ledger
         self.encoder = encoder
@@ -114,7 +114,7 @@ class Writer:
         if not docs:  # nothing to encode: the model is not even loaded
             return 0
         encoder = self.encoder.get()
-        node_tokens = int(self.meta["node_tokens"])
+        node_tokens = int(self.settings["node_tokens"])
         total = tokens = 0
         disable = not show_progress_bar if show_progress_bar is not None else None
         with tqdm(total=len(docs), desc="ingest", unit="doc", disable=disable) as bar:
@@ -136,7 +136,7 @@ class Writer:
     def _plan(self, docs: list[Document]) -> tuple[dict[str, str], Markers, dict[str, str]]:
         """For checked documents (in their order): each one's content hash, the markers of those stored (one read),
         and what writing it would do (``"new"``, ``"changed"``, ``"unchanged"``: same hash as the stored version)."""
-        fingerprint = self.meta["encoder"]["fingerprint"]
+        fingerprint = self.settings["encoder"]["fingerprint"]
         hashes = {doc_id: content_hash(text, metadata, fingerprint) for doc_id, text, metadata in docs}
         found = visibility.markers(self.backend, list(hashes))
         stored = visibility.stored_hashes(found)
@@ -148,8 +148,8 @@ class Writer:
     def upsert_nodes(self, doc_id: str, records: Sequence[NodeRecord], metadata: dict[str, Any] | None = None) -> int:
         """Write pre-encoded nodes as the new version of a document (see :meth:`LandmarkStore.upsert_nodes`)."""
         records = check_records(doc_id, list(records))
-        meta = dict(records[0].metadata) if metadata is None else clean_metadata(metadata, f"document {doc_id!r}")
-        return self._write([versions.DocumentWrite(doc_id, records, meta)])
+        kept = dict(records[0].metadata) if metadata is None else clean_metadata(metadata, f"document {doc_id!r}")
+        return self._write([versions.DocumentWrite(doc_id, records, kept)])
 
     @serialised
     def upsert_documents(
@@ -216,7 +216,7 @@ class Writer:
             deleted = self.backend.count(visibility.nodes_filter(self.backend, None))
             self.clear()
             return deleted
-        check_filter(self.meta, filter, self.where)
+        check_filter(self.settings, filter, self.where)
         wanted = visibility.shown_filter(self.backend, filter, node_ids)
         self._check_writable()
         with self.access.writing(), self.ledger.change(None):

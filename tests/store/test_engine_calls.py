@@ -49,13 +49,13 @@ def count_engine_calls(store: LandmarkStore, monkeypatch: pytest.MonkeyPatch) ->
     engine = CountingEngine(getattr(backend, attribute))
     monkeypatch.setattr(backend, attribute, engine)
     rewrites: Counter[str] = Counter()
-    write_meta = backend.write_meta
+    write_settings = backend.write_settings
 
     def counted_write_meta(meta: dict[str, Any]) -> None:
-        rewrites["write_meta"] += 1
-        write_meta(meta)
+        rewrites["write_settings"] += 1
+        write_settings(meta)
 
-    monkeypatch.setattr(backend, "write_meta", counted_write_meta)
+    monkeypatch.setattr(backend, "write_settings", counted_write_meta)
     return engine, rewrites
 
 
@@ -116,10 +116,11 @@ def test_a_document_write_and_delete_take_the_stated_engine_calls(filled: Landma
     assert 1 < len(records) < 63
     filled.upsert_nodes("page0.txt", _renamed(records, "page0.txt"))
     assert engine.take() == Counter(WRITE_CALLS[filled.backend.name])
-    assert rewrites.pop("write_meta", 0) == (2 if filled.backend.single_writer else 0)  # the ledger, before and after
+    # the ledger, before and after
+    assert rewrites.pop("write_settings", 0) == (2 if filled.backend.single_writer else 0)
     assert filled.delete_document("page0.txt")
     assert engine.take() == Counter(DELETE_CALLS[filled.backend.name])
-    assert rewrites.pop("write_meta", 0) == (2 if filled.backend.single_writer else 0)
+    assert rewrites.pop("write_settings", 0) == (2 if filled.backend.single_writer else 0)
     assert not filled.delete_document("page0.txt")
     assert engine.take() == Counter({"retrieve": 1}) and not rewrites  # nothing to delete: nothing recorded
     assert filled.count() == sum(len(r) for r in doc_records.values()) - len(doc_records["page0.txt"])

@@ -28,7 +28,7 @@ from lmk_rag.errors import StoreLockedError
 from lmk_rag.store import LandmarkStore, NodeRecord
 from lmk_rag.store.commits import CommitLock
 from lmk_rag.store.copies import READERS_DIR, take_copy
-from lmk_rag.store.edge import META_FILE, SHARD_DIR
+from lmk_rag.store.edge import SETTINGS_FILE, SHARD_DIR
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -144,7 +144,7 @@ def test_readers_never_copy_a_write_half_applied(tmp_path: Path, four: Path, min
     try:
         assert writer.send(op="churn") == {"churning": True}
         for _ in range(COPIES):
-            copy = take_copy(folder, commits, (META_FILE, SHARD_DIR))
+            copy = take_copy(folder, commits, (SETTINGS_FILE, SHARD_DIR))
             try:
                 with LandmarkStore(copy.folder, read_only=True) as reader:
                     assert reader.check() == []

@@ -205,7 +205,7 @@ def test_a_hand_edited_settings_record_is_a_typed_error_naming_the_value(tmp_pat
     with LandmarkStore(tmp_path / "store", encoder=minilm_encoder) as target:
         target.add_document("a.txt", next(iter(docs.values())))
         original = target.settings
-        target.backend.write_meta({**original, **edit})
+        target.backend.write_settings({**original, **edit})
     with pytest.raises(CorruptStoreError, match=f"{re.escape(words)}.*(restore the original value|restore the record)"):
         LandmarkStore(tmp_path / "store")
     _restore(tmp_path / "store", original)
@@ -219,7 +219,7 @@ def _restore(path: Path, meta: dict[str, Any]) -> None:
 
     backend = EdgeBackend(path)
     try:
-        backend.write_meta(meta)
+        backend.write_settings(meta)
     finally:
         backend.close()
 
@@ -229,7 +229,7 @@ def test_an_unknown_recorded_encoder_setting_is_a_typed_error(tmp_path: Path, mi
         target.add_document("a.txt", next(iter(docs.values())))
         meta = target.settings
         meta["encoder"] = {**meta["encoder"], "settings": {**meta["encoder"]["settings"], "bogus": 1}}
-        target.backend.write_meta(meta)
+        target.backend.write_settings(meta)
     with LandmarkStore(tmp_path / "store") as target, pytest.raises(CorruptStoreError, match="bogus"):
         target.search("archives", k=1)
 
