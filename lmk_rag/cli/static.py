@@ -64,9 +64,10 @@ def train_mixer_command(
     from lmk_rag.eval.beir import load_beir
     from lmk_rag.eval.pairset import pairs_dataset
     from lmk_rag.eval.sample import subsample
+    from lmk_rag.splits import split_heldout
     from lmk_rag.static import StaticTokenEncoder
     from lmk_rag.static.mixer import user_mixer_dir
-    from lmk_rag.static.train import TrainConfig, load_pairs, save_training_record, split_pairs, train_mixer
+    from lmk_rag.static.train import TrainConfig, load_pairs, save_training_record, train_mixer
 
     config = TrainConfig(
         objective=objective,  # type: ignore[arg-type]
@@ -77,7 +78,7 @@ def train_mixer_command(
         seed=seed,
     )
     static = StaticTokenEncoder(static_model)
-    train_pairs, heldout_pairs = split_pairs(load_pairs(train), heldout_fraction, seed)
+    train_pairs, heldout_pairs = split_heldout(load_pairs(train), heldout_fraction, seed)
     if select_on is None:
         dataset = pairs_dataset(heldout_pairs, name=f"held-out pairs of {train}")
     else:

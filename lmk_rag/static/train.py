@@ -99,21 +99,6 @@ def load_pairs(source: str | Path) -> list[tuple[str, str]]:
     return [(pair.query, pair.positive) for pair in load_training_data(source)]
 
 
-def split_pairs(pairs: Sequence[tuple[str, str]], heldout_fraction: float = 0.1, seed: int = 0
-                ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """A seeded train/validation split.
-
-    :param pairs: all pairs.
-    :param heldout_fraction: the share held out for validation.
-    :param seed: the shuffle seed.
-    :return: (train, validation).
-    """
-    order = list(range(len(pairs)))
-    random.Random(seed).shuffle(order)
-    n_val = max(1, int(len(pairs) * heldout_fraction))
-    return [pairs[i] for i in order[n_val:]], [pairs[i] for i in order[:n_val]]
-
-
 class _Batches:
     """Static token vectors and teacher targets of the pairs, padded into tensors on demand."""
 

@@ -146,24 +146,6 @@ def load_training_data(source: str | Path) -> list[TrainPair]:
     raise DatasetError(f"{path}: no such pairs file or BEIR folder")
 
 
-def split_heldout(pairs: Sequence[TrainPair], fraction: float, seed: int, max_heldout: int = 200) -> tuple[
-    list[TrainPair], list[TrainPair]
-]:
-    """Split pairs into a training part and a held-out part for periodic evaluation.
-
-    :param pairs: all pairs.
-    :param fraction: the share held out (0 holds out nothing).
-    :param seed: seeds the shuffle.
-    :param max_heldout: at most this many pairs are held out.
-    :return: ``(train, heldout)``.
-    """
-    n_heldout = min(round(len(pairs) * fraction), max_heldout, max(len(pairs) - 2, 0))
-    order = np.random.default_rng([seed, 7]).permutation(len(pairs))
-    heldout = [pairs[i] for i in sorted(order[:n_heldout])]
-    train = [pairs[i] for i in sorted(order[n_heldout:])]
-    return train, heldout
-
-
 class HaystackBuilder:
     """Hides a passage among other passages so that only some landmarks cover it.
 

@@ -19,7 +19,8 @@ from transformers import get_linear_schedule_with_warmup
 from lmk_rag.checks import check_count, check_positive
 from lmk_rag.encoder import LMK_CONFIG_FILE, LandmarkEncoder
 from lmk_rag.errors import InvalidInputError
-from lmk_rag.train.data import GRANULARITIES, Batch, BatchSampler, HaystackBuilder, load_training_data, split_heldout
+from lmk_rag.splits import split_heldout
+from lmk_rag.train.data import GRANULARITIES, Batch, BatchSampler, HaystackBuilder, load_training_data
 from lmk_rag.train.evaluation import HeldoutSet, evaluate_heldout
 from lmk_rag.train.features import TokenBatch, build_token_batch
 from lmk_rag.train.forward import hidden_states, landmark_matrix, landmark_states, lmk_vectors
@@ -136,7 +137,7 @@ class Trainer:
             _enable_checkpointing(self.model)
 
         pairs = load_training_data(config.train)
-        self.train_pairs, heldout = split_heldout(pairs, config.heldout_fraction, config.seed)
+        self.train_pairs, heldout = split_heldout(pairs, config.heldout_fraction, config.seed, max_heldout=200)
         haystack_tokens = config.haystack_tokens or _window_content(self.max_length, min(config.granularities))
         filler = [pair.positive for pair in self.train_pairs]
         self.haystacks = HaystackBuilder(self.tokenizer, filler, haystack_tokens)

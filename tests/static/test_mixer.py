@@ -80,11 +80,12 @@ def test_the_shipped_mixer_loads_the_weights_the_torch_reader_gave() -> None:
 
 @pytest.mark.slow
 def test_a_few_training_steps_lower_the_held_out_loss(static_encoder, fixture_data, tmp_path, monkeypatch) -> None:
-    from lmk_rag.static.train import TrainConfig, load_pairs, split_pairs, train_mixer
+    from lmk_rag.splits import split_heldout
+    from lmk_rag.static.train import TrainConfig, load_pairs, train_mixer
 
     monkeypatch.setenv("LMK_RAG_CACHE", str(tmp_path))  # teacher features of this run go to tmp
     pairs = load_pairs(fixture_data / "manpages-train" / "pairs.jsonl")[:96]
-    train, val = split_pairs(pairs, heldout_fraction=1 / 3, seed=0)
+    train, val = split_heldout(pairs, 1 / 3, seed=0)
     config = TrainConfig(objective="both", max_steps=12, batch_size=16, learning_rate=5e-3, max_tokens=48,
                          eval_every=6)
     result = train_mixer(train, val, static_encoder, config)

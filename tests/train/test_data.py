@@ -11,7 +11,8 @@ import pytest
 from transformers import AutoTokenizer
 
 from lmk_rag.errors import DatasetError
-from lmk_rag.train.data import BatchSampler, HaystackBuilder, TrainPair, load_training_data, split_heldout
+from lmk_rag.splits import split_heldout
+from lmk_rag.train.data import BatchSampler, HaystackBuilder, TrainPair, load_training_data
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +54,8 @@ def test_heldout_split_is_disjoint_and_seeded() -> None:
     assert not {p.query for p in train} & {p.query for p in heldout}
     assert split_heldout(pairs, 0.1, seed=1) == (train, heldout)
     assert split_heldout(pairs, 0.1, seed=2)[1] != heldout
+    assert [len(part) for part in split_heldout(pairs, 0.5, seed=1, max_heldout=3)] == [47, 3]
+    assert [len(part) for part in split_heldout(pairs[:3], 0.9, seed=1)] == [2, 1]  # two always stay to train
 
 
 def test_haystack_hides_the_needle_within_its_token_budget(tokenizer, pairs_file: Path) -> None:
