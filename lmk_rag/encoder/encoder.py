@@ -149,8 +149,8 @@ class LandmarkEncoder:
             )
         self.max_length = max_length or _default_max_length(self.model_path, self.tokenizer, self.config)
         self.special = SpecialTokens.from_tokenizer(self.tokenizer)
-        self.layout: LandmarkPlacement = "before" if self.pooling == "multicls" else "after"
-        self.max_chunk_tokens = self.max_length - special_token_count(self.layout, self.special)
+        self.placement: LandmarkPlacement = "before" if self.pooling == "multicls" else "after"
+        self.max_chunk_tokens = self.max_length - special_token_count(self.placement, self.special)
         if self.max_chunk_tokens < 1:
             raise InvalidInputError(f"max_length={self.max_length} leaves no room for tokens")
 
@@ -279,7 +279,7 @@ class LandmarkEncoder:
                 ids,
                 plan.chunks,
                 self.special,
-                self.layout,
+                self.placement,
                 self.max_length,
                 one_chunk_per_window=self.context == "chunk" or self.granularity is None,
                 overlap_tokens=self.window_overlap,

@@ -28,7 +28,7 @@ LandmarkPlacement = Literal["after", "before"]
 
 @dataclass(frozen=True)
 class SpecialTokens:
-    """The token ids a layout needs.
+    """The token ids a landmark placement needs.
 
     :param cls_id: the sequence-start token (CLS, or BOS), or None when the tokenizer has neither.
     :param landmark_id: the landmark token: SEP, or EOS when there is no SEP.
@@ -75,9 +75,9 @@ class Window:
     cls_position: int | None
 
 
-def special_token_count(layout: LandmarkPlacement, special: SpecialTokens) -> int:
+def special_token_count(placement: LandmarkPlacement, special: SpecialTokens) -> int:
     """How many tokens a window with one chunk adds around it (so a chunk may hold ``max_length`` minus this)."""
-    if layout == "before":
+    if placement == "before":
         return 2
     return 2 if special.cls_id is not None else 1
 
@@ -87,7 +87,7 @@ def build_windows(
     ids: Sequence[int],
     chunks: Sequence[tuple[int, int]],
     special: SpecialTokens,
-    layout: LandmarkPlacement,
+    placement: LandmarkPlacement,
     max_length: int,
     *,
     one_chunk_per_window: bool = False,
@@ -99,16 +99,16 @@ def build_windows(
     :param ids: the text's token ids, without special tokens.
     :param chunks: token ranges from :func:`lmk_rag.encoder.planning.plan_landmarks`; each must fit a window.
     :param special: the special token ids.
-    :param layout: ``"after"`` (SEP landmarks) or ``"before"`` (CLS landmarks).
+    :param placement: ``"after"`` (SEP landmarks) or ``"before"`` (CLS landmarks).
     :param max_length: the model's window, special tokens included.
     :param one_chunk_per_window: encode each chunk alone (``context="chunk"``).
     :param overlap_tokens: up to this many tokens of whole preceding chunks are prepended to a window as
         context; their states are not used.
     :return: the windows, in text order.
     """
-    if layout == "before" and special.cls_id is None:
+    if placement == "before" and special.cls_id is None:
         raise LandmarkTokenError("multi-CLS pooling needs a CLS or BOS token; this tokenizer has neither")
-    base = special_token_count(layout, special) - 1
+    base = special_token_count(placement, special) - 1
     windows: list[Window] = []
     next_chunk = 0
     while next_chunk < len(chunks):
@@ -126,7 +126,7 @@ def build_windows(
         if not members:
             size = _cost(chunks[next_chunk]) - 1
             raise ValueError(f"chunk of {size} tokens does not fit a {max_length}-token window")
-        windows.append(_assemble(text_index, ids, chunks, context, members, special, layout))
+        windows.append(_assemble(text_index, ids, chunks, context, members, special, placement))
     return windows
 
 
@@ -154,19 +154,19 @@ def _assemble(
     context: list[int],
     members: list[int],
     special: SpecialTokens,
-    layout: LandmarkPlacement,
+    placement: LandmarkPlacement,
 ) -> Window:
     """Lay out one window's tokens and record each member chunk's landmark and owned positions."""
     input_ids: list[int] = []
     landmark_positions: list[int] = []
     sum_ranges: list[tuple[int, int]] = []
     cls_position: int | None = None
-    if layout == "after" and special.cls_id is not None:
+    if placement == "after" and special.cls_id is not None:
         input_ids.append(special.cls_id)
         cls_position = 0
     for order, chunk_index in enumerate([*context, *members]):
         owned_from = 0 if order == 0 else len(input_ids)
-        if layout == "before":
+        if placement == "before":
             if cls_position is None:
                 cls_position = len(input_ids)
             landmark = len(input_ids)
@@ -181,7 +181,7 @@ def _assemble(
         if chunk_index in members:
             landmark_positions.append(landmark)
             sum_ranges.append((owned_from, len(input_ids)))
-    if layout == "before":
+    if placement == "before":
         input_ids.append(special.landmark_id)
         last_start, _ = sum_ranges[-1]
         sum_ranges[-1] = (last_start, len(input_ids))

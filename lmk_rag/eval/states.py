@@ -38,7 +38,8 @@ class CachedStates:
 
 
 def states_key(encoder: LandmarkEncoder) -> dict[str, Any]:
-    """The cache key of an encoder's passes: model digest, the settings that shape the states, the layout.
+    """The cache key of an encoder's passes: model digest, the settings that shape the states, the landmark placement
+    (under the key ``layout``, its name when the cache was first written).
 
     :param encoder: the encoder.
     :return: a JSON-able dict.
@@ -46,7 +47,7 @@ def states_key(encoder: LandmarkEncoder) -> dict[str, Any]:
     from lmk_rag.encoder.resolve import model_digest
 
     settings = {name: value for name, value in encoder.settings.items() if name not in _POOLING_ONLY}
-    return {"kind": "chunk_states", "model": model_digest(encoder.model_path), "layout": encoder.layout, **settings}
+    return {"kind": "chunk_states", "model": model_digest(encoder.model_path), "layout": encoder.placement, **settings}
 
 
 def encode_states_cached(encoder: LandmarkEncoder, texts: Sequence[str], cache_dir: Path) -> CachedStates:
