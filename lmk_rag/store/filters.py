@@ -33,8 +33,9 @@ OPERATORS: tuple[str, ...] = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte",
 STRING_OPERATORS = ("text", "substring", "substring_any_case")
 RESERVED_KEYS = frozenset({"doc_id", "node_id"})
 META_PREFIX = "meta."
-#: Where a node's payload holds the lower-cased copy of its metadata's strings (see :func:`lowered`).
-LOWER_PREFIX = "meta_lower."
+#: The payload key of a node's lower-cased copy of its metadata's strings (see :func:`lowered`).
+LOWER_KEY = "meta_lower"
+LOWER_PREFIX = LOWER_KEY + "."
 #: Characters a metadata key may not hold: the path syntax's (``.`` nests, ``[]`` indexes) and what its quoting
 #: cannot escape (``"``, ``\\``).
 PATH_CHARS = (".", "[", "]", '"', "\\")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from lmk_rag.errors import CorruptStoreError
-from lmk_rag.store.filters import lowered
+from lmk_rag.store.filters import LOWER_KEY, lowered
 from lmk_rag.store.types import Hit, NodeRecord, PointData
 
 NAMESPACE = uuid.UUID("6f1d3c52-7f4e-4a55-9a38-5b1f0c2d9e10")
@@ -101,7 +101,7 @@ def node_point(record: NodeRecord, version: int, slot: int, vectors: dict[str, A
     }
     lower = lowered(record.metadata)
     if lower:
-        payload["meta_lower"] = lower
+        payload[LOWER_KEY] = lower
     return PointData(node_point_id(record.node_id, slot), vectors, payload)
 
 
