@@ -165,12 +165,26 @@ def ingest(
     ),
     backend: str = backend_option(),
     dtype: str = dtype_option(),
+    quantization: str = typer.Option(
+        None, help="int8 | binary | turbo4: a compressed copy of the chunk vectors in RAM (new stores only)."
+    ),
+    node_quantization: str = typer.Option(
+        None, help="int8 | binary | turbo4: a compressed copy of the node vectors in RAM (new stores only)."
+    ),
+    on_disk: bool = typer.Option(
+        None, "--on-disk/--in-memory", help="Keep the original vectors on disk, memory-mapped (new stores only)."
+    ),
+    hnsw_on_disk: bool = typer.Option(
+        None, "--hnsw-on-disk/--hnsw-in-memory", help="Keep the HNSW graph on disk, memory-mapped (new stores only)."
+    ),
 ) -> None:
     """Sync files into a store: new and changed files are encoded and written, unchanged ones skipped.
 
     A new store records the encoder's settings, ``--backend`` and ``--dtype`` included; an existing store encodes
     with its recorded settings, and other ``--backend`` / ``--dtype`` values than it records are an error.
-    ``--static`` makes a static store (the shipped static model and mixer: no transformer runs).
+    ``--static`` makes a static store (the shipped static model and mixer: no transformer runs). The storage
+    options (``--quantization``, ``--node-quantization``, ``--on-disk``, ``--hnsw-on-disk``) are recorded by a new
+    store; given for an existing one, they must be the recorded values (docs/store.md, "Scale").
     """
     start = time.perf_counter()
     files, skipped_links = collect_files(paths, tuple(glob or DEFAULT_GLOBS), folder_prefix)
@@ -188,7 +202,10 @@ def ingest(
 
             encoder = LandmarkEncoder(**runtime_settings(backend, dtype))
         mode = "static" if static else None
-        with open_store(store, url, location, collection_name, bm25=bm25, encoder=encoder, mode=mode) as target:
+        storage = {"quantization": quantization, "node_quantization": node_quantization, "on_disk": on_disk,
+                   "hnsw_on_disk": hnsw_on_disk}
+        with open_store(store, url, location, collection_name, bm25=bm25, encoder=encoder, mode=mode,
+                        **storage) as target:
             changes = target.changes(documents)
             gone = _gone(target, [p for p in paths if p.is_dir()]) if sync else []
             nodes = target.add_documents(documents, document_batch_size=document_batch_size, show_progress_bar=True,

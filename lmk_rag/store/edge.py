@@ -29,8 +29,10 @@ from lmk_rag.store.types import (
     Branch,
     CollectionSpec,
     PointData,
+    Quantization,
     QueryPlan,
     ScoredPointData,
+    SearchTuning,
     SparseVector,
 )
 
@@ -88,34 +90,53 @@ def edge_config(spec: CollectionSpec) -> qe.EdgeConfig:
     """The Edge shard configuration of a collection spec (pure; tested on its own).
 
     :param spec: what the store holds (see :mod:`lmk_rag.store.layout`).
-    :return: the config: dense vectors with HNSW, multivectors (MaxSim, quantized when asked) without, sparse
-        vectors with the IDF modifier.
+    :return: the config: dense vectors with HNSW, multivectors (MaxSim) without, each quantized and placed as
+        ``spec.storage`` says; sparse vectors with the IDF modifier.
     """
-    hnsw = qe.HnswIndexConfig(m=spec.hnsw_m, ef_construct=spec.ef_construct, full_scan_threshold=10_000)
+    storage = spec.storage
+    vectors_memory = qe.Memory.Cold if storage.on_disk else None
+    hnsw = qe.HnswIndexConfig(m=spec.hnsw_m, ef_construct=spec.ef_construct, full_scan_threshold=10_000,
+                              memory=qe.Memory.Cold if storage.hnsw_on_disk else None)
     vectors, sparse = {}, {}
     for slot in vector_layout(spec):
         if slot.kind == "dense":
-            vectors[slot.name] = qe.EdgeVectorParams(size=slot.size, distance=qe.Distance.Cosine, hnsw_config=hnsw)
+            vectors[slot.name] = qe.EdgeVectorParams(
+                size=slot.size, distance=qe.Distance.Cosine, hnsw_config=hnsw, memory=vectors_memory,
+                quantization_config=_quantization(storage.node_quantization),
+            )
         elif slot.kind == "multivector":
             vectors[slot.name] = qe.EdgeVectorParams(
                 size=slot.size,
                 distance=qe.Distance.Cosine,
                 multivector_config=qe.MultiVectorConfig(qe.MultiVectorComparator.MaxSim),
                 hnsw_config=_NO_HNSW,
-                quantization_config=_quantization(spec.quantization),
+                quantization_config=_quantization(storage.quantization),
+                memory=vectors_memory,
             )
         else:
             sparse[slot.name] = qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)
     return qe.EdgeConfig(vectors=vectors, sparse_vectors=sparse or None)
 
 
-def _quantization(kind: str | None) -> Any:
-    """The Edge quantization config for ``"int8"``, ``"binary"`` or None."""
-    if kind is None:
+def _quantization(kind: Quantization) -> Any:
+    """The Edge quantization config of a kind (its compressed copy pinned in RAM), or None for ``"none"``."""
+    if kind == "none":
         return None
     if kind == "int8":
-        return qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=0.99, always_ram=True)
-    return qe.BinaryQuantizationConfig(always_ram=True)
+        return qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=0.99, memory=qe.Memory.Pinned)
+    if kind == "turbo4":
+        return qe.TurboQuantQuantizationConfig(bits=qe.TurboQuantBitSize.Bits4, memory=qe.Memory.Pinned)
+    return qe.BinaryQuantizationConfig(memory=qe.Memory.Pinned)
+
+
+def _params(tuning: SearchTuning) -> Any:
+    """The Edge search parameters of a plan's dense searches and its rerank: candidates scored with a quantized copy
+    are always rescored with the original vectors (Qdrant's default is not the same for every quantization: it
+    returns TurboQuant's own multivector scores), or an exact search skips the copies and the HNSW graph."""
+    if tuning.exact:
+        return qe.SearchParams(exact=True, quantization=qe.QuantizationSearchParams(ignore=True))
+    return qe.SearchParams(hnsw_ef=tuning.hnsw_ef, quantization=qe.QuantizationSearchParams(
+        rescore=True, oversampling=tuning.oversampling))
 
 
 class EdgeBackend(Backend):
@@ -294,7 +315,7 @@ class EdgeBackend(Backend):
     @staticmethod
     def _request(plan: QueryPlan, scorer: Branch) -> Any:
         """The Edge request of one scorer (shared prefetch branches, a plain search without them, or an MMR pick)."""
-        params = qe.SearchParams(hnsw_ef=plan.hnsw_ef) if plan.hnsw_ef else None
+        params = _params(plan.tuning)
         prefetches = [
             qe.Prefetch(
                 limit=plan.prefetch_limit,
@@ -311,7 +332,7 @@ class EdgeBackend(Backend):
                 scorer.query, plan.mmr_lambda, plan.prefetch_limit, using=scorer.using
             ),
             filter=plan.filter,
-            params=None if prefetches or isinstance(scorer.query, SparseVector) else params,
+            params=None if isinstance(scorer.query, SparseVector) else params,
             with_payload=qe.PayloadSelector.Include(plan.payload_keys),
         )
 

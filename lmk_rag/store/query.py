@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lmk_rag.errors import CorruptStoreError, InvalidInputError
-from lmk_rag.store.types import Branch, QueryPlan, Rerank, ScoredPointData, SparseVector
+from lmk_rag.store.types import Branch, QueryPlan, Rerank, ScoredPointData, SearchTuning, SparseVector
 
 DEFAULT_ALPHA = 0.7
 """Weight of the dense side in the final score; best mean nDCG@10 over the whole dev sets (docs/decisions.md)."""
@@ -60,7 +60,7 @@ def plan_search(
     prefetch_limit: int,
     filter: Any,
     payload_keys: list[str],
-    hnsw_ef: int | None = None,
+    tuning: SearchTuning = SearchTuning(),
 ) -> QueryPlan:
     """The plan of one search.
 
@@ -72,7 +72,7 @@ def plan_search(
     :param prefetch_limit: candidates per prefetch branch.
     :param filter: the backend-native filter.
     :param payload_keys: payload keys returned with each scored point.
-    :param hnsw_ef: HNSW ``ef`` of the dense searches.
+    :param tuning: how the dense searches run.
     :return: the plan; BM25 widens the prefetch whenever the query has BM25 terms; unless ``alpha`` is 1, a plain
         BM25 search of the same depth runs in the same call and gives the BM25 scores (a candidate outside its
         top scores 0); ``alpha`` 0 is a plain BM25 search of the whole store.
@@ -92,14 +92,14 @@ def plan_search(
         limit=prefetch_limit * max(1, len(prefetch)),
         filter=filter,
         payload_keys=payload_keys,
-        hnsw_ef=hnsw_ef,
+        tuning=tuning,
         search=lexical if lexical is not None and 0.0 < alpha < 1.0 else None,
     )
 
 
 def plan_mmr(
     vector: list[float], lambda_: float, candidates: int, k: int, filter: Any, payload_keys: list[str],
-    hnsw_ef: int | None = None,
+    tuning: SearchTuning = SearchTuning(),
 ) -> QueryPlan:
     """The plan of a diverse search: maximal marginal relevance over the node vectors (no rerank, no BM25).
 
@@ -109,7 +109,7 @@ def plan_mmr(
     :param k: results.
     :param filter: the backend-native filter.
     :param payload_keys: payload keys returned with each scored point.
-    :param hnsw_ef: HNSW ``ef`` of the candidate search.
+    :param tuning: how the candidate search runs.
     :return: the plan; its results come in MMR order (see :attr:`QueryPlan.mmr_lambda`), not sorted by score.
     """
     return QueryPlan(
@@ -119,7 +119,7 @@ def plan_mmr(
         limit=k,
         filter=filter,
         payload_keys=payload_keys,
-        hnsw_ef=hnsw_ef,
+        tuning=tuning,
         mmr_lambda=check_alpha(lambda_, "lambda_"),
     )
 

@@ -37,7 +37,7 @@ from lmk_rag.store.query import (
 )
 from lmk_rag.store.query_vectors import QueryVectors
 from lmk_rag.store.settings import StoreEncoder, check_filter
-from lmk_rag.store.types import Branch, Hit, NodeRecord, Rerank, StoreMode
+from lmk_rag.store.types import Branch, Hit, NodeRecord, Rerank, SearchTuning, StoreMode
 
 
 class Reader:
@@ -51,13 +51,13 @@ class Reader:
     :param ledger: the committed counts (for :meth:`check`).
     :param mode: the store's mode.
     :param prefetch_limit: candidates per prefetch branch.
-    :param hnsw_ef: HNSW ``ef`` of the dense prefetch (None: Qdrant's default).
+    :param tuning: how the dense searches run (HNSW ``ef``, oversampling, exact search).
     :param alpha: this handle's weight of the rerank (None: the recorded one).
     :param access: keeps each search's engine calls apart from a write's, between threads.
     """
 
     def __init__(self, backend: Backend, where: str, settings: dict[str, Any], queries: QueryVectors,
-                 encoder: StoreEncoder, ledger: Ledger, mode: StoreMode, prefetch_limit: int, hnsw_ef: int | None,
+                 encoder: StoreEncoder, ledger: Ledger, mode: StoreMode, prefetch_limit: int, tuning: SearchTuning,
                  alpha: float | None, access: ReadWriteLock) -> None:
         """Keep the store's collaborators."""
         self.access = access
@@ -68,7 +68,7 @@ class Reader:
         self.encoder = encoder
         self.ledger = ledger
         self.prefetch_limit = prefetch_limit
-        self.hnsw_ef = hnsw_ef
+        self.tuning = tuning
         self.bm25 = bool(settings.get("bm25"))
         self.alpha = alpha if alpha is not None else float(settings.get("alpha", DEFAULT_ALPHA if self.bm25 else 1.0))
         self.default_rerank = default_rerank(mode)
@@ -129,7 +129,7 @@ class Reader:
             prefetch_limit=prefetch_limit,
             filter=self._nodes_filter(filter),
             payload_keys=rec.HIT_KEYS,
-            hnsw_ef=self.hnsw_ef,
+            tuning=self.tuning,
         )
         with self.access.reading():
             results = self.backend.query(plan)
@@ -198,7 +198,7 @@ class Reader:
             raise VectorSizeError(f"query vector of shape {vector.shape}, store expects ({self.dim},)")
         check_directions(vector, "query vector")
         plan = plan_mmr(vector.tolist(), lambda_, candidates, k, self._nodes_filter(filter),
-                        rec.HIT_KEYS, self.hnsw_ef)
+                        rec.HIT_KEYS, self.tuning)
         with self.access.reading():
             (picked,) = self.backend.query(plan)
         for point in picked:

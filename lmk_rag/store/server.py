@@ -35,8 +35,10 @@ from lmk_rag.store.types import (
     Branch,
     CollectionSpec,
     PointData,
+    Quantization,
     QueryPlan,
     ScoredPointData,
+    SearchTuning,
     ServerOptions,
     SparseVector,
 )
@@ -221,19 +223,26 @@ def create_collection_request(
     :param write_consistency_factor: replicas that must confirm a write, or None.
     :return: the kwargs.
     """
-    hnsw = models.HnswConfigDiff(m=spec.hnsw_m, ef_construct=spec.ef_construct)
+    storage = spec.storage
+    vectors_memory = models.Memory.COLD if storage.on_disk else None
+    hnsw = models.HnswConfigDiff(m=spec.hnsw_m, ef_construct=spec.ef_construct,
+                                 memory=models.Memory.COLD if storage.hnsw_on_disk else None)
     vectors: dict[str, models.VectorParams] = {}
     sparse: dict[str, models.SparseVectorParams] = {}
     for slot in vector_layout(spec):
         if slot.kind == "dense":
-            vectors[slot.name] = models.VectorParams(size=slot.size, distance=models.Distance.COSINE, hnsw_config=hnsw)
+            vectors[slot.name] = models.VectorParams(
+                size=slot.size, distance=models.Distance.COSINE, hnsw_config=hnsw, memory=vectors_memory,
+                quantization_config=_quantization(storage.node_quantization),
+            )
         elif slot.kind == "multivector":
             vectors[slot.name] = models.VectorParams(
                 size=slot.size,
                 distance=models.Distance.COSINE,
                 multivector_config=models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM),
                 hnsw_config=models.HnswConfigDiff(m=0),
-                quantization_config=_quantization(spec.quantization),
+                quantization_config=_quantization(storage.quantization),
+                memory=vectors_memory,
             )
         else:
             sparse[slot.name] = models.SparseVectorParams(modifier=models.Modifier.IDF)
@@ -250,15 +259,28 @@ def create_collection_request(
     return request
 
 
-def _quantization(kind: str | None) -> Any:
-    """qdrant-client quantization config for ``"int8"``, ``"binary"`` or None."""
-    if kind is None:
+def _quantization(kind: Quantization) -> Any:
+    """qdrant-client quantization config of a kind (its compressed copy pinned in RAM), or None for ``"none"``."""
+    if kind == "none":
         return None
     if kind == "int8":
-        return models.ScalarQuantization(
-            scalar=models.ScalarQuantizationConfig(type=models.ScalarType.INT8, quantile=0.99, always_ram=True)
-        )
-    return models.BinaryQuantization(binary=models.BinaryQuantizationConfig(always_ram=True))
+        return models.ScalarQuantization(scalar=models.ScalarQuantizationConfig(
+            type=models.ScalarType.INT8, quantile=0.99, memory=models.Memory.PINNED))
+    if kind == "turbo4":
+        return models.TurboQuantization(turbo=models.TurboQuantQuantizationConfig(
+            bits=models.TurboQuantBitSize.BITS4, memory=models.Memory.PINNED))
+    return models.BinaryQuantization(binary=models.BinaryQuantizationConfig(memory=models.Memory.PINNED))
+
+
+def _params(tuning: SearchTuning) -> models.SearchParams:
+    """qdrant-client search parameters of a plan's dense searches and its rerank: candidates scored with a
+    quantized copy are always rescored with the original vectors (Qdrant's default is not the same for every
+    quantization: it returns TurboQuant's own multivector scores), or an exact search skips the copies and the HNSW
+    graph."""
+    if tuning.exact:
+        return models.SearchParams(exact=True, quantization=models.QuantizationSearchParams(ignore=True))
+    return models.SearchParams(hnsw_ef=tuning.hnsw_ef, quantization=models.QuantizationSearchParams(
+        rescore=True, oversampling=tuning.oversampling))
 
 
 def upload_request(
@@ -279,14 +301,16 @@ def upload_request(
     }
 
 
-def query_requests(plan: QueryPlan) -> list[models.QueryRequest]:
+def query_requests(plan: QueryPlan, local: bool = False) -> list[models.QueryRequest]:
     """The requests of ``QdrantClient.query_batch_points`` for a plan: one per scorer, each scoring the
     union of the prefetch branches (or searching the whole collection when there are none); an MMR plan's scorer
     is a nearest query with MMR (qdrant-client's ``diversity`` is ``1 - mmr_lambda``).
 
+    :param local: for qdrant-client local mode, which searches every vector exactly and warns about search
+        parameters: the requests carry none.
     :return: the requests, in scorer order, then the plan's plain search.
     """
-    params = models.SearchParams(hnsw_ef=plan.hnsw_ef) if plan.hnsw_ef else None
+    params = None if local else _params(plan.tuning)
     prefetch = [
         models.Prefetch(
             query=_query_value(branch),
@@ -310,7 +334,7 @@ def query_requests(plan: QueryPlan) -> list[models.QueryRequest]:
             ),
             using=scorer.using,
             filter=plan.filter,
-            params=None if prefetch or isinstance(scorer.query, SparseVector) else params,
+            params=None if isinstance(scorer.query, SparseVector) else params,
             limit=plan.limit,
             with_payload=list(plan.payload_keys),
         )
@@ -380,6 +404,8 @@ class ServerBackend(Backend):
             "replication_factor": options.replication_factor,
             "write_consistency_factor": options.write_consistency_factor,
         }
+        self.memory_tiers = not self.local
+        self.cluster = {key: value for key, value in self._create_options.items() if value is not None}
         self.parallel = options.parallel or 1
         self.max_retries = 3 if options.max_retries is None else options.max_retries
         self.batch_size = batch_size
@@ -399,7 +425,16 @@ class ServerBackend(Backend):
         return bool(self._api.collection_exists(self.collection))
 
     def create(self, spec: CollectionSpec) -> None:
-        """Create the collection with the pass-through settings."""
+        """Create the collection with the pass-through settings.
+
+        :raises InvalidInputError: for vectors or an HNSW graph on disk in local mode, which holds everything in
+            memory.
+        """
+        if not self.memory_tiers and not spec.storage.in_memory:
+            raise InvalidInputError(
+                "qdrant-client local mode holds every vector in memory: on_disk and hnsw_on_disk need Qdrant Edge "
+                "(path=) or a Qdrant server (url=)"
+            )
         self._api.create_collection(**create_collection_request(self.collection, spec, **self._create_options))
 
     def vector_names(self) -> set[str]:
@@ -471,7 +506,7 @@ class ServerBackend(Backend):
 
     def query(self, plan: QueryPlan) -> list[list[ScoredPointData]]:
         """One ``query_batch_points`` call (one request per scorer)."""
-        responses = self._api.query_batch_points(self.collection, requests=query_requests(plan))
+        responses = self._api.query_batch_points(self.collection, requests=query_requests(plan, self.local))
         return [[ScoredPointData(str(p.id), float(p.score), p.payload or {}) for p in r.points] for r in responses]
 
     def retrieve(self, ids: list[str], with_vectors: bool) -> list[PointData]:

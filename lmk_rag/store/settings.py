@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
 
 from lmk_rag.errors import (
@@ -18,13 +19,20 @@ from lmk_rag.store.bm25 import BM25_LANGUAGE, BM25_TOKENIZER
 from lmk_rag.store.filters import RESERVED_KEYS, FilterLike, payload_key, uses_operator
 from lmk_rag.store.layout import recorded_vectors
 from lmk_rag.store.records import LIVE, PAYLOAD_INDEXES
-from lmk_rag.store.types import CollectionSpec, Quantization, StoreMode
+from lmk_rag.store.types import QUANTIZATIONS, CollectionSpec, Storage, StoreMode
 from lmk_rag.store.visibility import pending_filter
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder
 
 FORMAT = "lmk-rag-store"
+#: The recorded settings of a store's :class:`~lmk_rag.store.types.Storage`, by field name.
+STORAGE_KEYS = tuple(field.name for field in fields(Storage))
+#: How a new store holds its vectors where its arguments say nothing (docs/decisions.md, "store: storage of a new
+#: store").
+DEFAULT_STORAGE = Storage()
+#: A handle's oversampling of quantized node vectors where it gives none.
+DEFAULT_OVERSAMPLING = 2.0
 #: The store format this lmk-rag writes: 2, whose nodes carry ``live`` (see :mod:`lmk_rag.store.versions`).
 FORMAT_VERSION = 2
 #: The formats it opens: 1 (nodes without ``live``; a read shows them all) is upgraded by the first open that may
@@ -41,7 +49,7 @@ def create_settings(
     node_tokens: int,
     bm25: bool,
     alpha: float,
-    quantization: Quantization | None,
+    storage: Storage,
     text_keys: list[str],
     mode: StoreMode = StoreMode.TRANSFORMER,
     bm25_language: str = BM25_LANGUAGE,
@@ -57,7 +65,7 @@ def create_settings(
     :param node_tokens: the node size used when cutting documents.
     :param bm25: whether nodes carry BM25 vectors.
     :param alpha: the store's default weight of the rerank score (1.0 without BM25).
-    :param quantization: quantization of the multivectors, or None.
+    :param storage: compression and memory placement of the vectors.
     :param text_keys: metadata keys to index as full text (words and their prefixes, lowercased).
     :param mode: the store's mode; a static store has no ``chunks`` vector.
     :param bm25_language: the BM25 stop words and stemmer (checked by :func:`~lmk_rag.store.bm25.check_language`).
@@ -73,7 +81,7 @@ def create_settings(
     encoder = encoder()
     static_dim = None if static_encoder is None else static_encoder.dim
     chunks = mode != StoreMode.STATIC
-    spec = CollectionSpec(dim=encoder.dim, static_dim=static_dim, chunks=chunks, bm25=bm25, quantization=quantization)
+    spec = CollectionSpec(dim=encoder.dim, static_dim=static_dim, chunks=chunks, bm25=bm25, storage=storage)
     if not backend.exists():
         backend.create(spec)
     for key, kind in PAYLOAD_INDEXES:
@@ -93,7 +101,8 @@ def create_settings(
         "bm25_tokenizer": BM25_TOKENIZER if bm25 else None,
         "bm25_language": bm25_language if bm25 else None,
         "alpha": alpha if bm25 else 1.0,
-        "quantization": quantization,
+        **{key: getattr(storage, key) for key in STORAGE_KEYS},
+        "cluster": dict(backend.cluster),
         "text_keys": text_keys,
         "lowercase_metadata": True,
         "payload_indexes": dict(payload_indexes or {}),
@@ -211,6 +220,7 @@ def check_settings(
     bm25: bool | None,
     text_keys: list[str] | None,
     bm25_language: str | None = None,
+    storage: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Check an existing store's settings record against the collection and the caller's arguments.
 
@@ -218,8 +228,9 @@ def check_settings(
     :param where: the store, for messages.
     :return: the record.
     :raises CorruptStoreError: for vectors missing from the collection.
-    :raises SettingsMismatchError: when the static encoder, ``node_tokens``, ``bm25``, ``bm25_language`` or
-        ``text_keys`` differ from the store's.
+    :param storage: the storage arguments given (:data:`STORAGE_KEYS`; None or absent = as recorded).
+    :raises SettingsMismatchError: when the static encoder, ``node_tokens``, ``bm25``, ``bm25_language``,
+        ``text_keys`` or a storage argument differ from the store's.
     """
     if not backend.exists():
         raise CorruptStoreError(f"{where}: settings recorded but the vector data is missing")
@@ -239,10 +250,66 @@ def check_settings(
             f"{where} indexes the metadata keys {settings.get('text_keys', [])} as full text, given {text_keys}: "
             "text indexes are declared when a store is created"
         )
+    check_cluster(settings, backend.cluster, where)
+    recorded = recorded_storage(settings)
+    differ = [f"{key}: store={getattr(recorded, key)!r} given={value!r}" for key, value in (storage or {}).items()
+              if value is not None and value != getattr(recorded, key)]
+    if differ:
+        raise SettingsMismatchError(
+            f"{where} was created with other storage settings ({'; '.join(differ)}): they are fixed when a store is "
+            "created; re-ingest into a new store to change them"
+        )
     expected, found = recorded_vectors(settings), backend.vector_names()
     if not expected <= found:
         raise CorruptStoreError(f"{where}: vectors {sorted(found)}, expected {sorted(expected)}")
     return settings
+
+
+def check_cluster(settings: Mapping[str, Any], given: Mapping[str, int], where: str) -> None:
+    """Refuse cluster settings other than those the collection was created with (one not recorded was left to
+    the server's default).
+
+    :raises SettingsMismatchError: naming each that differs.
+    """
+    recorded = settings.get("cluster") or {}
+    differ = [f"{key}: store={recorded.get(key, 'the server default')!r} given={value!r}"
+              for key, value in given.items() if recorded.get(key) != value]
+    if differ:
+        raise SettingsMismatchError(
+            f"{where} was created with other cluster settings ({'; '.join(differ)}): they apply to a new collection; "
+            "change an existing one on the server (update_collection), and open it without them"
+        )
+
+
+def check_storage(**given: Any) -> dict[str, Any]:
+    """A store's storage arguments (:data:`STORAGE_KEYS`), each None (as recorded) or a valid value.
+
+    :raises InvalidInputError: for an unknown quantization or a placement that is not a bool.
+    """
+    for key, value in given.items():
+        quantized = key in ("quantization", "node_quantization")
+        if value is not None and (value not in QUANTIZATIONS if quantized else not isinstance(value, bool)):
+            expected = f"one of {list(QUANTIZATIONS)} or None (as recorded)" if quantized else \
+                "True, False or None (as recorded)"
+            raise InvalidInputError(f"{key} must be {expected}, got {value!r}")
+    return given
+
+
+def new_storage(given: Mapping[str, Any], memory_tiers: bool) -> Storage:
+    """The storage of a new store: the arguments given, :data:`DEFAULT_STORAGE` for the rest.
+
+    :param memory_tiers: whether the backend can keep vectors on disk (not qdrant-client local mode): where it
+        cannot, the default keeps them in memory.
+    """
+    defaults = DEFAULT_STORAGE if memory_tiers else replace(DEFAULT_STORAGE, on_disk=False, hnsw_on_disk=False)
+    return replace(defaults, **{key: value for key, value in given.items() if value is not None})
+
+
+def recorded_storage(settings: Mapping[str, Any]) -> Storage:
+    """The storage a store was created with (a store recorded before a setting existed has Qdrant's default: no
+    quantized copy, recorded as null, and everything in memory)."""
+    recorded = {key: settings[key] for key in STORAGE_KEYS if settings.get(key) is not None}
+    return Storage(**recorded)
 
 
 def check_filter(settings: dict[str, Any], filter: FilterLike, where: str) -> None:
@@ -308,7 +375,11 @@ RECORDED: dict[str, tuple[Callable[[Any], bool], str]] = {
     "node_tokens": (_count, "an integer >= 1"),
     "bm25": (lambda v: isinstance(v, bool), "true or false"),
     "alpha": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1, "a number in [0, 1]"),
-    "quantization": (lambda v: v in (None, "int8", "binary"), "null, 'int8' or 'binary'"),
+    "quantization": (lambda v: v is None or v in QUANTIZATIONS, f"null or one of {list(QUANTIZATIONS)}"),
+    "node_quantization": (lambda v: v is None or v in QUANTIZATIONS, f"null or one of {list(QUANTIZATIONS)}"),
+    "on_disk": (lambda v: isinstance(v, bool), "true or false"),
+    "hnsw_on_disk": (lambda v: isinstance(v, bool), "true or false"),
+    "cluster": (lambda v: isinstance(v, dict) and all(_count(n) for n in v.values()), "{setting: count}"),
     "text_keys": (lambda v: isinstance(v, list) and all(isinstance(k, str) and k for k in v), "a list of keys"),
     "payload_indexes": (lambda v: isinstance(v, dict) and all(isinstance(k, str) and k and kind in PAYLOAD_SCHEMAS
                                                               for k, kind in v.items()), "{key: index kind}"),

@@ -14,6 +14,7 @@ import inspect
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -34,17 +35,30 @@ from lmk_rag.store.query import DEFAULT_ALPHA, check_alpha
 from lmk_rag.store.query_vectors import QueryVectors
 from lmk_rag.store.reads import Reader
 from lmk_rag.store.settings import (
+    DEFAULT_OVERSAMPLING,
     StoreEncoder,
     add_payload_indexes,
     check_encoder,
     check_payload_indexes,
     check_settings,
+    check_storage,
     check_text_keys,
     create_settings,
+    new_storage,
+    recorded_storage,
     upgrade_format,
     validate_settings,
 )
-from lmk_rag.store.types import DEFAULT_BATCH_SIZE, Hit, NodeRecord, Quantization, Rerank, ServerOptions, StoreMode
+from lmk_rag.store.types import (
+    DEFAULT_BATCH_SIZE,
+    Hit,
+    NodeRecord,
+    Quantization,
+    Rerank,
+    SearchTuning,
+    ServerOptions,
+    StoreMode,
+)
 from lmk_rag.store.writes import Writer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,6 +66,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+def check_oversampling(value: Any) -> float:
+    """The oversampling factor of quantized node vectors: a number from 1 to 100.
+
+    :raises InvalidInputError: for anything else.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1 <= value <= 100:
+        raise InvalidInputError(f"oversampling must be a number from 1 to 100, got {value!r}")
+    return float(value)
 
 
 class LandmarkStore:
@@ -89,7 +113,17 @@ class LandmarkStore:
     :param alpha: weight of the rerank score against BM25 in the final score, in [0, 1] (1 = rerank alone, 0 =
         BM25 alone). None = as recorded (:data:`~lmk_rag.store.query.DEFAULT_ALPHA` for new stores); a value
         given for a new store is recorded, for an existing one it applies to this handle. ``search`` may override it.
-    :param quantization: ``"int8"`` or ``"binary"`` quantization of the multivectors of a new store.
+    :param quantization: a new store's compressed copy of its multivectors (``"int8"``, ``"binary"``,
+        ``"turbo4"`` or ``"none"``), pinned in RAM; candidates are rescored with the originals, so hits do not move
+        (see docs/store.md, "Scale"). None = as recorded (:data:`~lmk_rag.store.settings.DEFAULT_STORAGE` for new
+        stores).
+    :param node_quantization: the same for the node vectors, which the HNSW search then runs on (rescoring
+        ``oversampling`` times the candidates with the originals). None = as recorded (the default for new stores).
+    :param on_disk: a new store keeps its original vectors (node, chunks, static) on disk, memory-mapped and read
+        through the OS page cache, instead of in RAM; pair it with ``node_quantization`` so the HNSW search reads
+        the compressed copy in RAM. None = as recorded (the default for new stores; always False in qdrant-client
+        local mode, which holds everything in memory).
+    :param hnsw_on_disk: a new store keeps its HNSW graph on disk (memory-mapped). None = as recorded (the default).
     :param text_keys: metadata keys a new store indexes as full text: a ``text`` filter on them matches word
         prefixes in any case (``"6FTR78Y"`` finds ``"6ftr78yun"``); on other keys it matches whole words. None = as
         recorded (none for new stores).
@@ -103,6 +137,11 @@ class LandmarkStore:
         and taken again when it commits (see :meth:`refresh` and docs/store.md, "Concurrency").
     :param prefetch_limit: candidates per prefetch branch (at least ``4 * k``).
     :param hnsw_ef: HNSW ``ef`` of the dense prefetch (None: Qdrant's default).
+    :param oversampling: with quantized node vectors, how many times the prefetch's candidates are taken with the
+        compressed copy before rescoring with the originals (from 1 to 100; None:
+        :data:`~lmk_rag.store.settings.DEFAULT_OVERSAMPLING` on such a store).
+    :param exact: search by brute force over the original vectors (no HNSW, no quantized copies): the reference
+        to measure a store's approximate search against; slow on a large store.
     :param batch_size: points per upsert request (one update operation on Edge).
     :param document_batch_size: documents encoded and written per batch by :meth:`add_documents`, each batch
         durable before the next.
@@ -142,12 +181,17 @@ class LandmarkStore:
         bm25_language: str | None = None,
         alpha: float | None = None,
         quantization: Quantization | None = None,
+        node_quantization: Quantization | None = None,
+        on_disk: bool | None = None,
+        hnsw_on_disk: bool | None = None,
         text_keys: Sequence[str] | None = None,
         payload_indexes: Sequence[Mapping[str, Any]] | None = None,
         create: bool = True,
         read_only: bool = False,
         prefetch_limit: int = 100,
         hnsw_ef: int | None = None,
+        oversampling: float | None = None,
+        exact: bool = False,
         batch_size: int = DEFAULT_BATCH_SIZE,
         document_batch_size: int = 8,
         prefer_grpc: bool | None = None,
@@ -162,8 +206,8 @@ class LandmarkStore:
     ) -> None:
         """Open or create the store (see the class docstring)."""
         refuse_unknown("LandmarkStore()", unknown, set(inspect.signature(LandmarkStore).parameters) - {"unknown"})
-        if quantization not in (None, "int8", "binary"):
-            raise InvalidInputError(f"quantization must be None, 'int8' or 'binary', got {quantization!r}")
+        storage = check_storage(quantization=quantization, node_quantization=node_quantization, on_disk=on_disk,
+                                hnsw_on_disk=hnsw_on_disk)
         self._alpha = None if alpha is None else check_alpha(alpha)
         keys = None if text_keys is None else check_text_keys(text_keys)
         indexes = {} if payload_indexes is None else check_payload_indexes(payload_indexes)
@@ -182,7 +226,13 @@ class LandmarkStore:
         self._given_encoder = encoder
         self.static_encoder = static_encoder
         self.prefetch_limit = check_count("prefetch_limit", prefetch_limit)
-        self.hnsw_ef = None if hnsw_ef is None else check_count("hnsw_ef", hnsw_ef)
+        self.tuning = SearchTuning(
+            hnsw_ef=None if hnsw_ef is None else check_count("hnsw_ef", hnsw_ef),
+            oversampling=None if oversampling is None else check_oversampling(oversampling),
+            exact=exact,
+        )
+        if not isinstance(exact, bool):
+            raise InvalidInputError(f"exact must be True or False, got {exact!r}")
         self.document_batch_size = check_count("document_batch_size", document_batch_size)
         self.read_only = read_only
         create = create and not read_only  # a read-only open never creates anything, folder or collection
@@ -194,13 +244,13 @@ class LandmarkStore:
         try:
             with self._opened.shared.changing():  # a reader in another process copies before or after, not during
                 self._open(mode=mode, node_tokens=node_tokens, bm25=bm25, bm25_language=bm25_language,
-                           quantization=quantization, keys=keys, indexes=indexes, create=create)
+                           storage=storage, keys=keys, indexes=indexes, create=create)
         except BaseException:
             self.close()
             raise
 
     def _open(self, mode: StoreMode | str | None, node_tokens: int | None, bm25: bool | None,
-              bm25_language: str | None, quantization: Quantization | None, keys: list[str] | None,
+              bm25_language: str | None, storage: dict[str, Any], keys: list[str] | None,
               indexes: dict[str, IndexKind], create: bool) -> None:
         """Read or create the settings record, check it against the arguments, finish interrupted writes, and build
         the reader and the writer."""
@@ -220,11 +270,13 @@ class LandmarkStore:
             alpha = DEFAULT_ALPHA if self._alpha is None else self._alpha
             settings = create_settings(backend, where, create, encoder.get, static_encoder,
                                    DEFAULT_NODE_TOKENS if node_tokens is None else node_tokens,
-                                   True if bm25 is None else bm25, alpha, quantization,
+                                   True if bm25 is None else bm25, alpha,
+                                   new_storage(storage, backend.memory_tiers),
                                    sorted(set(keys or []) | set(text_indexed)), self.mode,
                                    bm25_language or BM25_LANGUAGE, indexes)
         else:
-            settings = check_settings(settings, backend, where, static_encoder, node_tokens, bm25, keys, bm25_language)
+            settings = check_settings(settings, backend, where, static_encoder, node_tokens, bm25, keys, bm25_language,
+                                      storage)
             undeclared = sorted(set(text_indexed) - set(settings.get("text_keys", [])))
             if undeclared:
                 raise SettingsMismatchError(
@@ -234,6 +286,14 @@ class LandmarkStore:
             add_payload_indexes(backend, settings, indexes, where, read_only)
             if given is not None:
                 check_encoder(settings, given, where)
+        quantized = recorded_storage(settings).node_quantized
+        if self.tuning.oversampling is not None and not quantized:
+            raise InvalidInputError(
+                f"oversampling applies to quantized node vectors, and {where} keeps none: create the store with "
+                "node_quantization='int8' (or another kind), or drop oversampling"
+            )
+        if quantized and self.tuning.oversampling is None:
+            self.tuning = replace(self.tuning, oversampling=DEFAULT_OVERSAMPLING)
         self._settings = encoder.settings = settings
         self._encoders = encoder
         vectors = NodeVectors.from_settings(settings, static_encoder, where)
@@ -250,7 +310,7 @@ class LandmarkStore:
         else:
             ledger.verify(fix=not read_only)
         self._reads = Reader(backend, where, settings, QueryVectors(vectors), encoder, ledger, self.mode,
-                              self.prefetch_limit, self.hnsw_ef, self._alpha, shared.access)
+                              self.prefetch_limit, self.tuning, self._alpha, shared.access)
         self._writer = Writer(backend, where, settings, vectors, ledger, encoder, read_only, self.document_batch_size,
                               shared.write_lock, shared.access)
 

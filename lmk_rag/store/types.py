@@ -10,7 +10,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-Quantization = Literal["int8", "binary"]
+Quantization = Literal["int8", "binary", "turbo4", "none"]
+QUANTIZATIONS: tuple[Quantization, ...] = ("int8", "binary", "turbo4", "none")
+"""Compressed copies Qdrant keeps of a vector: int8 scalar (4x smaller), binary (32x), 4-bit TurboQuant (8x), or
+none."""
 DEFAULT_COLLECTION = "lmk_rag"
 """The collection of a store on a Qdrant server or in qdrant-client local mode when none is named."""
 DEFAULT_BATCH_SIZE = 64
@@ -144,6 +147,55 @@ class ScoredPointData:
 
 
 @dataclass(frozen=True)
+class Storage:
+    """How a new store holds its vectors; recorded when the store is created and fixed from then on.
+
+    Qdrant keeps a quantized copy in RAM (pinned) and scores candidates with it, then rescores them with the
+    original vectors, so quantization changes memory, not the ranking (see docs/store.md, "Scale").
+
+    :param quantization: compressed copy of the ``chunks`` (and ``static``) multivectors, or ``"none"``.
+    :param node_quantization: compressed copy of the ``node`` vector: the HNSW search runs on it and rescores
+        ``oversampling`` times the candidates with the originals; ``"none"`` searches the originals.
+    :param on_disk: the original vectors (node, chunks, static) are memory-mapped from disk and read on demand
+        through the OS page cache (Qdrant's ``cold`` tier) instead of being held in RAM; quantized copies, the
+        BM25 index, payloads and payload indexes are not covered.
+    :param hnsw_on_disk: the node vector's HNSW graph is memory-mapped from disk (``cold``) instead of being held
+        in RAM.
+    """
+
+    quantization: Quantization = "none"
+    node_quantization: Quantization = "none"
+    on_disk: bool = False
+    hnsw_on_disk: bool = False
+
+    @property
+    def node_quantized(self) -> bool:
+        """Whether the node vectors have a compressed copy (the search then oversamples)."""
+        return self.node_quantization != "none"
+
+    @property
+    def in_memory(self) -> bool:
+        """Whether every original vector and the HNSW graph stay in RAM (Qdrant's defaults)."""
+        return not (self.on_disk or self.hnsw_on_disk)
+
+
+@dataclass(frozen=True)
+class SearchTuning:
+    """How a plan's dense searches run.
+
+    :param hnsw_ef: HNSW ``ef`` of the node-vector search, or None for the backend default.
+    :param oversampling: with quantized node vectors, how many times the requested candidates are taken with the
+        compressed copy before rescoring with the originals (None: Qdrant's default, 1).
+    :param exact: search by brute force over the original vectors (no HNSW, no quantized copy): the reference an
+        approximate search is measured against; slow on a large store.
+    """
+
+    hnsw_ef: int | None = None
+    oversampling: float | None = None
+    exact: bool = False
+
+
+@dataclass(frozen=True)
 class CollectionSpec:
     """What a backend creates: the named vectors and their index settings.
 
@@ -151,7 +203,7 @@ class CollectionSpec:
     :param static_dim: size of the static token vectors, or None for no static slot.
     :param chunks: whether to create the ``chunks`` multivector (not in a static store).
     :param bm25: whether to create the BM25 sparse vector (IDF modifier).
-    :param quantization: quantization of the multivectors, or None for full float32.
+    :param storage: compression and memory placement of the vectors.
     :param hnsw_m: HNSW ``m`` of the node vector.
     :param ef_construct: HNSW ``ef_construct`` of the node vector.
     """
@@ -160,7 +212,7 @@ class CollectionSpec:
     static_dim: int | None = None
     chunks: bool = True
     bm25: bool = False
-    quantization: Quantization | None = None
+    storage: Storage = Storage()
     hnsw_m: int = 16
     ef_construct: int = 100
 
@@ -190,7 +242,7 @@ class QueryPlan:
     :param limit: results per scorer.
     :param filter: a backend-native filter (already translated), or None.
     :param payload_keys: payload keys to return with each result.
-    :param hnsw_ef: HNSW ``ef`` for dense searches, or None for the backend default.
+    :param tuning: how the dense searches run (HNSW ``ef``, oversampling, exact search).
     :param mmr_lambda: when set, the (single, dense) scorer picks its results by maximal marginal relevance among
         its ``prefetch_limit`` nearest points: each next point maximises ``mmr_lambda * similarity to the query -
         (1 - mmr_lambda) * its highest similarity to a point already picked`` (1 = relevance only). Results come
@@ -203,6 +255,6 @@ class QueryPlan:
     limit: int
     filter: Any
     payload_keys: list[str]
-    hnsw_ef: int | None = None
+    tuning: SearchTuning = SearchTuning()
     search: Branch | None = None
     mmr_lambda: float | None = None

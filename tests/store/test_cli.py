@@ -80,6 +80,25 @@ def test_ingest_query_info(tmp_path, docs):
     assert result.exit_code == 1 and "no lmk-rag store" in result.stderr
 
 
+def test_ingest_records_the_storage_options_of_a_new_store(tmp_path, docs):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text(next(iter(docs.values())))
+    runner = CliRunner()
+    store = str(tmp_path / "store")
+    result = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--static", "--quantization", "int8",
+                                 "--node-quantization", "binary", "--on-disk", "--hnsw-on-disk"])
+    assert result.exit_code == 0, result.output
+    info = json.loads(runner.invoke(app, ["info", "--store", store]).stdout)
+    assert [info[key] for key in ("quantization", "node_quantization", "on_disk", "hnsw_on_disk")] == [
+        "int8", "binary", True, True]
+    result = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--in-memory"])
+    assert result.exit_code == 1 and result.output.startswith("error: ") and "on_disk: store=True given=False" in \
+        result.output and len(result.output.strip().splitlines()) == 1
+    result = runner.invoke(app, ["ingest", str(corpus), "--store", str(tmp_path / "other"), "--quantization", "int4"])
+    assert result.exit_code != 0 and "quantization must be one of" in result.output
+
+
 def test_ingest_static_makes_a_static_store_that_query_reranks_statically(tmp_path, docs):
     corpus = tmp_path / "corpus"
     corpus.mkdir()

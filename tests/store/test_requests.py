@@ -4,6 +4,7 @@ that carry the pass-through settings (shards, replication, gRPC, parallel upload
 from __future__ import annotations
 
 import pytest
+import qdrant_edge as qe
 from qdrant_client import models
 
 from lmk_rag.errors import InvalidInputError
@@ -17,7 +18,16 @@ from lmk_rag.store.server import (
     query_requests,
     upload_request,
 )
-from lmk_rag.store.types import Branch, CollectionSpec, PointData, ScoredPointData, ServerOptions, SparseVector
+from lmk_rag.store.types import (
+    Branch,
+    CollectionSpec,
+    PointData,
+    ScoredPointData,
+    SearchTuning,
+    ServerOptions,
+    SparseVector,
+    Storage,
+)
 
 
 def test_payload_keys_put_metadata_under_meta():
@@ -115,7 +125,7 @@ def test_client_kwargs_put_the_store_arguments_over_client_kwargs():
 
 
 def test_create_collection_request_passes_cluster_settings():
-    spec = CollectionSpec(dim=384, static_dim=64, bm25=True, quantization="int8")
+    spec = CollectionSpec(dim=384, static_dim=64, bm25=True, storage=Storage(quantization="int8"))
     request = create_collection_request("c", spec, shard_number=6, replication_factor=2, write_consistency_factor=2)
     assert (request["shard_number"], request["replication_factor"], request["write_consistency_factor"]) == (6, 2, 2)
     vectors = request["vectors_config"]
@@ -129,6 +139,31 @@ def test_create_collection_request_passes_cluster_settings():
     plain = create_collection_request("c", CollectionSpec(dim=8))
     assert "shard_number" not in plain and "sparse_vectors_config" not in plain
     assert set(plain["vectors_config"]) == {"node", "chunks"}
+    assert all(v.memory is None and v.quantization_config is None for v in plain["vectors_config"].values())
+
+
+def test_create_collection_request_places_and_compresses_each_vector():
+    storage = Storage(quantization="binary", node_quantization="turbo4", on_disk=True, hnsw_on_disk=True)
+    vectors = create_collection_request("c", CollectionSpec(dim=8, static_dim=4, storage=storage))["vectors_config"]
+    assert {name: v.memory for name, v in vectors.items()} == dict.fromkeys(("node", "chunks", "static"),
+                                                                            models.Memory.COLD)
+    assert vectors["node"].hnsw_config.memory == models.Memory.COLD
+    assert vectors["node"].quantization_config.turbo.bits == models.TurboQuantBitSize.BITS4
+    assert vectors["node"].quantization_config.turbo.memory == models.Memory.PINNED
+    assert vectors["chunks"].quantization_config.binary.memory == models.Memory.PINNED
+
+
+def test_search_tuning_becomes_the_dense_searches_params():
+    oversampled = query_requests(_plan(tuning=SearchTuning(hnsw_ef=32, oversampling=3.0)))
+    (prefetch_node, prefetch_bm25), rerank = oversampled[0].prefetch, oversampled[0]
+    assert prefetch_node.params.hnsw_ef == 32 and prefetch_node.params.quantization.oversampling == 3.0
+    assert prefetch_node.params.quantization.rescore is True
+    assert prefetch_bm25.params is None and rerank.params.quantization.rescore is True  # TurboQuant needs it said
+    exact = query_requests(_plan(tuning=SearchTuning(exact=True)))
+    assert exact[0].prefetch[0].params.exact is True and exact[0].prefetch[0].params.quantization.ignore is True
+    assert exact[0].params.exact is True  # the rerank skips the quantized copies too
+    assert [r.params for r in query_requests(_plan())][1] is None  # the plain BM25 search
+    assert [r.params for r in query_requests(_plan(tuning=SearchTuning(hnsw_ef=8)), local=True)] == [None, None]
 
 
 def test_upload_request_is_batched_and_parallel():
@@ -156,7 +191,8 @@ def test_fused_plan_is_one_batch_of_the_rerank_and_a_plain_bm25_search():
     assert [r.using for r in alone] == ["chunks"] and [p.using for p in alone[0].prefetch] == ["node", "bm25"]
     lexical = query_requests(_plan(alpha=0.0))  # BM25 alone over the whole collection
     assert [(r.using, r.prefetch) for r in lexical] == [("bm25", None)]
-    plain = query_requests(_plan(sparse=None, scorer=Branch("node", [0.1, 0.2]), hnsw_ef=64))
+    plain = query_requests(_plan(sparse=None, scorer=Branch("node", [0.1, 0.2]),
+                                      tuning=SearchTuning(hnsw_ef=64)))
     assert [(r.using, r.prefetch, r.params.hnsw_ef) for r in plain] == [("node", None, 64)]
     stop_words = query_requests(_plan(sparse=SparseVector([], [])))  # a query of stop words only: dense alone
     assert [r.using for r in stop_words] == ["chunks"] and [p.using for p in stop_words[0].prefetch] == ["node"]
@@ -178,6 +214,13 @@ def test_edge_config_vectors():
     assert set(plain.vectors) == {"node", "chunks"} and not plain.sparse_vectors
     assert config.vectors["chunks"].hnsw_config.m == 0 and config.vectors["node"].hnsw_config.m == 16
     assert config.vectors["chunks"].multivector_config is not None
+    assert all(v.memory is None and v.quantization_config is None for v in config.vectors.values())
+    storage = Storage(quantization="int8", node_quantization="binary", on_disk=True, hnsw_on_disk=True)
+    placed = edge_config(CollectionSpec(dim=384, static_dim=32, storage=storage))
+    assert all(v.memory == qe.Memory.Cold for v in placed.vectors.values())
+    assert placed.vectors["node"].hnsw_config.memory == qe.Memory.Cold
+    assert placed.vectors["chunks"].quantization_config.memory == qe.Memory.Pinned
+    assert placed.vectors["node"].quantization_config.memory == qe.Memory.Pinned
 
 
 def test_rerank_modes_are_the_enum_values_only():

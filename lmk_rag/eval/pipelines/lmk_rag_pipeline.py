@@ -20,8 +20,10 @@ from lmk_rag.eval.pipelines.base import IndexStats, PipelineOptions, Ranking, la
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder import LandmarkEncoder
 
-#: Pipeline settings in ``options.encoder`` that go to the store, not the encoder.
-STORE_SETTINGS = ("static_model", "prefetch_limit", "alpha")
+#: Pipeline settings in ``options.encoder`` that go to the store, not the encoder (the storage ones are the
+#: store's :data:`~lmk_rag.store.settings.STORAGE_KEYS`).
+STORE_SETTINGS = ("static_model", "prefetch_limit", "alpha", "oversampling", "quantization", "node_quantization",
+                  "on_disk", "hnsw_on_disk")
 #: The ``k`` of a product query, whose prefetch depth every search uses.
 PRODUCT_K = 10
 
@@ -81,6 +83,7 @@ class LmkRagPipeline:
         from lmk_rag.eval.states import encode_states_cached
         from lmk_rag.store import LandmarkStore
         from lmk_rag.store.cutting import records_from_encoding
+        from lmk_rag.store.settings import STORAGE_KEYS
 
         self._encoder = landmark_encoder(
             self.options, {key: value for key, value in self.options.encoder.items() if key not in STORE_SETTINGS}
@@ -100,6 +103,8 @@ class LmkRagPipeline:
             alpha=self._store_option("alpha", self.alpha),
             static_encoder=static_encoder,
             prefetch_limit=self._prefetch_limit,
+            oversampling=self._store_option("oversampling", None),
+            **{key: self.options.encoder[key] for key in STORAGE_KEYS if key in self.options.encoder},
         )
         weakref.finalize(self, _drop_store, self._store, folder)
 

@@ -67,8 +67,9 @@ class HybridFusionCallable(Protocol):
         ...
 
 
-STORE_OPTIONS = ("alpha", "text_keys", "node_tokens", "bm25_language", "quantization", "mode", "create", "read_only",
-                 "prefetch_limit", "hnsw_ef", "document_batch_size")
+STORE_OPTIONS = ("alpha", "text_keys", "node_tokens", "bm25_language", "quantization", "node_quantization", "on_disk",
+                 "hnsw_on_disk", "mode", "create", "read_only", "prefetch_limit", "hnsw_ef", "oversampling", "exact",
+                 "document_batch_size")
 """The :class:`LandmarkStore` arguments ``LandmarkVectorStore`` passes through as they are (the others it names
 itself, with ``QdrantVectorStore``'s vocabulary)."""
 
@@ -80,7 +81,8 @@ UNSUPPORTED = {
     "sparse_vector_name": "the store's named vectors are fixed (node, chunks, bm25, ...: docs/store.md)",
     "dense_config": "the store sets its own vector parameters (cosine node vectors, MaxSim chunk multivectors)",
     "sparse_config": "the store sets its own sparse parameters (BM25 with Qdrant's IDF modifier)",
-    "quantization_config": "quantization applies to the chunk multivectors: give quantization='int8' or 'binary'",
+    "quantization_config": "each named vector has its own: give quantization= (chunk multivectors) and "
+                           "node_quantization= (node vectors), 'int8', 'binary' or 'turbo4'",
     "sharding_method": "custom sharding is not offered; shard_number= spreads a collection over a cluster",
     "shard_key_selector_fn": "custom sharding is not offered; shard_number= spreads a collection over a cluster",
     "shard_keys": "custom sharding is not offered; shard_number= spreads a collection over a cluster",
