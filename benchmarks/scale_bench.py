@@ -232,6 +232,7 @@ def main() -> None:
     queries_file = work / "queries.npz"
     save_queries(encoder, texts, queries_file)
     finished = args.out.with_suffix(".jsonl")  # every finished run, this invocation's and earlier ones'
+    finished.parent.mkdir(parents=True, exist_ok=True)
     for size, name in args.runs:
         storage, oversampling = STORAGES[name]
         folder = work / f"{name}-{size}"
