@@ -44,6 +44,7 @@ from lmk_rag.eval.states import encode_states_cached, states_key
 from lmk_rag.nodes import group_chunks
 from lmk_rag.paths import user_cache_dir
 from lmk_rag.store import LandmarkStore, NodeRecord
+from lmk_rag.store.space import shard_bytes
 
 ROOT = Path(__file__).resolve().parent
 DATA = ROOT.parents[1] / "shared" / "data"
@@ -102,11 +103,6 @@ def real_corpus(encoder: LandmarkEncoder, per_set_queries: int) -> tuple[list[li
     return docs, queries, used
 
 
-def disk_bytes(folder: Path) -> int:
-    """Bytes of every file under a folder."""
-    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
-
-
 def build(folder: Path, encoder: LandmarkEncoder, docs: list[list[NodeRecord]], size: int,
           storage: dict[str, Any]) -> dict[str, float]:
     """Create a store, write ``size`` replicated nodes and build its index; timings and the size on disk."""
@@ -119,7 +115,7 @@ def build(folder: Path, encoder: LandmarkEncoder, docs: list[list[NodeRecord]], 
         store.optimize()
         optimize_s = time.perf_counter() - start
     return {"nodes": written, "write_s": write_s, "nodes_per_s": written / write_s, "optimize_s": optimize_s,
-            "disk_gb": disk_bytes(folder) / 1e9, "load_build": load}
+            "disk_gb": shard_bytes(folder)[0] / 1e9, "load_build": load}
 
 
 def original(node_id: str) -> str:

@@ -30,8 +30,6 @@ class Backend(ABC):
     #: (one process's write-ahead log, one record per batch): the write protocol then sends a commit in the same
     #: call as what it commits (see :func:`~lmk_rag.store.versions.write_documents`).
     ordered_upserts: bool = False
-    #: whether vectors and HNSW graphs can stay on disk (memory-mapped) rather than in memory.
-    memory_tiers: bool = True
     #: the cluster settings given for a new collection (``shard_number``, ``replication_factor``,
     #: ``write_consistency_factor``; only those given): recorded with the store's settings, checked on reopen.
     cluster: Mapping[str, int] = MappingProxyType({})

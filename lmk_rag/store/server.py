@@ -404,7 +404,6 @@ class ServerBackend(Backend):
             "replication_factor": options.replication_factor,
             "write_consistency_factor": options.write_consistency_factor,
         }
-        self.memory_tiers = not self.local
         self.cluster = {key: value for key, value in self._create_options.items() if value is not None}
         self.parallel = options.parallel or 1
         self.max_retries = 3 if options.max_retries is None else options.max_retries
@@ -430,7 +429,7 @@ class ServerBackend(Backend):
         :raises InvalidInputError: for vectors or an HNSW graph on disk in local mode, which holds everything in
             memory.
         """
-        if not self.memory_tiers and not spec.storage.in_memory:
+        if self.local and not spec.storage.in_memory:
             raise InvalidInputError(
                 "qdrant-client local mode holds every vector in memory: on_disk and hnsw_on_disk need Qdrant Edge "
                 "(path=) or a Qdrant server (url=)"

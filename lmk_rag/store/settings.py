@@ -295,14 +295,9 @@ def check_storage(**given: Any) -> dict[str, Any]:
     return given
 
 
-def new_storage(given: Mapping[str, Any], memory_tiers: bool) -> Storage:
-    """The storage of a new store: the arguments given, :data:`DEFAULT_STORAGE` for the rest.
-
-    :param memory_tiers: whether the backend can keep vectors on disk (not qdrant-client local mode): where it
-        cannot, the default keeps them in memory.
-    """
-    defaults = DEFAULT_STORAGE if memory_tiers else replace(DEFAULT_STORAGE, on_disk=False, hnsw_on_disk=False)
-    return replace(defaults, **{key: value for key, value in given.items() if value is not None})
+def new_storage(given: Mapping[str, Any]) -> Storage:
+    """The storage of a new store: the arguments given, :data:`DEFAULT_STORAGE` for the rest."""
+    return replace(DEFAULT_STORAGE, **{key: value for key, value in given.items() if value is not None})
 
 
 def recorded_storage(settings: Mapping[str, Any]) -> Storage:

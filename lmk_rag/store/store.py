@@ -121,8 +121,8 @@ class LandmarkStore:
         ``oversampling`` times the candidates with the originals). None = as recorded (the default for new stores).
     :param on_disk: a new store keeps its original vectors (node, chunks, static) on disk, memory-mapped and read
         through the OS page cache, instead of in RAM; pair it with ``node_quantization`` so the HNSW search reads
-        the compressed copy in RAM. None = as recorded (the default for new stores; always False in qdrant-client
-        local mode, which holds everything in memory).
+        the compressed copy in RAM. None = as recorded (the default for new stores); qdrant-client local mode,
+        which holds everything in memory, refuses True.
     :param hnsw_on_disk: a new store keeps its HNSW graph on disk (memory-mapped). None = as recorded (the default).
     :param text_keys: metadata keys a new store indexes as full text: a ``text`` filter on them matches word
         prefixes in any case (``"6FTR78Y"`` finds ``"6ftr78yun"``); on other keys it matches whole words. None = as
@@ -226,13 +226,13 @@ class LandmarkStore:
         self._given_encoder = encoder
         self.static_encoder = static_encoder
         self.prefetch_limit = check_count("prefetch_limit", prefetch_limit)
+        if not isinstance(exact, bool):
+            raise InvalidInputError(f"exact must be True or False, got {exact!r}")
         self.tuning = SearchTuning(
             hnsw_ef=None if hnsw_ef is None else check_count("hnsw_ef", hnsw_ef),
             oversampling=None if oversampling is None else check_oversampling(oversampling),
             exact=exact,
         )
-        if not isinstance(exact, bool):
-            raise InvalidInputError(f"exact must be True or False, got {exact!r}")
         self.document_batch_size = check_count("document_batch_size", document_batch_size)
         self.read_only = read_only
         create = create and not read_only  # a read-only open never creates anything, folder or collection
@@ -271,7 +271,7 @@ class LandmarkStore:
             settings = create_settings(backend, where, create, encoder.get, static_encoder,
                                    DEFAULT_NODE_TOKENS if node_tokens is None else node_tokens,
                                    True if bm25 is None else bm25, alpha,
-                                   new_storage(storage, backend.memory_tiers),
+                                   new_storage(storage),
                                    sorted(set(keys or []) | set(text_indexed)), self.mode,
                                    bm25_language or BM25_LANGUAGE, indexes)
         else:

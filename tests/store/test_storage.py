@@ -64,8 +64,6 @@ def test_storage_is_fixed_at_creation(open_store, backend: str) -> None:
 def test_a_new_store_takes_the_default_storage(open_store, backend: str) -> None:
     store = open_store("d")
     want = {key: getattr(DEFAULT_STORAGE, key) for key in FLOAT32}
-    if backend == "local":  # it holds everything in memory
-        want.update(on_disk=False, hnsw_on_disk=False)
     assert {key: store.settings[key] for key in FLOAT32} == want
     assert store.tuning.oversampling == (DEFAULT_OVERSAMPLING if DEFAULT_STORAGE.node_quantized else None)
 
