@@ -9,6 +9,8 @@ Sources are the pod pages of ``perl-doc`` and the documented ``.pm``/``.pod`` mo
 * ``perldoc-ref/``: query = the purpose in a page's NAME line; corpus = pages with the NAME section removed.
 * ``perldoc-train/pairs.jsonl``: ``{"query", "positive", "source"}`` pairs (NAME purpose -> DESCRIPTION) from
   pages no dev set uses.
+* ``perldoc-train/symbols.jsonl``: pairs of the same pages as perldoc-longdoc's queries are made (a symbol's first
+  description sentence -> its item, the sentence deleted).
 * ``README.md``: how each set is built and its sizes.
 
 Everything is deterministic: the same installed packages give the same bytes.
@@ -661,6 +663,53 @@ def build_train(pages: list[Page], dev_queries: set[str]) -> list[dict[str, str]
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def build_train_symbols(pages: list[Page], dev_queries: set[str]) -> list[dict[str, str]]:
+    """Training pairs from training pages, made as perldoc-longdoc's queries are: a symbol's first description
+    sentence -> the symbol's item (its heading run and the paragraphs after it, up to the next heading, with the
+    sentence deleted), rendered alone and cut like the other pairs' positives.
+
+    Candidates whose word sequence occurs twice among all training pages' candidates are dropped, at most
+    :data:`MAX_QUERIES_PER_PAGE` per page are kept (first by sha1), and a pair is skipped when its query is a dev
+    query or its positive holds one (by word sequence) or the query itself.
+    """
+    salt = "perldoc-train-symbols"
+    counts = Counter(word_key(c.text) for page in pages for c in find_candidates(page))
+    pairs: list[dict[str, str]] = []
+    for page in pages:
+        unique = [c for c in find_candidates(page) if counts[word_key(c.text)] == 1]
+        unique.sort(key=lambda c: hashlib.sha1(f"{salt}:{page.name}:{c.text}".encode()).hexdigest())
+        for candidate in sorted(unique[:MAX_QUERIES_PER_PAGE], key=lambda c: c.index):
+            key = word_key(candidate.text)
+            if key in dev_queries:
+                continue
+            positive = truncate(" ".join(render(symbol_item(page, candidate)).split()), TRAIN_MAX_CHARS)
+            words = f" {word_key(positive)} "
+            if len(positive) < TRAIN_MIN_CHARS or f" {key} " in words or any(f" {q} " in words for q in dev_queries):
+                continue
+            pairs.append({"query": candidate.text, "positive": positive, "source": page.name})
+    return pairs
+
+
+def symbol_item(page: Page, candidate: Candidate) -> list[Paragraph]:
+    """A candidate's item: its heading run, the rest of its paragraph and the paragraphs up to the next command
+    (inside ``=over``/``=back`` when the headings are items)."""
+    paragraphs = page.paragraphs
+    heads = _preceding_headings(paragraphs, candidate.index)
+    first = paragraphs.index(heads[-1])
+    body: list[Paragraph] = list(paragraphs[first : candidate.index])
+    rest = paragraphs[candidate.index].text[candidate.end :].strip()
+    if rest:
+        body.append(Paragraph(text=rest))
+    for paragraph in paragraphs[candidate.index + 1 :]:
+        if paragraph.command:
+            break
+        if not paragraph.region:
+            body.append(paragraph)
+    if any(head.command == "item" for head in heads):
+        body = [Paragraph(text="=over 4", command="over"), *body, Paragraph(text="=back", command="back")]
+    return body
+
+
 def write_jsonl(path: Path, records: Iterable[dict[str, str]], compress: bool = False) -> None:
     """Write JSON lines (UTF-8, not ASCII-escaped); gzip without a name or time stamp when ``compress``."""
     data = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records).encode("utf-8")
@@ -761,21 +810,27 @@ def main() -> None:
     ref = build_ref(dev)
     dev_queries = {word_key(text) for beir in (longdoc, ref) for _, text in beir.queries}
     pairs = build_train(train, dev_queries)
+    symbols = build_train_symbols(train, dev_queries)
     write_beir(args.out / "perldoc-longdoc", longdoc)
     write_beir(args.out / "perldoc-ref", ref)
     write_jsonl(args.out / "perldoc-train" / "pairs.jsonl", pairs)
+    write_jsonl(args.out / "perldoc-train" / "symbols.jsonl", symbols)
     facts = {"pages": len(pages), "index_pages": sorted(indexes), "dev_pages": len(dev), "train_pages": len(train),
              "train_skipped": sum(1 for page in train if page.purpose) - len(pairs)}
-    readme = reflow(readme_text(args.out, longdoc, ref, pairs, facts))
+    readme = reflow(readme_text(args.out, longdoc, ref, pairs, symbols, facts))
     (args.out / "README.md").write_text(readme, encoding="utf-8")
     print(readme)
 
 
-def readme_text(out: Path, longdoc: BeirSet, ref: BeirSet, pairs: list[dict[str, str]], facts: dict) -> str:
+def readme_text(out: Path, longdoc: BeirSet, ref: BeirSet, pairs: list[dict[str, str]],
+                symbols: list[dict[str, str]], facts: dict) -> str:
     """The README of the written sets: sources, method, sizes and rules."""
     versions = ", ".join(f"`{package}` {package_version(package)}" for package in PACKAGES)
     positive = distribution([len(pair["positive"]) for pair in pairs])
     pair_tokens = distribution([approx_tokens(pair["positive"]) for pair in pairs])
+    symbol_tokens = distribution([approx_tokens(pair["positive"]) for pair in symbols])
+    symbol_chars = distribution([len(pair["positive"]) for pair in symbols])
+    symbol_pages = len({pair["source"] for pair in symbols})
     notes_long, notes_ref = longdoc.notes, ref.notes
     return f"""# perldoc retrieval sets (BEIR format)
 
@@ -814,6 +869,7 @@ is in both.
 {table_row("perldoc-longdoc/", longdoc)}
 {table_row("perldoc-ref/", ref)}
 | `perldoc-train/pairs.jsonl` | | {len(pairs):,} pairs | | positive tokens {pair_tokens} | |
+| `perldoc-train/symbols.jsonl` | | {len(symbols):,} pairs, {symbol_pages} pages | | positive tokens {symbol_tokens} | |
 
 On disk: {file_sizes(out, ["perldoc-longdoc", "perldoc-ref", "perldoc-train"])}.
 
@@ -867,6 +923,18 @@ the page name. Pairs whose query has the word sequence of a dev query, or whose 
 skipped; {facts["train_skipped"]} training
 pages with a purpose give no pair (no or a short DESCRIPTION, or a dev query). Positive length in characters
 (min / median / max): {positive}. Train and mine negatives only from here, never from the dev corpora.
+
+### `perldoc-train/symbols.jsonl`: training pairs of perldoc-longdoc's kind
+
+Same fields, from the same training pages (any length), made as perldoc-longdoc's queries are: the query is a
+symbol's first description sentence (same rules; a candidate whose word sequence occurs twice among the
+training pages' candidates is dropped; at most {MAX_QUERIES_PER_PAGE} per page, the first by
+sha1("perldoc-train-symbols:" + page + ":" + sentence)); the positive is the symbol's item (its heading run, the
+rest of the sentence's paragraph and the following paragraphs up to the next pod command) rendered alone, the
+sentence deleted, whitespace collapsed, cut as above and kept when at least {TRAIN_MIN_CHARS} characters. Pairs
+whose query is a dev query, or whose positive contains a dev query or the query itself, are skipped. Positive
+length in characters (min / median / max): {symbol_chars}. Added after the dev sets were measured (they are
+unchanged); training data only.
 """
 
 
