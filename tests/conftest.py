@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -58,3 +59,28 @@ def fixture_data() -> Path:
     rebuilt by ``tests/fixtures/build_data.py``): needle L512/L2048/L8192, manpages-short, manpages-longdoc
     and 100 manpages-train pairs. Read-only: copy a set before changing it."""
     return FIXTURE_DATA
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer, 32-dim random BERT saved with the MiniLM tokenizer and a 64-token window."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from lmk_rag.encoder import resolve_model_path
+
+    folder = tmp_path_factory.mktemp("tiny_bert")
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(None))
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 64}))
+    return folder

@@ -17,6 +17,7 @@ def _register_commands() -> None:
     from lmk_rag.cli import encode  # noqa: F401
     from lmk_rag.cli import eval  # noqa: F401
     from lmk_rag.cli import finetune  # noqa: F401
+    from lmk_rag.cli import projection  # noqa: F401
     from lmk_rag.cli import static  # noqa: F401
     # isort: on
 

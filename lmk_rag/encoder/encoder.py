@@ -18,6 +18,7 @@ from transformers import AutoConfig, AutoTokenizer
 from lmk_rag.checks import check_count, check_texts
 from lmk_rag.encoder.planning import LandmarkPlan, check_granularity, plan_landmarks
 from lmk_rag.encoder.pooling import pool_states
+from lmk_rag.encoder.projection import AUTO_PROJECTION, LinearProjection, resolve_projection
 from lmk_rag.encoder.resolve import DEFAULT_MODEL, model_digest, resolve_model_path
 from lmk_rag.encoder.runtime import check_dtype, load_runtime
 from lmk_rag.encoder.types import ChunkStates, ChunkVector, Context, EncodedText, EncoderBackend, Granularity, Pooling
@@ -77,6 +78,9 @@ class LandmarkEncoder:
         cache folder). Landmarks, windows and pooling are the same on both.
     :param show_progress_bar: show a progress bar; default: only for long jobs.
     :param sentence_max_tokens: the longest chunk for ``granularity="sentence"``.
+    :param projection: a linear map applied to every output vector (:mod:`lmk_rag.encoder.projection`): ``"auto"`` (the
+        shipped projection when it was trained for this model and chunk vector, i.e. for the packaged all-MiniLM-L6-v2
+        with chunk means; else none), ``"shipped"``, a folder written by ``lmk-rag train-projection``, or None.
     :raises ModelNotFoundError: when the model cannot be found (offline: the message lists what was tried).
     :raises InvalidInputError: for an unknown setting.
     """
@@ -96,6 +100,7 @@ class LandmarkEncoder:
         show_progress_bar: bool | None = None,
         sentence_max_tokens: int = 128,
         backend: EncoderBackend | str = EncoderBackend.TORCH,
+        projection: str | Path | None = AUTO_PROJECTION,
     ) -> None:
         check_granularity(granularity)
         context = _choice("context", context, Context)
@@ -148,6 +153,10 @@ class LandmarkEncoder:
                 f"max_length={max_length} is longer than the model's {positions} positions; use at most {positions}"
             )
         self.max_length = max_length or _default_max_length(self.model_path, self.tokenizer, self.config)
+        self.model_digest = model_digest(self.model_path)
+        self.projection: LinearProjection | None
+        self.projection_name, self.projection = resolve_projection(projection, self.model_digest, self.chunk_vector,
+                                                                   self.dim)
         self.special = SpecialTokens.from_tokenizer(self.tokenizer)
         self.placement: LandmarkPlacement = "before" if self.pooling == "multicls" else "after"
         self.max_chunk_tokens = self.max_length - special_token_count(self.placement, self.special)
@@ -174,7 +183,8 @@ class LandmarkEncoder:
 
         ``backend`` and ``dtype`` appear only when they differ from the defaults (``"torch"``; ``"auto"`` or
         ``"float32"``), so the default encoder's settings, fingerprint and cache keys are those of encoders made
-        before the two settings existed (docs/decisions.md, "encoder: ONNX backend and int8").
+        before the two settings existed (docs/decisions.md, "encoder: ONNX backend and int8"). ``projection`` is the
+        projection in use (``"shipped"``, a folder, or None), never ``"auto"``.
         """
         settings: dict[str, Any] = {
             "model_name": self.model_name,
@@ -185,6 +195,7 @@ class LandmarkEncoder:
             "max_length": self.max_length,
             "window_overlap": self.window_overlap,
             "sentence_max_tokens": self.sentence_max_tokens,
+            "projection": self.projection_name,
         }
         if self.backend != EncoderBackend.TORCH:
             settings["backend"] = self.backend
@@ -194,9 +205,15 @@ class LandmarkEncoder:
 
     @functools.cached_property
     def fingerprint(self) -> str:
-        """A short hash of the settings and the model files' content (for caches and stores)."""
-        settings = json.dumps({**self.settings, "model_name": None}, sort_keys=True)
-        return short_hash([f"{settings}:{model_digest(self.model_path)}".encode()])
+        """A short hash of the settings, the model files' content and the projection's weights (for caches and stores).
+
+        Without a projection it is the fingerprint of an encoder made before projections existed, so their stores open.
+        """
+        settings = {**self.settings, "model_name": None}
+        projection = settings.pop("projection")
+        if projection is not None:
+            settings["projection"] = self.projection.fingerprint if self.projection is not None else projection
+        return short_hash([f"{json.dumps(settings, sort_keys=True)}:{self.model_digest}".encode()])
 
     @overload
     def encode_documents(self, texts: str, show_progress_bar: bool | None = None) -> EncodedText: ...
@@ -242,14 +259,16 @@ class LandmarkEncoder:
         sentence-transformers model gives an empty text. :meth:`encode_documents` refuses such a text; a LlamaIndex
         embedding model must give it a vector.
 
-        :return: float32, shape (dim,), L2-normalised.
+        :return: float32, shape (dim,), L2-normalised (and projected, with a projection).
         """
         states = self._forward([self.tokenizer("")["input_ids"]])[0]
-        return l2_normalize(states.mean(axis=0))
+        vector = l2_normalize(states.mean(axis=0))
+        return vector if self.projection is None else self.projection.apply(vector)
 
     def pool(self, states: Sequence[ChunkStates]) -> list[EncodedText]:
-        """Turn raw chunk states into normalised vectors with this encoder's pooling and chunk vector."""
-        return [pool_states(state, self.pooling, self.chunk_vector) for state in states]
+        """Turn raw chunk states into normalised vectors with this encoder's pooling, chunk vector and projection."""
+        encoded = [pool_states(state, self.pooling, self.chunk_vector) for state in states]
+        return encoded if self.projection is None else [self.projection.project(text) for text in encoded]
 
     def plan(self, text: str) -> tuple[list[int], LandmarkPlan]:
         """Tokenise one text and cut it into landmark chunks (no model call).
@@ -326,8 +345,8 @@ class LandmarkEncoder:
                 landmark[window.text_index][chunk_ids] = states[window.landmark_positions]
                 sums[window.text_index][chunk_ids] = totals[ends] - totals[starts]
                 sizes[window.text_index][chunk_ids] = ends - starts
-                if window.cls_position is not None:
-                    cls_states[window.text_index].append((chunk_ids[0], states[window.cls_position]))
+                if window.cls_position is not None:  # a copy: a view would keep the batch's token states alive
+                    cls_states[window.text_index].append((chunk_ids[0], states[window.cls_position].copy()))
         bar.close()
         return [
             ChunkStates(

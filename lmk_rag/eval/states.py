@@ -1,8 +1,8 @@
 """Encode texts to :class:`lmk_rag.encoder.ChunkStates` once per model and setting, through the disk cache.
 
 One document-context pass serves the ``cls``, ``mean``, ``lmk``, ``maxsim-landmark`` and
-``maxsim-chunkmean`` pipelines: the cache key leaves out the pooling and chunk-vector choices,
-which only matter after the pass.
+``maxsim-chunkmean`` pipelines, with or without a projection: the cache key leaves out the pooling, chunk-vector
+and projection choices, which only matter after the pass.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder import ChunkStates, LandmarkEncoder
 
 #: Encoder settings that change nothing in the states (they are applied by pooling afterwards).
-_POOLING_ONLY = ("pooling", "chunk_vector", "model_name")
+_POOLING_ONLY = ("pooling", "chunk_vector", "model_name", "projection")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from lmk_rag.errors import (
 from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.bm25 import BM25_LANGUAGE, BM25_TOKENIZER
 from lmk_rag.store.filters import RESERVED_KEYS, FilterLike, payload_key, uses_operator
-from lmk_rag.store.layout import recorded_vectors
+from lmk_rag.store.layout import recorded_vectors, store_mode
 from lmk_rag.store.records import LIVE, PAYLOAD_INDEXES
 from lmk_rag.store.types import QUANTIZATIONS, CollectionSpec, Storage, StoreMode
 from lmk_rag.store.visibility import pending_filter
@@ -348,6 +348,8 @@ def validate_settings(settings: Any, where: str) -> dict[str, Any]:
             f"{where}: the settings record holds values this lmk-rag never writes: {'; '.join(problems)}. It was "
             "edited or damaged: restore the original value, or re-ingest into a new store"
         )
+    if store_mode(settings) == StoreMode.TRANSFORMER and "projection" not in encoder["settings"]:
+        encoder["settings"]["projection"] = None  # recorded before encoders had projections: it has none
     return settings
 
 

@@ -1,7 +1,9 @@
 """What a faster ``lmk-rag query`` start must not change, on the real MiniLM: a query's token ids and chunks, its
 vector and chunk vectors (``tests/fixtures/query_encodings.json``, recorded at commit 0d35bcc, before the cold-start
 work of issue 27 item 8), the default encoder's fingerprint, and that a store reopened as the CLI opens it
-rebuilds that encoder from its record."""
+rebuilds that encoder from its record. The recording predates the shipped projection: it is the default encoder with
+``projection=None``, and a store written before projections existed (no ``projection`` in its record) opens without
+one."""
 
 from __future__ import annotations
 
@@ -29,13 +31,14 @@ def recorded() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def default_encoder() -> LandmarkEncoder:
-    """``LandmarkEncoder()``: what ``lmk-rag ingest`` makes a new store with, and ``lmk-rag query`` rebuilds."""
-    return LandmarkEncoder()
+    """``LandmarkEncoder(projection=None)``: the default encoder of before projections, which the recording holds."""
+    return LandmarkEncoder(projection=None)
 
 
 def test_the_default_encoder_keeps_its_settings_and_fingerprint(default_encoder, recorded) -> None:
-    assert default_encoder.settings == recorded["settings"]
+    assert default_encoder.settings == {**recorded["settings"], "projection": None}
     assert default_encoder.fingerprint == recorded["fingerprint"]
+    assert LandmarkEncoder().settings == {**recorded["settings"], "projection": "shipped"}
 
 
 def test_queries_keep_their_token_ids_and_chunks(default_encoder, recorded) -> None:
@@ -68,3 +71,25 @@ def test_a_read_only_open_rebuilds_the_recorded_encoder(tmp_path: Path, default_
         encoded = encoder.encode_queries(short)
         np.testing.assert_array_equal(encoded.vector, default_encoder.encode_queries(short).vector)
         assert [hit.doc_id for hit in store.search(short, k=1)] == ["page"]
+
+
+@pytest.mark.slow
+def test_a_store_recorded_before_projections_opens_without_one(tmp_path: Path, default_encoder, recorded) -> None:
+    from lmk_rag.errors import SettingsMismatchError
+    from lmk_rag.store.edge import EdgeBackend
+
+    short, long = (query["text"] for query in recorded["queries"])
+    with LandmarkStore(tmp_path / "store", encoder=default_encoder) as store:
+        store.add_documents([("page", long, None)])
+        settings = store.settings
+    old = {key: value for key, value in settings["encoder"]["settings"].items() if key != "projection"}
+    backend = EdgeBackend(tmp_path / "store")
+    try:  # the record as a store written before projections existed holds it
+        backend.write_settings({**settings, "encoder": {**settings["encoder"], "settings": old}})
+    finally:
+        backend.close()
+    with LandmarkStore(tmp_path / "store", read_only=True) as store:
+        assert store.encoder.settings["projection"] is None and store.encoder.fingerprint == recorded["fingerprint"]
+        assert [hit.doc_id for hit in store.search(short, k=1)] == ["page"]
+    with pytest.raises(SettingsMismatchError, match="projection: store=None given='shipped'"):
+        _ = LandmarkStore(tmp_path / "store", encoder=LandmarkEncoder()).encoder

@@ -28,7 +28,7 @@ def sentence_transformer(minilm_path):
 
 
 def test_plain_mean_pooling_equals_sentence_transformers(sentence_transformer):
-    encoder = LandmarkEncoder(granularity=None, pooling="mean")
+    encoder = LandmarkEncoder(granularity=None, pooling="mean", projection=None)
     texts = [SHORT, PAGE[:900]]
     ours = np.stack([encoded.vector for encoded in encoder.encode_documents(texts)])
     theirs = sentence_transformer.encode(texts, normalize_embeddings=True)
@@ -36,7 +36,7 @@ def test_plain_mean_pooling_equals_sentence_transformers(sentence_transformer):
 
 
 def test_one_independent_chunk_equals_sentence_transformers_on_its_text(sentence_transformer):
-    encoder = LandmarkEncoder(granularity=48, context="chunk", chunk_vector="mean")
+    encoder = LandmarkEncoder(granularity=48, context="chunk", chunk_vector="mean", projection=None)
     encoded = encoder.encode_documents(PAGE)
     chunk_texts = [PAGE[start:end] for start, end in encoded.spans]
     theirs = sentence_transformer.encode(chunk_texts, normalize_embeddings=True)
@@ -232,7 +232,27 @@ def test_tiny_modernbert_runs_the_long_path(tiny_modernbert):
     assert np.all(np.isfinite(encoded.chunk_vectors))
 
 
-def test_a_text_without_words_gets_the_vector_of_the_special_tokens_alone(minilm_encoder, sentence_transformer):
-    vector = minilm_encoder.empty_text_vector()
-    assert vector.dtype == np.float32 and vector.shape == (minilm_encoder.dim,)
+def test_a_text_without_words_gets_the_vector_of_the_special_tokens_alone(sentence_transformer):
+    encoder = LandmarkEncoder(granularity=32, projection=None)  # the projected one: tests/encoder/test_projection.py
+    vector = encoder.empty_text_vector()
+    assert vector.dtype == np.float32 and vector.shape == (encoder.dim,)
     np.testing.assert_allclose(vector, sentence_transformer.encode("", normalize_embeddings=True), atol=1e-5)
+
+
+def test_encoding_keeps_no_batch_of_token_states_alive(tiny_model):
+    """Only chunk states outlive a forward pass: holding a view of each batch (once, of its CLS rows) kept every
+    token state of a long encode in memory (~1.5 KB a token for MiniLM)."""
+    import weakref
+
+    encoder = LandmarkEncoder(model_name=tiny_model, granularity=16, batch_size=2)
+    runtime, alive, outputs = encoder.runtime, [], []
+
+    def counting(ids, mask):
+        alive.append(sum(ref() is not None for ref in outputs))
+        states = runtime(ids, mask)
+        outputs.append(weakref.ref(states))
+        return states
+
+    encoder.runtime = counting
+    encoder.encode_states([PAGE * 4])
+    assert len(alive) >= 5 and max(alive) <= 1  # the batch being consumed, nothing older

@@ -240,7 +240,9 @@ def test_reranked_hits_rank_ties_by_point_id(open_store, doc_records, docs) -> N
         store.upsert_documents(copies.items())  # one write: Edge stores its points in a random internal order
         runs.append([[(h.node_id, h.score) for h in store.search(_first_sentence(text), k=5, doc_level=False)]
                      for text in docs.values()])
-    assert runs[0] == runs[1]
+    assert [[node for node, _ in hits] for hits in runs[0]] == [[node for node, _ in hits] for hits in runs[1]]
+    for first, second in zip(runs[0], runs[1]):  # a score on a rounding boundary may differ in its 6th decimal
+        assert [score for _, score in first] == pytest.approx([score for _, score in second], abs=2e-6)
     ties = [(a, b) for hits in runs[0] for a, b in pairwise(hits) if a[1] == b[1]]
     point_id = partial(node_point_id, slot=0)  # each document was written once: slot 0
     assert ties and all(point_id(a[0]) < point_id(b[0]) for a, b in ties)
