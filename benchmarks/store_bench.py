@@ -158,13 +158,14 @@ def main() -> None:
     parser.add_argument("--overhead-docs", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--local-queries", type=int, default=15, help="queries timed on local mode (it is slow)")
+    parser.add_argument("--no-projection", action="store_true", help="encode without the shipped projection")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     args.load_at_start = os.getloadavg()[0]
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     started = time.perf_counter()
-    encoder = LandmarkEncoder()
+    encoder = LandmarkEncoder(projection=None) if args.no_projection else LandmarkEncoder()
     docs, query_texts = real_nodes(encoder, args.real_docs)
     n_real = sum(len(d) for d in docs)
     queries = encoder.encode_queries(query_texts)

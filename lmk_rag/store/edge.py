@@ -305,7 +305,7 @@ class EdgeBackend(Backend):
         requests = [self._request(plan, scorer) for scorer in plan.scorers]
         if plan.search is not None:
             requests.append(qe.QueryRequest(limit=plan.prefetch_limit, query=_nearest(plan.search), filter=plan.filter,
-                                            with_payload=qe.PayloadSelector.Include(plan.payload_keys)))
+                                            with_payload=False))  # ids and scores: see QueryPlan.search
         if len(requests) == 1:
             results = [self.shard.query(requests[0])]
         else:

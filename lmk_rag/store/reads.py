@@ -28,6 +28,7 @@ from lmk_rag.store.points import check_directions
 from lmk_rag.store.query import (
     DEFAULT_ALPHA,
     best_hits,
+    carry_payloads,
     check_alpha,
     check_rerank,
     checked_score,
@@ -133,7 +134,7 @@ class Reader:
         )
         with self.access.reading():
             results = self.backend.query(plan)
-        best = best_hits(fuse(plan, visibility.latest(results), alpha), k, doc_level)
+        best = best_hits(fuse(plan, visibility.latest(carry_payloads(plan, results)), alpha), k, doc_level)
         return [rec.hit_from_point(point, point.score) for point in best]
 
     def _nodes_filter(self, filter: FilterLike, node_ids: Sequence[str] | None = None) -> Any:

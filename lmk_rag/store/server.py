@@ -323,7 +323,7 @@ def query_requests(plan: QueryPlan, local: bool = False) -> list[models.QueryReq
     ]
     search = [] if plan.search is None else [models.QueryRequest(
         query=_query_value(plan.search), using=plan.search.using, filter=plan.filter, limit=plan.prefetch_limit,
-        with_payload=list(plan.payload_keys),
+        with_payload=False,  # ids and scores: see QueryPlan.search
     )]
     return [
         models.QueryRequest(

@@ -241,8 +241,11 @@ class QueryPlan:
     :param prefetch_limit: candidates per prefetch branch.
     :param limit: results per scorer.
     :param filter: a backend-native filter (already translated), or None.
-    :param payload_keys: payload keys to return with each result.
+    :param payload_keys: payload keys to return with each scorer's result.
     :param tuning: how the dense searches run (HNSW ``ef``, oversampling, exact search).
+    :param search: a plain search of the whole store (``prefetch_limit`` points) in the same call, its list after
+        the scorers'. It is also a prefetch branch, so the scorers already return each of its points with a
+        payload: it returns ids and scores only (:func:`~lmk_rag.store.query.carry_payloads` gives them theirs).
     :param mmr_lambda: when set, the (single, dense) scorer picks its results by maximal marginal relevance among
         its ``prefetch_limit`` nearest points: each next point maximises ``mmr_lambda * similarity to the query -
         (1 - mmr_lambda) * its highest similarity to a point already picked`` (1 = relevance only). Results come

@@ -10,7 +10,7 @@ from qdrant_client import models
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.store.edge import EdgeBackend, EdgeConditions, edge_config
 from lmk_rag.store.filters import FieldCondition, Filter, as_filter, payload_key, translate
-from lmk_rag.store.query import fuse, plan_mmr, plan_search
+from lmk_rag.store.query import carry_payloads, fuse, plan_mmr, plan_search
 from lmk_rag.store.server import (
     ServerConditions,
     client_kwargs,
@@ -187,6 +187,7 @@ def test_fused_plan_is_one_batch_of_the_rerank_and_a_plain_bm25_search():
     rerank, lexical = fused  # the rerank scores the union of the dense and BM25 branches
     assert [(p.using, p.limit) for p in rerank.prefetch] == [("node", 100), ("bm25", 100)] and rerank.limit == 200
     assert lexical.prefetch is None and lexical.limit == 100  # BM25 of its own top nodes
+    assert rerank.with_payload == ["doc_id"] and lexical.with_payload is False  # the rerank carries the payloads
     alone = query_requests(_plan(alpha=1.0))  # BM25 widens the prefetch, MaxSim alone ranks
     assert [r.using for r in alone] == ["chunks"] and [p.using for p in alone[0].prefetch] == ["node", "bm25"]
     lexical = query_requests(_plan(alpha=0.0))  # BM25 alone over the whole collection
@@ -196,6 +197,16 @@ def test_fused_plan_is_one_batch_of_the_rerank_and_a_plain_bm25_search():
     assert [(r.using, r.prefetch, r.params.hnsw_ef) for r in plain] == [("node", None, 64)]
     stop_words = query_requests(_plan(sparse=SparseVector([], [])))  # a query of stop words only: dense alone
     assert [r.using for r in stop_words] == ["chunks"] and [p.using for p in stop_words[0].prefetch] == ["node"]
+
+
+def test_the_plain_search_takes_its_payloads_from_the_rerank():
+    plan = _plan()
+    rerank = [ScoredPointData("a", 0.9, {"doc_id": "x"}), ScoredPointData("b", 0.5, {"doc_id": "y"})]
+    searched = [ScoredPointData("b", 7.0, {}), ScoredPointData("c", 3.0, {})]  # c: a tie the prefetch broke otherwise
+    carried = carry_payloads(plan, [rerank, searched])
+    assert carried[0] == rerank and carried[1] == [ScoredPointData("b", 7.0, {"doc_id": "y"})]
+    alone = _plan(alpha=1.0)  # no plain search: nothing to carry
+    assert carry_payloads(alone, [rerank]) == [rerank]
 
 
 def test_fusion_normalises_both_sides():
