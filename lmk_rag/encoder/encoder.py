@@ -210,9 +210,9 @@ class LandmarkEncoder:
         Without a projection it is the fingerprint of an encoder made before projections existed, so their stores open.
         """
         settings = {**self.settings, "model_name": None}
-        projection = settings.pop("projection")
-        if projection is not None:
-            settings["projection"] = self.projection.fingerprint if self.projection is not None else projection
+        del settings["projection"]
+        if self.projection is not None:
+            settings["projection"] = self.projection.fingerprint
         return short_hash([f"{json.dumps(settings, sort_keys=True)}:{self.model_digest}".encode()])
 
     @overload

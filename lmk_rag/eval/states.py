@@ -44,10 +44,8 @@ def states_key(encoder: LandmarkEncoder) -> dict[str, Any]:
     :param encoder: the encoder.
     :return: a JSON-able dict.
     """
-    from lmk_rag.encoder.resolve import model_digest
-
     settings = {name: value for name, value in encoder.settings.items() if name not in _POOLING_ONLY}
-    return {"kind": "chunk_states", "model": model_digest(encoder.model_path), "layout": encoder.placement, **settings}
+    return {"kind": "chunk_states", "model": encoder.model_digest, "layout": encoder.placement, **settings}
 
 
 def encode_states_cached(encoder: LandmarkEncoder, texts: Sequence[str], cache_dir: Path) -> CachedStates:

@@ -11,6 +11,7 @@ which keeps most of the gain on the training distribution and loses less away fr
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -19,6 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from lmk_rag.checks import check_count, check_positive
 from lmk_rag.encoder.projection import LinearProjection
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.train.losses import maxsim_scores
@@ -44,6 +46,21 @@ class ProjectionConfig:
     temperature: float = 0.05
     mix: float = 0.5
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        """Check the numbers a fit cannot start with (before any pair is encoded).
+
+        :raises InvalidInputError: naming the setting and the values it takes.
+        """
+        check_count("epochs", self.epochs)
+        check_count("batch_size", self.batch_size)
+        check_positive("learning_rate", self.learning_rate)
+        check_positive("temperature", self.temperature)
+        if isinstance(self.l2, bool) or not isinstance(self.l2, (int, float)) or not math.isfinite(self.l2) \
+                or self.l2 < 0:
+            raise InvalidInputError(f"l2 must be a finite number >= 0 (0: no penalty), got {self.l2!r}")
+        if not 0.0 <= self.mix <= 1.0:
+            raise InvalidInputError(f"mix must be in [0, 1] (1: the fit itself, 0: the identity), got {self.mix}")
 
 
 @dataclass(frozen=True)
@@ -124,12 +141,10 @@ def train_projection(
         training record are added.
     :param log: where progress lines go.
     :return: the projection.
-    :raises InvalidInputError: without training or held-out pairs, or for a mix outside [0, 1].
+    :raises InvalidInputError: without training or held-out pairs.
     """
     if not train_rows or not heldout_rows:
         raise InvalidInputError("a projection needs training pairs and held-out pairs (at least one of each)")
-    if not 0.0 <= config.mix <= 1.0:
-        raise InvalidInputError(f"mix must be in [0, 1] (1: the fit itself, 0: the identity), got {config.mix}")
     start = time.perf_counter()
     torch.manual_seed(config.seed)
     dim = pairs.chunks.shape[-1]

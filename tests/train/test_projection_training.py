@@ -57,7 +57,7 @@ def test_a_fit_needs_training_and_heldout_pairs_and_a_mix_in_range(encoded_pairs
 
 
 @pytest.mark.slow
-def test_train_projection_command_writes_an_projection_the_encoder_loads(pairs_file: Path, tmp_path: Path) -> None:
+def test_train_projection_command_writes_a_projection_the_encoder_loads(pairs_file: Path, tmp_path: Path) -> None:
     output = tmp_path / "projection"
     result = CliRunner().invoke(app, ["train-projection", "--train", str(pairs_file), "--output", str(output),
                                       "--epochs", "2", "--batch-size", "8"])
@@ -67,6 +67,19 @@ def test_train_projection_command_writes_an_projection_the_encoder_loads(pairs_f
     encoder = LandmarkEncoder(projection=output)
     assert encoder.settings["projection"] == str(output)
     assert np.allclose(np.linalg.norm(encoder.encode_queries("compress a file").chunk_vectors, axis=1), 1.0)
+
+
+@pytest.mark.parametrize(("option", "value", "match"), [("--batch-size", "0", "batch_size must be an integer"),
+                                                        ("--learning-rate", "-1", "learning_rate must be"),
+                                                        ("--l2", "nan", "l2 must be"), ("--mix", "1.5", "mix must be")])
+def test_train_projection_command_refuses_bad_settings_before_encoding(pairs_file: Path, tmp_path: Path, option: str,
+                                                                      value: str, match: str) -> None:
+    result = CliRunner().invoke(app, ["train-projection", "--train", str(pairs_file), "--output", str(tmp_path / "o"),
+                                      option, value])
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and match in lines[0]  # nothing encoded: no progress
+    assert not (tmp_path / "o").exists()
 
 
 def test_train_projection_command_names_missing_training_data(tmp_path: Path) -> None:
