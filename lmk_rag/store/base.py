@@ -87,7 +87,8 @@ class Backend(ABC):
 
     @abstractmethod
     def query(self, plan: QueryPlan) -> list[list[ScoredPointData]]:
-        """Run a plan as one Query API call: one scored list per scorer of the plan, best first."""
+        """Run a plan: one scored list per scorer of the plan, then the plan's plain search's, best first. One Query
+        API call; a backend whose process is the only writer may take two (see :class:`QueryPlan`)."""
 
     @abstractmethod
     def retrieve(self, ids: list[str], with_vectors: bool) -> list[PointData]:

@@ -140,7 +140,7 @@ class CopiedBackend(Backend):
         return self._read(lambda edge: edge.read_settings())
 
     def query(self, plan: QueryPlan) -> list[list[ScoredPointData]]:
-        """One Query API call on the copy."""
+        """The plan's Query API calls on the copy, all on the same copy (:meth:`EdgeBackend.query`)."""
         return self._read(lambda edge: edge.query(plan))
 
     def retrieve(self, ids: list[str], with_vectors: bool) -> list[PointData]:

@@ -300,21 +300,29 @@ class EdgeBackend(Backend):
             self.shard.update(qe.UpdateOperation.set_payload_by_filter(native_filter, payload))
 
     def query(self, plan: QueryPlan) -> list[list[ScoredPointData]]:
-        """One Query API call: a batch of one request per scorer, each scoring the union of the prefetches, then the
-        plan's plain search."""
-        requests = [self._request(plan, scorer) for scorer in plan.scorers]
+        """A plan's Query API calls: one (a batch of one request per scorer, each scoring the union of the
+        prefetches) or, for a plan with a plain search, two, so that its sparse search runs once: the plain search
+        first (ids and scores), then the scorers, whose prefetch takes its points by id instead of searching BM25
+        again. Both calls see one state of the shard: this process is its only writer, and the store holds its
+        read lock across them (:meth:`~lmk_rag.store.access.ReadWriteLock.reading`)."""
+        searched = None
         if plan.search is not None:
-            requests.append(qe.QueryRequest(limit=plan.prefetch_limit, query=_nearest(plan.search), filter=plan.filter,
-                                            with_payload=False))  # ids and scores: see QueryPlan.search
+            searched = self.shard.query(qe.QueryRequest(
+                limit=plan.prefetch_limit, query=_nearest(plan.search), filter=plan.filter, with_payload=False,
+            ))  # ids and scores: see QueryPlan.search
+        requests = [self._request(plan, scorer, searched) for scorer in plan.scorers]
         if len(requests) == 1:
             results = [self.shard.query(requests[0])]
         else:
             results = self.shard.query_batch(qe.QueryBatchRequest(requests))
+        if searched is not None:
+            results = [*results, searched]
         return [[ScoredPointData(str(p.id), float(p.score), p.payload or {}) for p in points] for points in results]
 
     @staticmethod
-    def _request(plan: QueryPlan, scorer: Branch) -> Any:
-        """The Edge request of one scorer (shared prefetch branches, a plain search without them, or an MMR pick)."""
+    def _request(plan: QueryPlan, scorer: Branch, searched: list[Any] | None = None) -> Any:
+        """The Edge request of one scorer (shared prefetch branches, a plain search without them, or an MMR pick);
+        ``searched``, the plan's plain search already run, replaces its prefetch branch by its points' ids."""
         params = _params(plan.tuning)
         prefetches = [
             qe.Prefetch(
@@ -324,7 +332,11 @@ class EdgeBackend(Backend):
                 params=None if isinstance(branch.query, SparseVector) else params,
             )
             for branch in plan.prefetch
+            if searched is None or branch != plan.search
         ]
+        if searched:
+            prefetches.append(qe.Prefetch(limit=len(searched), filter=qe.Filter(
+                must=[qe.HasIdCondition({point.id for point in searched})])))
         return qe.QueryRequest(
             limit=plan.limit,
             prefetches=prefetches or None,

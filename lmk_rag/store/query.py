@@ -2,7 +2,8 @@
 
 A search has a *dense side* (the rerank: chunk MaxSim, static MaxSim or the node vector's cosine) and a
 *lexical side* (BM25 of the node). Candidates are the union of a dense prefetch by node vector and a BM25
-prefetch; both sides score every candidate in one Query API call, and the final score is
+prefetch; both sides score every candidate in one Query API call (on Qdrant Edge, the BM25 search first and the
+rerank in a second call: :class:`~lmk_rag.store.types.QueryPlan`), and the final score is
 ``alpha * dense + (1 - alpha) * bm25``, where
 
 - the dense score is cosine-like: a multivector MaxSim is divided by the number of query vectors, so it lies

@@ -1,9 +1,10 @@
 """The reader of a store: searches (fused, MMR) and look-ups; it changes nothing in the store.
 
-A fused search is one Query API call (the rerank and BM25 over the union of the prefetches) and nothing else: the
-query shows only committed nodes (:func:`~lmk_rag.store.visibility.shown_filter`) and returns the payloads hits
-need with the scored points; the store keeps each document's highest version among them
-(:func:`~lmk_rag.store.visibility.latest`) and fuses the scores.
+A fused search is one Query API call (the rerank and BM25 over the union of the prefetches; on Qdrant Edge two, the
+BM25 search first: :class:`~lmk_rag.store.types.QueryPlan`) and nothing else: the query shows only committed nodes
+(:func:`~lmk_rag.store.visibility.shown_filter`) and returns the payloads hits need with the scored points; the
+store keeps each document's highest version among them (:func:`~lmk_rag.store.visibility.latest`) and fuses the
+scores.
 """
 
 from __future__ import annotations
@@ -107,8 +108,8 @@ class Reader:
         alpha: float | None = None,
         prefetch_limit: int | None = None,
     ) -> list[Hit]:
-        """An encoded query's fused search: one Query API call, its only engine call once this handle has sampled
-        the stored vectors (see :meth:`LandmarkStore.search_encoded`)."""
+        """An encoded query's fused search: one Query API call (two on Edge when BM25 is fused), its only engine
+        calls once this handle has sampled the stored vectors (see :meth:`LandmarkStore.search_encoded`)."""
         self._check_sample()
         if not (hasattr(query, "vector") and hasattr(query, "chunk_vectors")):
             raise InvalidInputError(

@@ -231,7 +231,10 @@ class Branch:
 
 @dataclass(frozen=True)
 class QueryPlan:
-    """A search, backend-neutral; a backend runs it as one Query API call (a batch of one request per scorer).
+    """A search, backend-neutral; a backend runs it as one Query API call (a batch of one request per scorer), or
+    Qdrant Edge, whose process is its only writer, as two when it has a plain search
+    (:meth:`~lmk_rag.store.edge.EdgeBackend.query`: the plain search first, then the scorers with its points as a
+    prefetch branch by id, so that the same BM25 search does not run twice).
 
     The candidates are the union of the ``prefetch`` branches' results (``prefetch_limit`` each); every scorer
     scores all of them and returns its own list. Without prefetch branches a scorer searches the whole store.

@@ -1,6 +1,7 @@
 """Engine calls per search and per document write, counted on real backends (Qdrant Edge on disk, qdrant-client
 local mode, a Qdrant server when ``QDRANT_URL`` is set) by a wrapper around each backend's engine object (issue 26,
-item 4): a search is one engine call on every backend; a write and a delete take the counts docs/store.md states."""
+item 4): a search is one engine call on qdrant-client backends and at most two on Edge (a fused search runs its BM25
+search first, then the rerank); a write and a delete take the counts docs/store.md states."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+import qdrant_edge as qe
 
 from lmk_rag.store import LandmarkStore, NodeRecord
-from lmk_rag.store.edge import EdgeBackend
+from lmk_rag.store.edge import EdgeBackend, _nearest
+from lmk_rag.store.query import carry_payloads, fuse
+from lmk_rag.store.types import ScoredPointData
 
 
 class CountingEngine:
@@ -72,7 +76,12 @@ def filled(open_store: Callable[..., LandmarkStore], doc_records: dict[str, list
     return store
 
 
-def test_every_search_is_one_engine_call(filled: LandmarkStore, minilm_encoder, monkeypatch) -> None:
+#: Searches that run a plain BM25 search beside the rerank (a query text and 0 < alpha < 1): Edge runs it first, in a
+#: call of its own, so that the sparse search runs once (docs/decisions.md, issue 29).
+FUSED_SEARCHES = {"fused", "fused, node level", "filtered", "no rerank"}
+
+
+def test_every_search_is_one_engine_call_or_two_on_edge(filled: LandmarkStore, minilm_encoder, monkeypatch) -> None:
     text = "compare two files line by line"
     query = minilm_encoder.encode_queries(text)
     engine, _ = count_engine_calls(filled, monkeypatch)
@@ -86,11 +95,38 @@ def test_every_search_is_one_engine_call(filled: LandmarkStore, minilm_encoder, 
         "by vector": lambda: filled.search_vector(query.vector, k=5),
         "mmr": lambda: filled.search_mmr(query.vector, k=5),
     }
+    edge = isinstance(filled.backend, EdgeBackend)
     for name, search in searches.items():
         hits = search()
         calls = engine.take()
         assert hits and all(hit.text and hit.doc_id for hit in hits), name  # the payloads came with the points
-        assert sum(calls.values()) == 1, (name, calls)
+        assert sum(calls.values()) == (2 if edge and name in FUSED_SEARCHES else 1), (name, calls)
+
+
+@pytest.mark.parametrize("backend", ["edge"])
+def test_edge_scores_the_candidates_of_one_query_api_call(filled: LandmarkStore, minilm_encoder,
+                                                          monkeypatch) -> None:
+    """Edge's two calls (the BM25 search, then the rerank taking its points by id) give the final scores that the
+    one Query API call as Qdrant documents it gives (a BM25 prefetch branch beside the dense one, and the plain BM25
+    search in the same batch), with prefetches narrow enough that each branch brings candidates of its own."""
+    backend = filled.backend
+    plans = []
+    query_plan = backend.query
+    monkeypatch.setattr(backend, "query", lambda plan: plans.append(plan) or query_plan(plan))
+    for text, prefetch_limit in [("compare two files line by line", 3), ("sort lines of text files", 2)]:
+        query = minilm_encoder.encode_queries(text)
+        for rerank in ("chunks", "none"):
+            filled.search_encoded(query, k=1, text=text, rerank=rerank, prefetch_limit=prefetch_limit)
+            plan = plans[-1]
+            two_calls = query_plan(plan)
+            one_call = backend.shard.query_batch(qe.QueryBatchRequest(
+                [EdgeBackend._request(plan, scorer) for scorer in plan.scorers]
+                + [qe.QueryRequest(limit=plan.prefetch_limit, query=_nearest(plan.search), filter=plan.filter)]))
+            one_call = [[ScoredPointData(str(p.id), p.score, p.payload) for p in points] for points in one_call]
+            reranked = {p.id for p in two_calls[0]}
+            assert reranked - {p.id for p in two_calls[-1]}, "no candidate of the dense branch alone"
+            assert {p.id for p in two_calls[-1]} <= reranked and len(reranked) > prefetch_limit
+            assert fuse(plan, carry_payloads(plan, two_calls), 0.7) == fuse(plan, carry_payloads(plan, one_call), 0.7)
 
 
 #: Engine calls of rewriting one stored document of fewer than 64 nodes, by backend: Edge's are shard calls

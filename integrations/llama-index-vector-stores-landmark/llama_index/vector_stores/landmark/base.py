@@ -104,14 +104,14 @@ def refuse_unsupported(arguments: dict[str, Any]) -> None:
 class LandmarkVectorStore(BasePydanticVectorStore):
     """Landmark nodes in Qdrant (Edge in-process, or a server), searched in two stages.
 
-    The store encodes each query once (``is_embedding_query`` is False, so LlamaIndex does not
-    embed it first) and runs one Query API call: candidates by node vector and by BM25, each scored by
-    a rerank (MaxSim over the nodes' chunk vectors with ``rerank="chunks"``, over static token vectors
-    with ``"static"``, which needs a store opened with ``static_encoder=``, or the node vector's cosine
-    with ``"none"``; by default the store's: ``"chunks"``, or ``"static"`` in a static store) fused with its BM25
-    score. Nodes from :class:`LandmarkNodeParser` bring their chunk vectors; other nodes with an embedding are
-    written with that embedding as their only chunk vector. A static store (no transformer) comes from a static
-    embedding: ``LandmarkVectorStore(path=..., embed_model=LandmarkEmbedding(static=True))``, parsed by the same
+    The store encodes each query once (``is_embedding_query`` is False, so LlamaIndex does not embed it first) and
+    runs one Query API call (two on Edge, its BM25 search first): candidates by node vector and by BM25, each scored
+    by a rerank (MaxSim over the nodes' chunk vectors with ``rerank="chunks"``, over static token vectors with
+    ``"static"``, which needs a store opened with ``static_encoder=``, or the node vector's cosine with ``"none"``;
+    by default the store's: ``"chunks"``, or ``"static"`` in a static store) fused with its BM25 score. Nodes from
+    :class:`LandmarkNodeParser` bring their chunk vectors; other nodes with an embedding are written with that
+    embedding as their only chunk vector. A static store (no transformer) comes from a static embedding:
+    ``LandmarkVectorStore(path=..., embed_model=LandmarkEmbedding(static=True))``, parsed by the same
     :class:`LandmarkNodeParser`.
     Pass ``rerank`` or ``alpha`` per query with ``index.as_retriever(vector_store_kwargs={"rerank": "static"})``.
     Query modes, filters and what is not supported: docs/llamaindex.md.
@@ -184,7 +184,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
             recorded (on for a new store: it wins on every dev set, docs/decisions.md).
         :param hybrid_fusion_fn: ``fn(dense_result, sparse_result, alpha=..., top_k=...) -> VectorStoreQueryResult``
             (QdrantVectorStore's ``HybridFusionCallable``) for ``hybrid`` queries, which then run the dense and the
-            BM25 search apart and pass both; None: the store's own fusion, in one Query API call.
+            BM25 search apart and pass both; None: the store's own fusion (one Query API call; two on Edge).
         :param payload_indexes: ``[{"field_name": key, "field_schema": type}, ...]``: metadata keys to index.
         :param shard_number: shards of a new collection on a cluster.
         :param replication_factor: copies of each shard of a new collection.
