@@ -305,11 +305,7 @@ class EdgeBackend(Backend):
         first (ids and scores), then the scorers, whose prefetch takes its points by id instead of searching BM25
         again. Both calls see one state of the shard: this process is its only writer, and the store holds its
         read lock across them (:meth:`~lmk_rag.store.access.ReadWriteLock.reading`)."""
-        searched = None
-        if plan.search is not None:
-            searched = self.shard.query(qe.QueryRequest(
-                limit=plan.prefetch_limit, query=_nearest(plan.search), filter=plan.filter, with_payload=False,
-            ))  # ids and scores: see QueryPlan.search
+        searched = None if plan.search is None else self.shard.query(_plain_search(plan))
         requests = [self._request(plan, scorer, searched) for scorer in plan.scorers]
         if len(requests) == 1:
             results = [self.shard.query(requests[0])]
@@ -317,7 +313,7 @@ class EdgeBackend(Backend):
             results = self.shard.query_batch(qe.QueryBatchRequest(requests))
         if searched is not None:
             results = [*results, searched]
-        return [[ScoredPointData(str(p.id), float(p.score), p.payload or {}) for p in points] for points in results]
+        return [_scored(points) for points in results]
 
     @staticmethod
     def _request(plan: QueryPlan, scorer: Branch, searched: list[Any] | None = None) -> Any:
@@ -389,6 +385,17 @@ class EdgeBackend(Backend):
                     shard.flush()
                 finally:
                     shard.close()
+
+
+def _plain_search(plan: QueryPlan) -> Any:
+    """The Edge request of a plan's plain search: ids and scores only (see :attr:`QueryPlan.search`)."""
+    return qe.QueryRequest(limit=plan.prefetch_limit, query=_nearest(plan.search), filter=plan.filter,
+                           with_payload=False)
+
+
+def _scored(points: list[Any]) -> list[ScoredPointData]:
+    """Edge's scored points as neutral ones."""
+    return [ScoredPointData(str(p.id), float(p.score), p.payload or {}) for p in points]
 
 
 def _nearest(branch: Branch) -> Any:

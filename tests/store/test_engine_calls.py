@@ -15,9 +15,8 @@ import pytest
 import qdrant_edge as qe
 
 from lmk_rag.store import LandmarkStore, NodeRecord
-from lmk_rag.store.edge import EdgeBackend, _nearest
+from lmk_rag.store.edge import EdgeBackend, _plain_search, _scored
 from lmk_rag.store.query import carry_payloads, fuse
-from lmk_rag.store.types import ScoredPointData
 
 
 class CountingEngine:
@@ -119,10 +118,8 @@ def test_edge_scores_the_candidates_of_one_query_api_call(filled: LandmarkStore,
             filled.search_encoded(query, k=1, text=text, rerank=rerank, prefetch_limit=prefetch_limit)
             plan = plans[-1]
             two_calls = query_plan(plan)
-            one_call = backend.shard.query_batch(qe.QueryBatchRequest(
-                [EdgeBackend._request(plan, scorer) for scorer in plan.scorers]
-                + [qe.QueryRequest(limit=plan.prefetch_limit, query=_nearest(plan.search), filter=plan.filter)]))
-            one_call = [[ScoredPointData(str(p.id), p.score, p.payload) for p in points] for points in one_call]
+            one_call = [_scored(points) for points in backend.shard.query_batch(qe.QueryBatchRequest(
+                [EdgeBackend._request(plan, scorer) for scorer in plan.scorers] + [_plain_search(plan)]))]
             reranked = {p.id for p in two_calls[0]}
             assert reranked - {p.id for p in two_calls[-1]}, "no candidate of the dense branch alone"
             assert {p.id for p in two_calls[-1]} <= reranked and len(reranked) > prefetch_limit
