@@ -25,6 +25,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -148,6 +149,7 @@ def probe(folder: Path, queries_file: Path, oversampling: float | None, repeats:
         hits: dict[str, list[list[str]]] = {}
         for mode, (with_text, alpha) in TIMED.items():
             times = []
+            faults = resource.getrusage(resource.RUSAGE_SELF).ru_majflt
             for _ in range(repeats):
                 hits[mode] = []
                 for query, text in zip(queries, texts):
@@ -157,6 +159,7 @@ def probe(folder: Path, queries_file: Path, oversampling: float | None, repeats:
                     times.append((time.perf_counter() - start) * 1000)
                     hits[mode].append([h.node_id for h in found])
             row[f"{mode}_p50"], row[f"{mode}_p95"] = np.percentile(times, 50), np.percentile(times, 95)
+            row[f"{mode}_majflt"] = (resource.getrusage(resource.RUSAGE_SELF).ru_majflt - faults) / len(times)
         row.update(memory())
         with LandmarkStore(folder, read_only=True, exact=True) as exact:
             for mode, with_text in (("fused", True), ("dense", False)):
@@ -278,25 +281,27 @@ def write_report(args: argparse.Namespace, rows: list[dict[str, Any]], used: dic
         "the exact reference (the same store searched with `exact=True`), per original node. Memory of that process, "
         "in GiB: RssAnon (heap: what must fit in RAM) right after opening the store and after the timed queries, "
         "RssFile (memory-mapped files in the page cache, which the OS can evict) after them, and its peak RSS (VmHWM) "
-        "up to then (the exact reference runs afterwards). Load: the 1-minute load average when the build and the "
-        "queries started.",
+        "up to then (the exact reference runs afterwards). **faults** = major page faults per fused search (pages "
+        "read from disk: what the page cache did not hold; not counted before 2026-12-02). Load: the 1-minute load "
+        "average when the build and the queries started.",
         "",
         "| nodes | storage | replication | nodes/s written | optimize s | disk GB | p50 / p95 ms fused | "
         "p50 / p95 ms dense | p50 ms bm25 | overlap fused | overlap dense | RssAnon open / searched | RssFile | "
-        "peak RSS | load build / query |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "peak RSS | faults | load build / query |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         bm25 = f"{r['bm25_p50']:.1f}" if "bm25_p50" in r else "-"
+        faults = f"{r['fused_majflt']:.1f}" if "fused_majflt" in r else "-"
         if "skipped" in r:
-            lines.append(f"| {r['size']:,} | {r['storage']} | not run: {r['skipped']} |" + " |" * 12)
+            lines.append(f"| {r['size']:,} | {r['storage']} | not run: {r['skipped']} |" + " |" * 13)
             continue
         lines.append(
             f"| {r['size']:,} | {r['storage']} | {r['replication']:.1f}x | {r['nodes_per_s']:,.0f} | "
             f"{r['optimize_s']:.0f} | {r['disk_gb']:.1f} | {r['fused_p50']:.1f} / {r['fused_p95']:.1f} | "
             f"{r['dense_p50']:.1f} / {r['dense_p95']:.1f} | {bm25} | {r['fused_overlap']:.3f} | "
             f"{r['dense_overlap']:.3f} | "
-            f"{r['open_RssAnon']:.2f} / {r['RssAnon']:.2f} | {r['RssFile']:.2f} | {r['VmHWM']:.2f} | "
+            f"{r['open_RssAnon']:.2f} / {r['RssAnon']:.2f} | {r['RssFile']:.2f} | {r['VmHWM']:.2f} | {faults} | "
             f"{r['load_build']:.1f} / {r['load_query']:.1f} |"
         )
     lines += ["", "Storages: " + "; ".join(

@@ -172,7 +172,8 @@ def ingest(
         None, help="int8 | binary | turbo4: a compressed copy of the node vectors in RAM (new stores only)."
     ),
     on_disk: bool = typer.Option(
-        None, "--on-disk/--in-memory", help="Keep the original vectors on disk, memory-mapped (new stores only)."
+        None, "--on-disk/--in-memory",
+        help="Keep the original vectors and the payloads on disk, memory-mapped (new stores only).",
     ),
     hnsw_on_disk: bool = typer.Option(
         None, "--hnsw-on-disk/--hnsw-in-memory", help="Keep the HNSW graph on disk, memory-mapped (new stores only)."

@@ -91,7 +91,9 @@ def edge_config(spec: CollectionSpec) -> qe.EdgeConfig:
 
     :param spec: what the store holds (see :mod:`lmk_rag.store.layout`).
     :return: the config: dense vectors with HNSW, multivectors (MaxSim) without, each quantized and placed as
-        ``spec.storage`` says; sparse vectors with the IDF modifier.
+        ``spec.storage`` says; sparse vectors with the IDF modifier; the payloads warmed into the page cache when
+        the shard loads (Edge's default reads them from disk at a search's first touch), or left on disk with the
+        vectors (``storage.on_disk``).
     """
     storage = spec.storage
     vectors_memory = qe.Memory.Cold if storage.on_disk else None
@@ -115,7 +117,8 @@ def edge_config(spec: CollectionSpec) -> qe.EdgeConfig:
             )
         else:
             sparse[slot.name] = qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)
-    return qe.EdgeConfig(vectors=vectors, sparse_vectors=sparse or None)
+    return qe.EdgeConfig(vectors=vectors, sparse_vectors=sparse or None,
+                         payload_memory=qe.Memory.Cold if storage.on_disk else qe.Memory.Cached)
 
 
 def _quantization(kind: Quantization) -> Any:

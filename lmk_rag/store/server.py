@@ -246,7 +246,8 @@ def create_collection_request(
             )
         else:
             sparse[slot.name] = models.SparseVectorParams(modifier=models.Modifier.IDF)
-    request: dict[str, Any] = {"collection_name": collection, "vectors_config": vectors}
+    payload = models.PayloadStorageParams(memory=models.Memory.COLD if storage.on_disk else models.Memory.CACHED)
+    request: dict[str, Any] = {"collection_name": collection, "vectors_config": vectors, "payload": payload}
     if sparse:
         request["sparse_vectors_config"] = sparse
     for key, value in (

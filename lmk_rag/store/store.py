@@ -119,10 +119,10 @@ class LandmarkStore:
         stores).
     :param node_quantization: the same for the node vectors, which the HNSW search then runs on (rescoring
         ``oversampling`` times the candidates with the originals). None = as recorded (the default for new stores).
-    :param on_disk: a new store keeps its original vectors (node, chunks, static) on disk, memory-mapped and read
-        through the OS page cache, instead of in RAM; pair it with ``node_quantization`` so the HNSW search reads
-        the compressed copy in RAM. None = as recorded (the default for new stores); qdrant-client local mode,
-        which holds everything in memory, refuses True.
+    :param on_disk: a new store keeps its original vectors (node, chunks, static) and its payloads on disk,
+        memory-mapped and read through the OS page cache, instead of warming them into RAM when it opens; pair it
+        with ``node_quantization`` so the HNSW search reads the compressed copy in RAM. None = as recorded (the
+        default for new stores); qdrant-client local mode, which holds everything in memory, refuses True.
     :param hnsw_on_disk: a new store keeps its HNSW graph on disk (memory-mapped). None = as recorded (the default).
     :param text_keys: metadata keys a new store indexes as full text: a ``text`` filter on them matches word
         prefixes in any case (``"6FTR78Y"`` finds ``"6ftr78yun"``); on other keys it matches whole words. None = as

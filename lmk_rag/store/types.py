@@ -156,9 +156,9 @@ class Storage:
     :param quantization: compressed copy of the ``chunks`` (and ``static``) multivectors, or ``"none"``.
     :param node_quantization: compressed copy of the ``node`` vector: the HNSW search runs on it and rescores
         ``oversampling`` times the candidates with the originals; ``"none"`` searches the originals.
-    :param on_disk: the original vectors (node, chunks, static) are memory-mapped from disk and read on demand
-        through the OS page cache (Qdrant's ``cold`` tier) instead of being held in RAM; quantized copies, the
-        BM25 index, payloads and payload indexes are not covered.
+    :param on_disk: the original vectors (node, chunks, static) and the payloads are memory-mapped from disk and
+        read on demand through the OS page cache (Qdrant's ``cold`` tier) instead of being warmed into it when the
+        store opens (``cached``); quantized copies, the BM25 index and payload indexes are not covered.
     :param hnsw_on_disk: the node vector's HNSW graph is memory-mapped from disk (``cold``) instead of being held
         in RAM.
     """

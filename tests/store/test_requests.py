@@ -140,6 +140,7 @@ def test_create_collection_request_passes_cluster_settings():
     assert "shard_number" not in plain and "sparse_vectors_config" not in plain
     assert set(plain["vectors_config"]) == {"node", "chunks"}
     assert all(v.memory is None and v.quantization_config is None for v in plain["vectors_config"].values())
+    assert plain["payload"].memory == models.Memory.CACHED  # warmed when the collection loads, as its vectors
 
 
 def test_create_collection_request_places_and_compresses_each_vector():
@@ -148,6 +149,8 @@ def test_create_collection_request_places_and_compresses_each_vector():
     assert {name: v.memory for name, v in vectors.items()} == dict.fromkeys(("node", "chunks", "static"),
                                                                             models.Memory.COLD)
     assert vectors["node"].hnsw_config.memory == models.Memory.COLD
+    assert create_collection_request("c", CollectionSpec(dim=8, storage=storage))["payload"].memory == \
+        models.Memory.COLD
     assert vectors["node"].quantization_config.turbo.bits == models.TurboQuantBitSize.BITS4
     assert vectors["node"].quantization_config.turbo.memory == models.Memory.PINNED
     assert vectors["chunks"].quantization_config.binary.memory == models.Memory.PINNED
@@ -226,10 +229,11 @@ def test_edge_config_vectors():
     assert config.vectors["chunks"].hnsw_config.m == 0 and config.vectors["node"].hnsw_config.m == 16
     assert config.vectors["chunks"].multivector_config is not None
     assert all(v.memory is None and v.quantization_config is None for v in config.vectors.values())
+    assert config.payload_memory == qe.Memory.Cached
     storage = Storage(quantization="int8", node_quantization="binary", on_disk=True, hnsw_on_disk=True)
     placed = edge_config(CollectionSpec(dim=384, static_dim=32, storage=storage))
     assert all(v.memory == qe.Memory.Cold for v in placed.vectors.values())
-    assert placed.vectors["node"].hnsw_config.memory == qe.Memory.Cold
+    assert placed.vectors["node"].hnsw_config.memory == qe.Memory.Cold and placed.payload_memory == qe.Memory.Cold
     assert placed.vectors["chunks"].quantization_config.memory == qe.Memory.Pinned
     assert placed.vectors["node"].quantization_config.memory == qe.Memory.Pinned
 

@@ -96,7 +96,10 @@ def test_edge_places_vectors_and_graph_on_disk(doc_records, minilm_encoder, tmp_
     with LandmarkStore(tmp_path / "memory", encoder=minilm_encoder, **FLOAT32) as in_memory, \
             LandmarkStore(tmp_path / "disk", encoder=minilm_encoder, **PLACED, **COMPRESSED) as on_disk:
         assert {key: on_disk.settings[key] for key in PLACED} == PLACED
-        engine = json.loads((tmp_path / "disk" / "shard" / "edge_config.json").read_text())["vectors"]
+        shard = json.loads((tmp_path / "disk" / "shard" / "edge_config.json").read_text())
+        warmed = json.loads((tmp_path / "memory" / "shard" / "edge_config.json").read_text())
+        assert (shard["payload_memory"], warmed["payload_memory"]) == ("cold", "cached")  # payloads follow vectors
+        engine = shard["vectors"]
         assert {name: vector["memory"] for name, vector in engine.items()} == {"node": "cold", "chunks": "cold"}
         assert engine["node"]["hnsw_config"]["memory"] == "cold"
         assert engine["node"]["quantization_config"] == {"scalar": {"type": "int8", "quantile": 0.99,
