@@ -344,7 +344,7 @@ class EdgeBackend(Backend):
             ),
             filter=plan.filter,
             params=None if isinstance(scorer.query, SparseVector) else params,
-            with_payload=qe.PayloadSelector.Include(plan.payload_keys),
+            with_payload=qe.PayloadSelector.Include(plan.payload_keys) if plan.payload_keys else False,
         )
 
     def retrieve(self, ids: list[str], with_vectors: bool) -> list[PointData]:

@@ -197,8 +197,9 @@ COSINE_RANGE = (-1.001, 1.001)
 def checked_score(point: ScoredPointData, score: float, bounds: tuple[float, float] = COSINE_RANGE) -> float:
     """A score, or :class:`CorruptStoreError` when it is not finite or outside its range (damaged vectors)."""
     if not (math.isfinite(score) and bounds[0] <= score <= bounds[1]):
+        node = point.payload.get("node_id")
         raise CorruptStoreError(
-            f"point {point.id} (node {point.payload.get('node_id')!r}) scored {score}: its stored vectors are "
+            f"point {point.id}{'' if node is None else f' (node {node!r})'} scored {score}: its stored vectors are "
             "damaged; run lmk-rag check --store FOLDER, and re-ingest that document"
         )
     return score

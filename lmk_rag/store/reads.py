@@ -1,10 +1,11 @@
 """The reader of a store: searches (fused, MMR) and look-ups; it changes nothing in the store.
 
 A fused search is one Query API call (the rerank and BM25 over the union of the prefetches; on Qdrant Edge two, the
-BM25 search first: :class:`~lmk_rag.store.types.QueryPlan`) and nothing else: the query shows only committed nodes
-(:func:`~lmk_rag.store.visibility.shown_filter`) and returns the payloads hits need with the scored points; the
+BM25 search first: :class:`~lmk_rag.store.types.QueryPlan`): the query shows only committed nodes
+(:func:`~lmk_rag.store.visibility.searched_filter`) and returns the payloads hits need with the scored points; the
 store keeps each document's highest version among them (:func:`~lmk_rag.store.visibility.latest`) and fuses the
-scores.
+scores. Where no other process writes (Qdrant Edge, a local-mode folder), the query returns ids and scores only, and
+the hits' payloads are read by id after ranking, under the same read lock (:meth:`Reader._read_hits`).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from lmk_rag.store.query import (
 )
 from lmk_rag.store.query_vectors import QueryVectors
 from lmk_rag.store.settings import StoreEncoder, check_filter
-from lmk_rag.store.types import Branch, Hit, NodeRecord, Rerank, SearchTuning, StoreMode
+from lmk_rag.store.types import Branch, Hit, NodeRecord, Rerank, ScoredPointData, SearchTuning, StoreMode
 
 
 class Reader:
@@ -108,8 +109,9 @@ class Reader:
         alpha: float | None = None,
         prefetch_limit: int | None = None,
     ) -> list[Hit]:
-        """An encoded query's fused search: one Query API call (two on Edge when BM25 is fused), its only engine
-        calls once this handle has sampled the stored vectors (see :meth:`LandmarkStore.search_encoded`)."""
+        """An encoded query's fused search: one Query API call (on Edge, its BM25 search first) and, where this
+        process is the store's only writer, the look-up of its hits' payloads (:meth:`_read_hits`): its only
+        engine calls once this handle has sampled the stored vectors (see :meth:`LandmarkStore.search_encoded`)."""
         self._check_sample()
         if not (hasattr(query, "vector") and hasattr(query, "chunk_vectors")):
             raise InvalidInputError(
@@ -129,20 +131,59 @@ class Reader:
             sparse=self.queries.sparse_query(text),
             alpha=alpha,
             prefetch_limit=prefetch_limit,
-            filter=self._nodes_filter(filter),
-            payload_keys=rec.HIT_KEYS,
+            filter=self._search_filter(filter),
+            payload_keys=[] if self.backend.single_writer else rec.HIT_KEYS,
             tuning=self.tuning,
         )
         with self.access.reading():
             results = self.backend.query(plan)
-        best = best_hits(fuse(plan, visibility.latest(carry_payloads(plan, results)), alpha), k, doc_level)
+            if self.backend.single_writer:
+                best = self._read_hits(fuse(plan, carry_payloads(plan, results), alpha), k, doc_level)
+            else:
+                best = best_hits(fuse(plan, visibility.latest(carry_payloads(plan, results)), alpha), k, doc_level)
         return [rec.hit_from_point(point, point.score) for point in best]
+
+    def _read_hits(self, ranked: list[ScoredPointData], k: int, doc_level: bool) -> list[ScoredPointData]:
+        """The first ``k`` hits of a ranking of points without payloads, their payloads read by id: the best ``k``
+        points first (``2 * k`` for document-level hits), then twice as many more each time until ``k`` hits are
+        found. Reading every candidate's payload in the query cost about 4 ms of a 26 ms fused search at a million
+        nodes (docs/decisions.md, "store: a search reads the payloads of its hits alone").
+
+        Called under the search's read lock, where no other process writes
+        (:attr:`~lmk_rag.store.base.Backend.single_writer`): nothing has replaced a point since the ranking. Of a
+        document with two live versions among the points read (a write interrupted before it dropped the old one),
+        the higher version's nodes stay (:func:`~lmk_rag.store.visibility.latest`).
+
+        :raises CorruptStoreError: when a ranked point cannot be read back (the engine lost it).
+        """
+        read: list[ScoredPointData] = []
+        page = 2 * k if doc_level else k
+        while True:
+            batch = ranked[len(read) : len(read) + page]
+            found = {point.id: point.payload for point in self.backend.retrieve([point.id for point in batch], False)}
+            lost = next((point.id for point in batch if point.id not in found), None)
+            if lost is not None:
+                raise CorruptStoreError(
+                    f"{self.where}: point {lost} was ranked but cannot be read back; run lmk-rag check --store "
+                    f"{self.where}"
+                )
+            read += [ScoredPointData(point.id, point.score, found[point.id]) for point in batch]
+            (shown,) = visibility.latest([read])
+            best = best_hits(shown, k, doc_level)
+            if len(best) == k or len(read) == len(ranked):
+                return best
+            page *= 2
 
     def _nodes_filter(self, filter: FilterLike, node_ids: Sequence[str] | None = None) -> Any:
         """The native filter of the nodes a reader may see that a caller's filter (and node ids) select, once the
         store can answer it (:func:`~lmk_rag.store.settings.check_filter`)."""
         check_filter(self.settings, filter, self.where)
         return visibility.shown_filter(self.backend, filter, node_ids)
+
+    def _search_filter(self, filter: FilterLike) -> Any:
+        """:meth:`_nodes_filter` for a search by vector (:func:`~lmk_rag.store.visibility.searched_filter`)."""
+        check_filter(self.settings, filter, self.where)
+        return visibility.searched_filter(self.backend, filter)
 
     def search_vector(
         self, vector: Sequence[float] | np.ndarray, k: int = 10, filter: FilterLike = None, doc_level: bool = True
@@ -199,7 +240,7 @@ class Reader:
         if vector.shape != (self.dim,):
             raise VectorSizeError(f"query vector of shape {vector.shape}, store expects ({self.dim},)")
         check_directions(vector, "query vector")
-        plan = plan_mmr(vector.tolist(), lambda_, candidates, k, self._nodes_filter(filter),
+        plan = plan_mmr(vector.tolist(), lambda_, candidates, k, self._search_filter(filter),
                         rec.HIT_KEYS, self.tuning)
         with self.access.reading():
             (picked,) = self.backend.query(plan)

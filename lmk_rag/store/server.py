@@ -337,7 +337,7 @@ def query_requests(plan: QueryPlan, local: bool = False) -> list[models.QueryReq
             filter=plan.filter,
             params=None if isinstance(scorer.query, SparseVector) else params,
             limit=plan.limit,
-            with_payload=list(plan.payload_keys),
+            with_payload=list(plan.payload_keys) or False,
         )
         for scorer in plan.scorers
     ] + search

@@ -426,8 +426,9 @@ class LandmarkStore:
         alpha: float | None = None,
         prefetch_limit: int | None = None,
     ) -> list[Hit]:
-        """Search with an already encoded query in one Query API call (two on Qdrant Edge when BM25 is fused: the
-        BM25 search first, so that it runs once); candidates are ranked by
+        """Search with an already encoded query in one Query API call (on Qdrant Edge, its BM25 search first, so
+        that it runs once; where this process is the store's only writer, the hits' payloads are read by id after
+        ranking: docs/store.md, "Search"); candidates are ranked by
         ``alpha * rerank + (1 - alpha) * bm25`` (see :mod:`lmk_rag.store.query`).
 
         :param query: an :class:`~lmk_rag.EncodedText` (``.vector`` (dim,), ``.chunk_vectors`` (q, dim)).

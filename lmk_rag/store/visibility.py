@@ -68,6 +68,14 @@ def shown_filter(backend: Backend, filter: FilterLike, node_ids: Sequence[str] |
     return _nodes(backend, filter, node_ids, (backend.builder.match(rec.LIVE, False),))
 
 
+def searched_filter(backend: Backend, filter: FilterLike) -> Any:
+    """:func:`shown_filter` for a search by vector (dense, multivector or sparse): without its ``kind`` condition,
+    which only the markers fail, and a marker has no vectors, so no search scores one. The keyword condition cost
+    2.3 ms of a fused search's rerank call at a million nodes (docs/decisions.md, "store: a search reads the
+    payloads of its hits alone, and filters on ``live`` alone")."""
+    return translate(filter, backend.builder, (), (backend.builder.match(rec.LIVE, False),))
+
+
 def _nodes(backend: Backend, filter: FilterLike, node_ids: Sequence[str] | None, but_not: Sequence[Any]) -> Any:
     """The native filter of nodes matching a caller's filter, some node ids (when given) and none of ``but_not``."""
     b = backend.builder

@@ -1,7 +1,8 @@
 """Engine calls per search and per document write, counted on real backends (Qdrant Edge on disk, qdrant-client
 local mode, a Qdrant server when ``QDRANT_URL`` is set) by a wrapper around each backend's engine object (issue 26,
-item 4): a search is one engine call on qdrant-client backends and at most two on Edge (a fused search runs its BM25
-search first, then the rerank); a write and a delete take the counts docs/store.md states."""
+item 4): a search is one Query API call on a server; where the process is the store's only writer, one more call
+reads the final hits' payloads, and on Edge a fused search runs its BM25 search first, in a call of its own; a write
+and a delete take the counts docs/store.md states."""
 
 from __future__ import annotations
 
@@ -80,7 +81,8 @@ def filled(open_store: Callable[..., LandmarkStore], doc_records: dict[str, list
 FUSED_SEARCHES = {"fused", "fused, node level", "filtered", "no rerank"}
 
 
-def test_every_search_is_one_engine_call_or_two_on_edge(filled: LandmarkStore, minilm_encoder, monkeypatch) -> None:
+def test_every_search_is_one_query_api_call_and_the_hits_payloads(filled: LandmarkStore, minilm_encoder,
+                                                                   monkeypatch) -> None:
     text = "compare two files line by line"
     query = minilm_encoder.encode_queries(text)
     engine, _ = count_engine_calls(filled, monkeypatch)
@@ -95,11 +97,19 @@ def test_every_search_is_one_engine_call_or_two_on_edge(filled: LandmarkStore, m
         "mmr": lambda: filled.search_mmr(query.vector, k=5),
     }
     edge = isinstance(filled.backend, EdgeBackend)
+    only_writer = filled.backend.single_writer
     for name, search in searches.items():
         hits = search()
         calls = engine.take()
-        assert hits and all(hit.text and hit.doc_id for hit in hits), name  # the payloads came with the points
-        assert sum(calls.values()) == (2 if edge and name in FUSED_SEARCHES else 1), (name, calls)
+        assert hits and all(hit.text and hit.span[1] > 0 and hit.doc_id for hit in hits), name
+        reads = calls.pop("retrieve", 0)  # the hits' payloads, by id: k points, 2k first for document-level hits
+        assert sum(calls.values()) == 1 + (edge and name in FUSED_SEARCHES), (name, calls)
+        if not only_writer or name == "mmr":
+            assert reads == 0, name
+        elif name == "fused, node level":
+            assert reads == 1
+        else:  # twice as many points each time until k documents: this store has 4 even documents, not 5
+            assert 1 <= reads <= (4 if name == "filtered" else 2), (name, reads)
 
 
 @pytest.mark.parametrize("backend", ["edge"])

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from lmk_rag.errors import InvalidInputError, SettingsMismatchError, VectorSizeError
+from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import FieldCondition, Filter, NodeRecord
 from lmk_rag.store.query import DEFAULT_ALPHA
 from lmk_rag.store.records import node_point_id
@@ -227,6 +227,30 @@ def test_bm25_hybrid_prefetch(open_store, doc_records, docs) -> None:
     for rerank in ("chunks", "none"):
         assert store.search(rare, k=8, rerank=rerank)
     assert store.search(_first_sentence(text), k=1)[0].doc_id == "page5.txt"
+
+
+def test_hits_read_after_ranking_are_the_hits_of_one_call_and_never_a_marker(open_store, doc_records, docs,
+                                                                             monkeypatch) -> None:
+    """Where the store has one writer, a search ranks its candidates by their ids and versions and reads the final
+    hits' payloads after (one call more); a server search gets them with the candidates. Both give the same hits.
+    No search filters on ``kind``: a marker, which carries the document's metadata too, has no vectors, so even a
+    search whose filter the markers match and whose candidates are every node returns nodes alone."""
+    store = open_store(prefetch_limit=1000)
+    _fill(store, doc_records)
+    even = sum(len(records) for records in doc_records.values() if records[0].metadata["group"] == "even")
+    searches = [{"k": 5}, {"k": 5, "doc_level": False, "rerank": "none"},
+                {"k": 1000, "doc_level": False, "filter": {"group": "even"}}, {"k": 3, "alpha": 0.0}]
+    query = _first_sentence(docs["page2.txt"])
+    monkeypatch.setattr(store.backend, "single_writer", True)  # Edge, a local-mode folder (a server in this test)
+    ranked_first = [store.search(query, **kwargs) for kwargs in searches]
+    monkeypatch.setattr(store.backend, "single_writer", False)
+    assert ranked_first == [store.search(query, **kwargs) for kwargs in searches]
+    assert len(ranked_first[2]) == even and {h.metadata["group"] for h in ranked_first[2]} == {"even"}
+    assert all(hit.text and hit.node_id and hit.span[1] > hit.span[0] for hits in ranked_first for hit in hits)
+    monkeypatch.setattr(store.backend, "single_writer", True)
+    monkeypatch.setattr(store.backend, "retrieve", lambda ids, with_vectors: [])  # the engine lost the points
+    with pytest.raises(CorruptStoreError, match="was ranked but cannot be read back; run lmk-rag check"):
+        store.search(query, k=5)
 
 
 def test_reranked_hits_rank_ties_by_point_id(open_store, doc_records, docs) -> None:

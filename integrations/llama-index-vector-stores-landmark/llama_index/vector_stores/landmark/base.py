@@ -105,7 +105,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
     """Landmark nodes in Qdrant (Edge in-process, or a server), searched in two stages.
 
     The store encodes each query once (``is_embedding_query`` is False, so LlamaIndex does not embed it first) and
-    runs one Query API call (two on Edge, its BM25 search first): candidates by node vector and by BM25, each scored
+    runs one Query API call (on Edge, its BM25 search first): candidates by node vector and by BM25, each scored
     by a rerank (MaxSim over the nodes' chunk vectors with ``rerank="chunks"``, over static token vectors with
     ``"static"``, which needs a store opened with ``static_encoder=``, or the node vector's cosine with ``"none"``;
     by default the store's: ``"chunks"``, or ``"static"`` in a static store) fused with its BM25 score. Nodes from
