@@ -147,7 +147,8 @@ class Reader:
         """The first ``k`` hits of a ranking of points without payloads, their payloads read by id: the best ``k``
         points first (``2 * k`` for document-level hits), then twice as many more each time until ``k`` hits are
         found. Reading every candidate's payload in the query cost about 4 ms of a 26 ms fused search at a million
-        nodes (docs/decisions.md, "store: a search reads the payloads of its hits alone").
+        nodes (docs/decisions.md, "store: a search reads the payloads of its hits alone, and filters on `live`
+        alone").
 
         Called under the search's read lock, where no other process writes
         (:attr:`~lmk_rag.store.base.Backend.single_writer`): nothing has replaced a point since the ranking. Of a
