@@ -18,8 +18,13 @@ the mean of its chunk vectors) or per query by ``query-gate`` (the best candidat
 MaxSim: high when a query describes a whole page, low when it matches one passage);
 or rank by ``combiner``, a logistic regression (scikit-learn) of each candidate's (chunk MaxSim, BM25 over the best
 BM25, document cosine, static MaxSim, best other node) fitted on the training pairs only (manpages-train and
-perldoc-train, each query against every positive of its split). Documents rank by their best node. Prints nDCG@10
-per variant with the paired difference to the product (``base``) and writes per-query values::
+perldoc-train, each query against every positive of its split); or search again after pseudo-relevance feedback
+from the ``m`` best fused nodes: ``prf-dense`` moves the query's vectors towards those nodes' mean vector (Rocchio,
+weight ``b``), ``prf-bm25`` adds their ten best other terms (summed BM25 weight x IDF) to the BM25 query at weight
+``g`` (RM3-like). Documents rank by their best node. ``--projection-mix DOCS QUERIES`` re-mixes the shipped
+projection's fit with the identity (0: none, 0.5: the shipped projection, 1: the fit itself) for the documents and
+the queries apart. Prints nDCG@10 per variant with the paired difference to the product (``base``) and writes
+per-query values::
 
     python benchmarks/score_study.py perldoc-longdoc manpages-short --out results/score_study.json
 """
@@ -30,6 +35,7 @@ import argparse
 import importlib.util
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,11 +43,14 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
+from lmk_rag.encoder import LandmarkEncoder
+from lmk_rag.encoder.projection import SHIPPED_PROJECTION_DIR, LinearProjection
 from lmk_rag.eval.beir import BeirDataset, load_beir
 from lmk_rag.eval.intervals import paired_difference
 from lmk_rag.static import StaticTokenEncoder
 from lmk_rag.static.encoder import tokens_in_chunks
 from lmk_rag.store.query import DEFAULT_ALPHA
+from lmk_rag.vectors import l2_normalize, maxsim_scores
 
 HERE = Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("fusion_study", HERE / "fusion_study.py")
@@ -60,6 +69,10 @@ DOC_WEIGHTS = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
 WEIGHTS = (0.05, 0.1, 0.2)
 FEATURES = ("chunk MaxSim", "BM25 / best", "doc cosine", "static MaxSim", "best other node", "doc coherence")
 PREFETCH = 100
+#: Pseudo-relevance feedback: (nodes fed back, weight) of the dense and of the BM25 variant; terms added to BM25.
+PRF_DENSE = ((1, 0.3), (1, 0.6), (3, 0.3), (3, 0.6))
+PRF_BM25 = ((3, 0.1), (3, 0.3))
+PRF_TERMS = 10
 
 
 def pairs_dataset(name: str, path: Path) -> BeirDataset:
@@ -78,6 +91,7 @@ class Scored:
         self.corpus = corpus
         tokenize = fs.tokenizers()["edge-code"]
         self.bm25 = fs.Bm25Index([tokenize(t) for t in corpus.node_texts], avg_len=256)
+        self.bm25_rows = self.bm25.weights.tocsr()
         self.query_terms = [tokenize(q) for q in corpus.data.query_texts]
         n_docs = len(corpus.data.doc_texts)
         doc_vectors = np.zeros((n_docs, corpus.node_vectors.shape[1]), dtype=np.float32)
@@ -123,17 +137,25 @@ class Scored:
                 out[i] = (q @ rows.astype(np.float32).T).max(axis=1).mean()
         return out
 
+    def search(self, vector: np.ndarray, chunks: np.ndarray, bm25: np.ndarray,
+               alpha: float = DEFAULT_ALPHA) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The store's candidates for a query's vector, chunk vectors and BM25 scores (of every node): the
+        candidates, their chunk MaxSim and their fused scores."""
+        corpus = self.corpus
+        dense_top = np.argsort(-(corpus.node_vectors @ vector), kind="stable")[:PREFETCH]
+        bm_top = np.argsort(-bm25, kind="stable")[:PREFETCH]
+        candidates = np.union1d(dense_top, bm_top[bm25[bm_top] > 0])
+        chunk = maxsim_scores([chunks], corpus.chunk_vectors, corpus.chunk_starts, mean=True)[0][candidates]
+        fused = fs.store_scores(candidates, chunk, bm25[candidates], chunks, alpha, corpus.node_doc)
+        return candidates, chunk, fused
+
     def features(self, query: int, alpha: float = DEFAULT_ALPHA) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The store's candidates for a query, their fused scores and their features (:data:`FEATURES`)."""
         corpus = self.corpus
         qv = corpus.query_vectors[query]
-        dense_top = np.argsort(-(corpus.node_vectors @ qv), kind="stable")[:PREFETCH]
         bm25 = self.bm25.scores(self.query_terms[query])
-        bm_top = np.argsort(-bm25, kind="stable")[:PREFETCH]
-        candidates = np.union1d(dense_top, bm_top[bm25[bm_top] > 0])
-        chunk = fs.maxsim(corpus, query)[candidates]
+        candidates, chunk, fused = self.search(qv, corpus.query_chunks[query], bm25, alpha)
         lexical = bm25[candidates]
-        fused = fs.store_scores(candidates, chunk, lexical, corpus.query_chunks[query], alpha, corpus.node_doc)
         docs = corpus.node_doc[candidates]
         doc_cos = self.doc_vectors[docs] @ qv
         other = np.zeros(len(candidates))
@@ -148,15 +170,57 @@ class Scored:
                                     self.coherence[docs]])
         return candidates, fused, features
 
+    def feedback(self, query: int, candidates: np.ndarray,
+                 fused: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The search again after pseudo-relevance feedback from the best fused nodes: each variant's candidates and
+        fused scores."""
+        corpus = self.corpus
+        best = candidates[np.argsort(-fused, kind="stable")]
+        qv, chunks = corpus.query_vectors[query], corpus.query_chunks[query]
+        bm25 = self.bm25.scores(self.query_terms[query])
+        out = {}
+        for m, b in PRF_DENSE:
+            centre = l2_normalize(corpus.node_vectors[best[:m]].mean(axis=0))
+            out[f"prf-dense m={m} b={b}"] = self.search(l2_normalize(qv + b * centre),
+                                                        l2_normalize(chunks + b * centre), bm25)[::2]
+        weights, idf = self.bm25.weights, self.bm25.idf
+        for m, g in PRF_BM25:
+            mass = np.asarray(self.bm25_rows[best[:m]].sum(axis=0)).ravel() * idf
+            mass[[self.bm25.vocab[t] for t in self.query_terms[query] if t in self.bm25.vocab]] = 0
+            terms = np.argsort(-mass, kind="stable")[:PRF_TERMS]
+            terms = terms[mass[terms] > 0]
+            extra = np.asarray(weights[:, terms] @ (idf[terms] * mass[terms] / mass[terms].max())).ravel() \
+                if len(terms) else np.zeros_like(bm25)
+            out[f"prf-bm25 m={m} g={g}"] = self.search(qv, chunks, bm25 + g * extra)[::2]
+        return out
 
-def load(name: str, data: BeirDataset, static: StaticTokenEncoder, **encoder_settings: object) -> Scored:
-    """Encode (or load from the eval cache) a set and prepare its scores."""
+
+def load(name: str, data: BeirDataset, static: StaticTokenEncoder, query_settings: dict[str, object] | None = None,
+         **encoder_settings: object) -> Scored:
+    """Encode (or load from the eval cache) a set and prepare its scores (``query_settings``: the queries' encoder
+    settings where they differ from the documents')."""
     start = time.perf_counter()
     scored = Scored(fs.corpus_of(data, **encoder_settings), static)
     corpus = scored.corpus
+    if query_settings is not None:
+        queries = LandmarkEncoder(**query_settings).encode_queries(list(data.query_texts))
+        corpus.query_vectors = np.asarray([q.vector for q in queries], dtype=np.float32)
+        corpus.query_chunks = [np.asarray(q.chunk_vectors, dtype=np.float32) for q in queries]
     print(f"{name}: {len(corpus.data.doc_texts)} docs, {len(corpus.node_doc)} nodes, "
           f"{len(corpus.data.query_ids)} queries ({time.perf_counter() - start:.0f} s)", flush=True)
     return scored
+
+
+def remixed_projection(mix: float, folder: Path) -> Path | None:
+    """The shipped projection's fit mixed with the identity at ``mix`` (``I + mix * A``), written under ``folder``;
+    None (no projection) at 0."""
+    if mix == 0:
+        return None
+    shipped = LinearProjection.load(SHIPPED_PROJECTION_DIR)
+    identity = np.eye(shipped.dim, dtype=np.float32)
+    fit = (shipped.weight - identity) / shipped.config["training"]["mix"]
+    config = {**shipped.config, "training": {**shipped.config["training"], "mix": mix}}
+    return LinearProjection(identity + mix * fit, config).save(folder / f"mix-{mix}")
 
 
 #: The combiners fitted: all features, and the three whose meaning does not depend on a document's length (a
@@ -215,8 +279,10 @@ def variants(scored: Scored, combiners: dict[str, Combiner]) -> dict[str, dict[s
             scores[f"static w={w}"] = fused + w * features[:, 3]
         for name, (columns, scaler, model) in combiners.items():
             scores[name] = model.decision_function(scaler.transform(features[:, columns]))
-        for name, values in scores.items():
-            rankings.setdefault(name, []).append(fs.doc_ranking(candidates, np.round(values, 6), corpus.node_doc))
+        searches = {name: (candidates, values) for name, values in scores.items()}
+        searches.update(scored.feedback(q, candidates, fused))
+        for name, (nodes, values) in searches.items():
+            rankings.setdefault(name, []).append(fs.doc_ranking(nodes, np.round(values, 6), corpus.node_doc))
     print("  document-to-node ratio of the best candidate, percentiles 10/25/50/75/90:",
           np.percentile(ratios, [10, 25, 50, 75, 90]).round(3), flush=True)
     return {name: {qid: m["ndcg@10"] for qid, m in fs.evaluate(corpus, ranked).items()}
@@ -229,8 +295,19 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--no-combiner", action="store_true", help="skip the learned combiner (no training sets)")
     parser.add_argument("--max-length", type=int, default=None, help="the encoder's window (default: the encoder's)")
+    parser.add_argument("--model", default=None, help="the encoder's model folder (default: the packaged MiniLM)")
+    parser.add_argument("--projection-mix", type=float, nargs=2, metavar=("DOCS", "QUERIES"),
+                        help="the shipped projection's fit re-mixed for documents and queries (0.5: as shipped)")
     args = parser.parse_args()
-    settings = {} if args.max_length is None else {"max_length": args.max_length}
+    settings: dict[str, object] = {} if args.max_length is None else {"max_length": args.max_length}
+    if args.model is not None:
+        settings["model_name"] = args.model
+    query_settings = None
+    if args.projection_mix:
+        folder = Path(tempfile.mkdtemp(prefix="score_study_"))
+        docs_mix, queries_mix = args.projection_mix
+        query_settings = {**settings, "projection": remixed_projection(queries_mix, folder)}
+        settings["projection"] = remixed_projection(docs_mix, folder)
     static = StaticTokenEncoder(mixer="shipped")
     combiners: dict[str, Combiner] = {}
     if not args.no_combiner:
@@ -238,7 +315,7 @@ def main() -> None:
         combiners = {name: fit_combiner(train, columns) for name, columns in COMBINERS.items()}
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     for name in args.sets:
-        scored = load(name, load_beir(SETS[name]), static, **settings)
+        scored = load(name, load_beir(SETS[name]), static, query_settings, **settings)
         per_query = variants(scored, combiners)
         results[name] = per_query
         args.out.write_text(json.dumps(results))

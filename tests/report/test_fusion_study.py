@@ -3,23 +3,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="module")
-def fusion_study():
-    spec = importlib.util.spec_from_file_location("fusion_study", ROOT / "benchmarks" / "fusion_study.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fusion_study"] = module
-    spec.loader.exec_module(module)
-    return module
+def fusion_study(benchmark_script):
+    return benchmark_script("fusion_study")
 
 
 @pytest.mark.parametrize("alpha", [0.3, 0.7, 0.9])
