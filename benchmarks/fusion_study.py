@@ -112,9 +112,13 @@ class Bm25Index:
     def scores(self, query_terms: dict) -> np.ndarray:
         """BM25 of every row for a query (each distinct query term once)."""
         cols = [self.vocab[t] for t in query_terms if t in self.vocab]
-        if not cols:
+        return self.column_scores(np.asarray(cols, dtype=np.int64), np.ones(len(cols)))
+
+    def column_scores(self, cols: np.ndarray, query_weights: np.ndarray) -> np.ndarray:
+        """BM25 of every row for the vocabulary columns ``cols``, each term's score times its query weight."""
+        if not len(cols):
             return np.zeros(self.weights.shape[0])
-        return np.asarray(self.weights[:, cols] @ self.idf[cols]).ravel()
+        return np.asarray(self.weights[:, cols] @ (self.idf[cols] * query_weights)).ravel()
 
 
 # ---------------------------------------------------------------------------------------------- the corpus

@@ -183,14 +183,12 @@ class Scored:
             centre = l2_normalize(corpus.node_vectors[best[:m]].mean(axis=0))
             out[f"prf-dense m={m} b={b}"] = self.search(l2_normalize(qv + b * centre),
                                                         l2_normalize(chunks + b * centre), bm25)[::2]
-        weights, idf = self.bm25.weights, self.bm25.idf
         for m, g in PRF_BM25:
-            mass = np.asarray(self.bm25_rows[best[:m]].sum(axis=0)).ravel() * idf
+            mass = np.asarray(self.bm25_rows[best[:m]].sum(axis=0)).ravel() * self.bm25.idf
             mass[[self.bm25.vocab[t] for t in self.query_terms[query] if t in self.bm25.vocab]] = 0
             terms = np.argsort(-mass, kind="stable")[:PRF_TERMS]
             terms = terms[mass[terms] > 0]
-            extra = np.asarray(weights[:, terms] @ (idf[terms] * mass[terms] / mass[terms].max())).ravel() \
-                if len(terms) else np.zeros_like(bm25)
+            extra = self.bm25.column_scores(terms, mass[terms] / mass[terms].max() if len(terms) else mass[terms])
             out[f"prf-bm25 m={m} g={g}"] = self.search(qv, chunks, bm25 + g * extra)[::2]
         return out
 
