@@ -50,6 +50,9 @@ MIN_QUERY_WORDS = 6
 MAX_QUERY_WORDS = 40
 #: Pages never used as longdoc documents: one page, hundreds of answers.
 LONGDOC_EXCLUDED = ("perlfunc", "perlvar")
+#: The perlfaq pages of the natural-question sets, and how many long dev pages join perlfaq-longdoc as distractors.
+FAQ_PAGES = tuple(f"perlfaq{number}" for number in range(1, 10))
+FAQ_DISTRACTORS = 100
 #: A page holding the NAME purposes of this many other pages is an index (perltoc, perlmodlib, ...).
 INDEX_MIN_PURPOSES = 10
 #: Release notes: kept as documents, never a source of longdoc queries (items name upgraded modules).
@@ -560,11 +563,16 @@ def index_pages(pages: list[Page]) -> set[str]:
     return found
 
 
+def long_pages_of(pages: list[Page]) -> list[Page]:
+    """The pages of perldoc-longdoc's length, less :data:`LONGDOC_EXCLUDED`."""
+    return [page for page in pages if LONG_MIN_TOKENS <= page.tokens <= LONG_MAX_TOKENS
+            and page.name not in LONGDOC_EXCLUDED]
+
+
 def build_longdoc(pages: list[Page]) -> BeirSet:
     """perldoc-longdoc: long pages, each symbol's first description sentence deleted and used as a query."""
     salt = "perldoc-longdoc"
-    long_pages = [page for page in pages if LONG_MIN_TOKENS <= page.tokens <= LONG_MAX_TOKENS
-                  and page.name not in LONGDOC_EXCLUDED]
+    long_pages = long_pages_of(pages)
     counts = Counter(word_key(c.text) for page in long_pages for c in find_candidates(page)
                      if not DELTA_PAGE.match(page.name))
     chosen: dict[str, list[Candidate]] = {}
@@ -656,6 +664,74 @@ def build_train(pages: list[Page], dev_queries: set[str]) -> list[dict[str, str]
             continue
         pairs.append({"query": page.purpose, "positive": positive, "source": page.name})
     return pairs
+
+
+def faq_entries(page: Page) -> list[tuple[int, int, str]]:
+    """A perlfaq page's questions: ``(heading index, answer end index, question)`` for each ``=head2``, the answer
+    being the paragraphs after it up to the next ``=head1``/``=head2``."""
+    paragraphs = page.paragraphs
+    entries = []
+    for index, paragraph in enumerate(paragraphs):
+        if paragraph.command != "head2":
+            continue
+        end = next((j for j in range(index + 1, len(paragraphs)) if paragraphs[j].command in ("head1", "head2")),
+                   len(paragraphs))
+        entries.append((index, end, " ".join(plain_text(paragraph.body).split())))
+    return entries
+
+
+def build_faq_answers(faqs: list[Page]) -> BeirSet:
+    """perlfaq-answers: each perlfaq question -> its answer, rendered alone as one document."""
+    salt = "perlfaq-answers"
+    entries = [(page, index, end, question) for page in faqs for index, end, question in faq_entries(page)]
+    docs = [(opaque_id("d", salt, f"{page.name}:{index}"), render(page.paragraphs[index + 1 : end]))
+            for page, index, end, _ in entries]
+    return _faq_queries(salt, docs, [(question, opaque_id("d", salt, f"{page.name}:{index}"))
+                                     for page, index, _, question in entries])
+
+
+def build_faq_longdoc(faqs: list[Page], long_pages: list[Page]) -> BeirSet:
+    """perlfaq-longdoc: each ``=head1`` section of a perlfaq page that holds questions, the question headings cut
+    out, as one document; the questions as queries; long dev pages as distractors."""
+    salt = "perlfaq-longdoc"
+    docs: list[tuple[str, str]] = []
+    asked: list[tuple[str, str]] = []
+    for page in faqs:
+        paragraphs = page.paragraphs
+        starts = [i for i, paragraph in enumerate(paragraphs) if paragraph.command == "head1"]
+        for start, end in zip(starts, [*starts[1:], len(paragraphs)]):
+            questions = [p for p in paragraphs[start:end] if p.command == "head2"]
+            if not questions:
+                continue
+            doc_id = opaque_id("d", salt, f"{page.name}:{start}")
+            docs.append((doc_id, render([p for p in paragraphs[start:end] if p.command != "head2"])))
+            asked += [(" ".join(plain_text(p.body).split()), doc_id) for p in questions]
+    distractors = sorted(long_pages, key=lambda page: hashlib.sha1(f"{salt}:{page.name}".encode()).hexdigest())
+    docs += [(opaque_id("d", salt, page.name), page.text) for page in distractors[:FAQ_DISTRACTORS]]
+    return _faq_queries(salt, docs, asked)
+
+
+def _faq_queries(salt: str, docs: list[tuple[str, str]], asked: list[tuple[str, str]]) -> BeirSet:
+    """The queries of a perlfaq set: each ``(question, relevant doc id)`` of ``asked``, but a question asked twice
+    (same word sequence) and one whose word sequence occurs in a document it is not relevant to are dropped."""
+    counts = Counter(word_key(question) for question, _ in asked)
+    texts = {doc_id: f" {word_key(text)} " for doc_id, text in docs}
+    queries: list[tuple[str, str]] = []
+    qrels: list[tuple[str, str]] = []
+    leaked = 0
+    for question, relevant in asked:
+        key = word_key(question)
+        if counts[key] > 1:
+            continue
+        if any(f" {key} " in text for doc_id, text in texts.items() if doc_id != relevant):
+            leaked += 1
+            continue
+        query_id = opaque_id("q", salt, key)
+        queries.append((query_id, question))
+        qrels.append((query_id, relevant))
+    notes = {"asked_twice_dropped": sum(count for count in counts.values() if count > 1),
+             "found_verbatim_in_another_document_dropped": leaked}
+    return BeirSet(docs=docs, queries=queries, qrels=qrels, notes=notes)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -811,13 +887,19 @@ def main() -> None:
     dev_queries = {word_key(text) for beir in (longdoc, ref) for _, text in beir.queries}
     pairs = build_train(train, dev_queries)
     symbols = build_train_symbols(train, dev_queries)
+    faqs = [page for page in pages if page.name in FAQ_PAGES]
+    faq_answers = build_faq_answers(faqs)
+    faq_longdoc = build_faq_longdoc(faqs, [page for page in long_pages_of(dev) if page.name not in FAQ_PAGES])
     write_beir(args.out / "perldoc-longdoc", longdoc)
     write_beir(args.out / "perldoc-ref", ref)
     write_jsonl(args.out / "perldoc-train" / "pairs.jsonl", pairs)
     write_jsonl(args.out / "perldoc-train" / "symbols.jsonl", symbols)
+    write_beir(args.out / "perlfaq-answers", faq_answers)
+    write_beir(args.out / "perlfaq-longdoc", faq_longdoc)
     facts = {"pages": len(pages), "index_pages": sorted(indexes), "dev_pages": len(dev), "train_pages": len(train),
              "train_skipped": sum(1 for page in train if page.purpose) - len(pairs)}
-    readme = reflow(readme_text(args.out, longdoc, ref, pairs, symbols, facts))
+    readme = reflow(readme_text(args.out, longdoc, ref, pairs, symbols, facts)
+                    + faq_readme_text(args.out, faq_answers, faq_longdoc, [page.name for page in train]))
     (args.out / "README.md").write_text(readme, encoding="utf-8")
     print(readme)
 
@@ -935,6 +1017,47 @@ sentence deleted, whitespace collapsed, cut as above and kept when at least {TRA
 whose query is a dev query, or whose positive contains a dev query or the query itself, are skipped. Positive
 length in characters (min / median / max): {symbol_chars}. Added after the dev sets were measured (they are
 unchanged); training data only.
+"""
+
+
+def faq_readme_text(out: Path, answers: BeirSet, longdoc: BeirSet, train_pages: list[str]) -> str:
+    """The README's part on the natural-question sets."""
+    faq_train = [name for name in FAQ_PAGES if name in train_pages]
+    return f"""
+## Natural questions: the perlfaq sets
+
+Built after the sets above were measured, by the same script from the same packages, before any pipeline ran on
+them: the questions are the `=head2` headings of {FAQ_PAGES[0]}..{FAQ_PAGES[-1]}, questions people asked, as
+written by the FAQ's authors (formatting codes resolved to plain text). A question asked twice (same word
+sequence) is dropped ({answers.notes["asked_twice_dropped"]}), and so is a question whose word sequence occurs in a
+document it is not relevant to (an answer that cites it: {answers.notes["found_verbatim_in_another_document_dropped"]}
+in perlfaq-answers, {longdoc.notes["found_verbatim_in_another_document_dropped"]} in perlfaq-longdoc). One relevant
+document per query.
+
+| folder | docs | queries | qrels | doc tokens min / median / max | query tokens min / median / max |
+|---|---|---|---|---|---|
+{table_row("perlfaq-answers/", answers)}
+{table_row("perlfaq-longdoc/", longdoc)}
+
+On disk: {file_sizes(out, ["perlfaq-answers", "perlfaq-longdoc"])}.
+
+### `perlfaq-answers/`: a question -> its answer
+
+Documents: each question's answer (the paragraphs after its heading up to the next `=head1`/`=head2`), rendered
+alone, without the question: short documents, some of a single line ("See perlfaq5").
+
+### `perlfaq-longdoc/`: a question -> the long FAQ section that answers it
+
+Documents: each `=head1` section of a perlfaq page that holds questions (perlfaq4's six `Data: ...` sections, the
+`DESCRIPTION` of the others), rendered with its question headings cut out (the answers stay, in order), plus
+{FAQ_DISTRACTORS} distractors: the first dev pages of perldoc-longdoc's length by sha1("perlfaq-longdoc:" + page
+name), rendered whole. So a query must find the section whose answer it asks for, among sections that all read
+like FAQ answers.
+
+Caveat: {", ".join(f"`{name}`" for name in faq_train)} are training pages of the split above (an index page such as
+`perlfaq3` is in neither part of the split). perldoc-train/pairs.jsonl holds their NAME purpose -> the first {TRAIN_MAX_CHARS:,} characters of
+their DESCRIPTION, so the shipped projection saw the opening of those sections (never a question); no other
+training data comes from perlfaq.
 """
 
 

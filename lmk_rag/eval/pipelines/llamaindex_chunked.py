@@ -11,13 +11,14 @@ counting tokens with the model's own tokenizer (its Hugging Face tokenizer, no s
 - ``llamaindex-hybrid-relative`` / ``llamaindex-hybrid-rrf``: ``QueryFusionRetriever`` over both retrievers
   (``num_queries=1``, ``mode="relative_score"`` / ``"reciprocal_rerank"``), 100 fused nodes;
 - ``llamaindex-fused``: each side's document scores (best node per document from its 100 nodes), min-max
-  normalised per query and mixed at weight 0.5 (:func:`fuse_scores`).
+  normalised per query and mixed at weight 0.5 (:func:`fuse_scores`); ``--encoder weight=W`` sets another dense
+  weight (the quality report tunes it on each set, an upper bound no user gets).
 
 A document scores its best (retrieved or fused) node, so a query whose 100 nodes come from fewer than ``k``
 documents gets fewer than ``k`` results. A BM25 node scoring 0 holds no query term and is no hit (as in the
 ``bm25`` pipeline), except inside ``QueryFusionRetriever``, which fuses what the retriever returns as is.
 Dense and BM25 sides share one split and one set of cached node embeddings; a pipeline without a dense side
-embeds nothing. None of them reads ``options.encoder``: the recipes are fixed.
+embeds nothing. Only ``llamaindex-fused`` reads ``options.encoder`` (its ``weight``); the other recipes are fixed.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from lmk_rag.errors import InvalidInputError
 from lmk_rag.eval.pipelines.base import IndexStats, PipelineOptions, Ranking, register_pipeline
 from lmk_rag.eval.pipelines.llamaindex_nodes import document_scores, embed_and_index, split_documents, top_documents
 
@@ -250,14 +252,37 @@ class LlamaIndexFusedPipeline(LlamaIndexChunkedPipeline):
     dense = True
     lexical = True
 
+    def __init__(self, options: PipelineOptions) -> None:
+        """:param options: the pipeline options; ``options.encoder`` may hold ``weight``, the dense side's weight
+            in ``[0, 1]`` (default :data:`FUSED_WEIGHT`), and nothing else.
+        :raises InvalidInputError: for another setting or a weight outside ``[0, 1]``.
+        """
+        super().__init__(options)
+        unknown = sorted(set(options.encoder) - {"weight"})
+        weight = options.encoder.get("weight", FUSED_WEIGHT)
+        if unknown or isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 <= weight <= 1:
+            raise InvalidInputError(
+                f"llamaindex-fused takes one setting, weight=W (the dense side's weight, 0 to 1); got "
+                f"{dict(options.encoder)}"
+            )
+        self.weight = float(weight)
+
     @property
     def settings(self) -> dict[str, Any]:
         """The recipe, with the fusion's."""
         return {**super().settings, "fusion": "min-max per query over both sides' documents, convex mix",
-                "weight": FUSED_WEIGHT}
+                "weight": self.weight}
+
+    def sides(self, query: str) -> tuple[dict[int, float], dict[int, float]]:
+        """One query's document scores on each side, before fusion.
+
+        :param query: the query text.
+        :return: ``({doc_index: dense score}, {doc_index: BM25 score})``.
+        """
+        return self._dense_scores(query), self._lexical_scores(query)
 
     def _scores(self, query: str) -> dict[int, float]:
-        return fuse_scores(self._dense_scores(query), self._lexical_scores(query), FUSED_WEIGHT)
+        return fuse_scores(*self.sides(query), self.weight)
 
 
 register_pipeline("llamaindex-hybrid-relative")(lambda options: LlamaIndexHybridPipeline(options, "relative_score"))

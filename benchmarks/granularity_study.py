@@ -1,0 +1,132 @@
+"""Granularity study (issue 42 item 3): one ranking from the granularities one encoding pass computes.
+
+Per query, the store's candidates (the top 100 nodes by node vector and the top 100 by BM25, Qdrant's BM25 with
+code tokens at average length 256, as the store writes it) get the store's fused score from the store's own code
+(``fusion_study.store_scores``: ``alpha * chunk MaxSim + (1 - alpha) * BM25 / best BM25``, ``base``). The variants
+change the dense side only, so BM25 keeps its share ``1 - alpha``:
+
+- ``node g``: ``(1 - g) * chunk MaxSim + g * node cosine`` (the node vector the dense prefetch searches);
+- ``doc d``: ``(1 - d) * chunk MaxSim + d * document cosine`` (the normalised mean of the document's chunk vectors);
+- ``node g doc d``: both terms;
+- ``gate``: ``g`` chosen per query from what is known at query time: how far the best candidate's chunk MaxSim
+  stands above its node cosine (a buried passage: far; a node read as a whole: near).
+
+Documents rank by their best node. Prints nDCG@10 per variant with the paired difference to ``base`` and writes
+the per-query values::
+
+    python benchmarks/granularity_study.py perlfaq-answers perldoc-ref --out results/granularity_study.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+from fusion_study import DATA, Bm25Index, Corpus, corpus_of, doc_ranking, evaluate, store_scores, tokenizers
+
+from lmk_rag.eval.beir import load_beir
+from lmk_rag.eval.intervals import paired_difference
+from lmk_rag.store.query import DEFAULT_ALPHA
+from lmk_rag.vectors import maxsim_scores
+
+HERE = Path(__file__).resolve().parent
+#: Where each dev set lives (the shared manual-page sets, the committed perl sets).
+SETS = {name: DATA / name for name in ("manpages-longdoc", "manpages-short", "manpages-needle/L2048",
+                                       "manpages-needle/L8192", "manpages-needle/L32768")}
+SETS.update({name: HERE / "data" / name
+             for name in ("perldoc-longdoc", "perldoc-ref", "perlfaq-answers", "perlfaq-longdoc")})
+PREFETCH = 100
+NODE_WEIGHTS = (0.25, 0.5, 0.75, 1.0)
+DOC_WEIGHTS = (0.25, 0.5)
+#: The query gate: the node weight falls from ``g`` to 0 as the best candidate's MaxSim - node cosine grows
+#: from ``low`` to ``high``.
+GATES = ((0.5, 0.02, 0.08), (0.5, 0.03, 0.12), (0.75, 0.02, 0.08), (0.75, 0.03, 0.12))
+
+
+class Study:
+    """A set's nodes with their BM25 index and document vectors."""
+
+    def __init__(self, corpus: Corpus) -> None:
+        self.corpus = corpus
+        tokenize = tokenizers()["edge-code"]
+        self.bm25 = Bm25Index([tokenize(text) for text in corpus.node_texts], avg_len=256)
+        self.query_terms = [tokenize(query) for query in corpus.data.query_texts]
+        n_docs = len(corpus.data.doc_texts)
+        sums = np.zeros((n_docs, corpus.chunk_vectors.shape[1]), dtype=np.float32)
+        ends = np.append(corpus.chunk_starts[1:], len(corpus.chunk_vectors))
+        for node, (start, end) in enumerate(zip(corpus.chunk_starts, ends)):
+            sums[corpus.node_doc[node]] += corpus.chunk_vectors[start:end].sum(axis=0)
+        self.doc_vectors = sums / np.maximum(np.linalg.norm(sums, axis=1), 1e-12)[:, None]
+
+    def scores(self, query: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Every variant's candidates and scores for one query."""
+        corpus = self.corpus
+        vector, chunks = corpus.query_vectors[query], corpus.query_chunks[query]
+        bm25 = self.bm25.scores(self.query_terms[query])
+        node_cos_all = corpus.node_vectors @ vector
+        dense_top = np.argsort(-node_cos_all, kind="stable")[:PREFETCH]
+        bm_top = np.argsort(-bm25, kind="stable")[:PREFETCH]
+        candidates = np.union1d(dense_top, bm_top[bm25[bm_top] > 0])
+        chunk = maxsim_scores([chunks], corpus.chunk_vectors, corpus.chunk_starts, mean=True)[0][candidates]
+        lexical = bm25[candidates]
+        base = store_scores(candidates, chunk, lexical, chunks, DEFAULT_ALPHA, corpus.node_doc)
+        node = node_cos_all[candidates]
+        doc = self.doc_vectors[corpus.node_doc[candidates]] @ vector
+        top_bm25 = lexical.max() if lexical.max() > 0 else 1.0
+        bm25_part = (1 - DEFAULT_ALPHA) * lexical / top_bm25  # the store's BM25 share, as it fuses it
+
+        def mixed(dense: np.ndarray) -> np.ndarray:
+            return DEFAULT_ALPHA * dense + bm25_part
+
+        out = {"base": base}
+        for g in NODE_WEIGHTS:
+            out[f"node {g}"] = mixed((1 - g) * chunk + g * node)
+        for d in DOC_WEIGHTS:
+            out[f"doc {d}"] = mixed((1 - d) * chunk + d * doc)
+            for g in (0.25, 0.5):
+                out[f"node {g} doc {d}"] = mixed((1 - g - d) * chunk + g * node + d * doc) if g + d <= 1 else base
+        top = int(np.argmax(base))
+        gap = float(chunk[top] - node[top])
+        for g, low, high in GATES:
+            weight = g * float(np.clip((high - gap) / (high - low), 0, 1))
+            out[f"gate {g} {low}-{high}"] = mixed((1 - weight) * chunk + weight * node)
+        return {name: (candidates, values) for name, values in out.items()}
+
+
+def study(corpus: Corpus) -> dict[str, dict[str, float]]:
+    """Every variant's per-query nDCG@10, by query id."""
+    scorer = Study(corpus)
+    rankings: dict[str, list[list[int]]] = {}
+    for query in range(len(corpus.data.query_ids)):
+        for name, (nodes, values) in scorer.scores(query).items():
+            rankings.setdefault(name, []).append(doc_ranking(nodes, np.round(values, 6), corpus.node_doc))
+    return {name: {qid: row["ndcg@10"] for qid, row in evaluate(corpus, ranked).items()}
+            for name, ranked in rankings.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("sets", nargs="+", choices=sorted(SETS))
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    results = json.loads(args.out.read_text()) if args.out.exists() else {}
+    for name in args.sets:
+        start = time.perf_counter()
+        corpus = corpus_of(load_beir(SETS[name]))
+        print(f"{name}: {len(corpus.data.doc_texts)} docs, {len(corpus.node_doc)} nodes, "
+              f"{len(corpus.data.query_ids)} queries ({time.perf_counter() - start:.0f} s)", flush=True)
+        per_query = study(corpus)
+        results[name] = per_query
+        args.out.write_text(json.dumps(results))
+        base = per_query["base"]
+        for variant, by_query in per_query.items():
+            values = [by_query[qid] for qid in base]
+            diff, low, high = paired_difference(values, list(base.values()))
+            print(f"  {np.mean(values):.4f}  {diff:+.4f} [{low:+.4f}, {high:+.4f}]  {variant}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
