@@ -73,6 +73,9 @@ STORE_OPTIONS = ("alpha", "text_keys", "node_tokens", "bm25_language", "quantiza
 """The :class:`LandmarkStore` arguments ``LandmarkVectorStore`` passes through as they are (the others it names
 itself, with ``QdrantVectorStore``'s vocabulary)."""
 
+QUERY_OPTIONS = ("rerank", "alpha", "mmr_threshold", "qdrant_filters")
+"""The keyword arguments of :meth:`LandmarkVectorStore.query` (a retriever's ``vector_store_kwargs``)."""
+
 UNSUPPORTED = {
     "sparse_doc_fn": "the sparse side is Qdrant's own BM25, computed by the engine from each node's text with IDF "
                      "at query time (bm25_language= picks its stop words and stemmer)",
@@ -500,9 +503,13 @@ class LandmarkVectorStore(BasePydanticVectorStore):
             the two.
         :param kwargs: ``rerank`` (``"chunks"``, ``"static"``, ``"none"``) and ``alpha`` (weight of the rerank
             score against BM25, see :meth:`LandmarkStore.search`) override the store's defaults; ``mmr_threshold``
-            overrides the query's.
+            overrides the query's; ``qdrant_filters`` (a qdrant-client ``models.Filter``, as ``QdrantVectorStore``
+            takes it) must hold beside the query's ``filters`` (AND).
         :return: the nodes, their scores (in [-1, 1]) and ids, best first.
+        :raises TypeError: for another keyword argument, naming the close ones.
         """
+        refuse_unknown("LandmarkVectorStore.query() (a retriever's vector_store_kwargs)",
+                       {name: value for name, value in kwargs.items() if name not in QUERY_OPTIONS}, QUERY_OPTIONS)
         fusion = self._hybrid_fusion_fn
         if fusion is None or query.mode != VectorStoreQueryMode.HYBRID or not query.query_str:
             return self._result(self._search(query, **kwargs))

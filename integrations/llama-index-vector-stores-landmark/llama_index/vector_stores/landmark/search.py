@@ -28,7 +28,8 @@ MMR_DEFAULT = 0.5
 
 
 def search(
-    store: LandmarkStore, query: VectorStoreQuery, rerank: Rerank | None, alpha: float | None = None, **kwargs: Any
+    store: LandmarkStore, query: VectorStoreQuery, rerank: Rerank | None, alpha: float | None = None,
+    qdrant_filters: Any = None, **kwargs: Any
 ) -> list[Hit]:
     """Run a LlamaIndex query on the store (see the module docstring).
 
@@ -40,6 +41,7 @@ def search(
     :param rerank: the rerank of the fused search (None: the store's).
     :param alpha: the fused search's weight of the rerank (None: the store's); ``VectorStoreQuery.alpha`` overrides
         it in ``hybrid`` mode.
+    :param qdrant_filters: a qdrant-client ``models.Filter``, which must hold beside ``query.filters`` (AND).
     :param kwargs: ``mmr_threshold`` for ``mmr`` (present, even as None, it overrides the query's).
     :return: hits, best first (MMR: in pick order).
     :raises InvalidInputError: for a query with neither text nor embedding, or a lexical query without text.
@@ -49,7 +51,7 @@ def search(
     mode = VectorStoreQueryMode(query.mode)
     if query.doc_ids == []:
         return []
-    flt = to_store_filter(query.filters, query.node_ids or None, query.doc_ids)
+    flt = to_store_filter(query.filters, query.node_ids or None, query.doc_ids, qdrant_filters)
     k = query.similarity_top_k
     if mode == VectorStoreQueryMode.MMR:
         threshold = kwargs.get("mmr_threshold", query.mmr_threshold)
