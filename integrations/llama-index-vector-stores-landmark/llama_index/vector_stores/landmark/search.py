@@ -34,7 +34,7 @@ def search(
     """Run a LlamaIndex query on the store (see the module docstring).
 
     :param store: the store.
-    :param query: the query; ``doc_ids=[]`` finds nothing, ``node_ids=[]`` restricts nothing, as in
+    :param query: the query; an empty ``node_ids`` or ``doc_ids`` list restricts nothing, as in
         ``QdrantVectorStore`` (``VectorStoreIndex.as_retriever`` passes the ids its ``index_struct`` holds, which is
         ``[]`` for a store that keeps the text: reading ``[]`` as "none" would make every retriever find nothing); a
         ``hybrid`` query without ``query_str`` is the dense search of its embedding (as ``QdrantVectorStore``).
@@ -49,9 +49,7 @@ def search(
         ``semantic_hybrid``.
     """
     mode = VectorStoreQueryMode(query.mode)
-    if query.doc_ids == []:
-        return []
-    flt = to_store_filter(query.filters, query.node_ids or None, query.doc_ids, qdrant_filters)
+    flt = to_store_filter(query.filters, query.node_ids or None, query.doc_ids or None, qdrant_filters)
     k = query.similarity_top_k
     if mode == VectorStoreQueryMode.MMR:
         threshold = kwargs.get("mmr_threshold", query.mmr_threshold)
