@@ -41,7 +41,7 @@ def __getattr__(name: str) -> Any:
     """Import a public name on first use; name the pip extra when its dependencies are missing."""
     if name not in _LAZY:
         raise AttributeError(f"module 'lmk_rag' has no attribute {name!r}")
-    from lmk_rag.errors import needs_extra
+    from lmk_rag.errors import needs_extra  # here: the package namespace holds only its public names
 
     module_name, extra = _LAZY[name]
     with needs_extra(f"lmk_rag.{name}", extra):
