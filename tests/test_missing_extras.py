@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from lmk_rag.errors import LmkRagError, MissingExtraError, needs_extra
@@ -50,6 +51,28 @@ def test_eval_bm25_without_bm25s_prints_one_error_naming_the_eval_extra(
     assert result.exit_code == 1
     assert "ModuleNotFoundError" not in result.output
     assert "error: pipeline 'bm25' needs bm25s" in result.output and "pip install 'lmk-rag[eval]'" in result.output
+
+
+def test_any_command_missing_an_optional_package_prints_one_error_naming_its_extra(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lmk_rag.cli.root import CliGroup
+
+    commands = typer.Typer(cls=CliGroup)
+
+    @commands.command()
+    def mix() -> None:
+        import torch  # noqa: F401
+
+    @commands.command()
+    def other() -> None:
+        """A second command, so that the group dispatches by name."""
+
+    _uninstall(monkeypatch, "torch")
+    result = CliRunner().invoke(commands, ["mix"])
+    assert result.exit_code == 1
+    assert result.output == ("error: this command needs torch (module 'torch'), which is not installed: "
+                             "pip install 'lmk-rag[encoder]'\n")
 
 
 def test_the_helper_names_the_given_extra_and_passes_other_import_errors(monkeypatch: pytest.MonkeyPatch) -> None:
