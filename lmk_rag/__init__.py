@@ -41,13 +41,9 @@ def __getattr__(name: str) -> Any:
     """Import a public name on first use; name the pip extra when its dependencies are missing."""
     if name not in _LAZY:
         raise AttributeError(f"module 'lmk_rag' has no attribute {name!r}")
+    from lmk_rag.errors import needs_extra  # here: the package namespace holds only its public names
+
     module_name, extra = _LAZY[name]
-    try:
+    with needs_extra(f"lmk_rag.{name}", extra):
         module = import_module(module_name)
-    except ImportError as error:
-        if extra is None:
-            raise
-        raise ImportError(
-            f"lmk_rag.{name} needs the '{extra}' extra: pip install 'lmk-rag[{extra}]' ({error})"
-        ) from error
     return getattr(module, name)

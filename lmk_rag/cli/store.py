@@ -98,7 +98,10 @@ def filter_value(raw: str) -> Any:
     """A ``--filter`` value as a user means it: ``true``/``false`` are booleans, ``null`` is None, a decimal
     integer (``7``, ``-5``, ``007``) is an integer, a decimal number (``.5``, ``5.``, ``1e5``) a float; anything
     else (``--5``, ``nan``, ``0x10``, words) is the string itself. Numbers match stored integers and floats alike
-    (``2`` finds a stored ``2.0``)."""
+    (``2`` finds a stored ``2.0``). A value in double quotes is the string between them, as written
+    (``code="007"`` finds the string ``'007'``, ``flag="true"`` the string ``'true'``)."""
+    if len(raw) >= 2 and raw[0] == raw[-1] == '"':
+        return raw[1:-1]
     if raw in ("true", "false"):
         return raw == "true"
     if raw == "null":
@@ -255,7 +258,10 @@ def query(
         None, min=0.0, max=1.0, help="Weight of the rerank score against BM25 (1 = rerank only, 0 = BM25 only; "
         "default: the store's)."
     ),
-    filter: list[str] = typer.Option(None, "--filter", help="key=value on metadata (repeat; same key = any of)."),
+    filter: list[str] = typer.Option(
+        None, "--filter", help="key=value on metadata (repeat; same key = any of); numbers, true, false and null are "
+        "read as such, a value in double quotes as a string: --filter 'code=\"007\"'."
+    ),
     nodes: bool = typer.Option(False, "--nodes", help="Node-level hits (several per document)."),
     as_json: bool = typer.Option(False, "--json", help='Print {"query": ..., "hits": [...]} as JSON.'),
 ) -> None:

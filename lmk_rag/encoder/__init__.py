@@ -39,4 +39,8 @@ def __getattr__(name: str) -> Any:
     """Import a public name from its module on first use."""
     if name not in _LAZY:
         raise AttributeError(f"module 'lmk_rag.encoder' has no attribute {name!r}")
-    return getattr(import_module(_LAZY[name]), name)
+    from lmk_rag.errors import needs_extra  # here: the package namespace holds only its public names
+
+    with needs_extra(f"lmk_rag.encoder.{name}", "encoder"):
+        module = import_module(_LAZY[name])
+    return getattr(module, name)

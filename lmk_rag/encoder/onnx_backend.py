@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
-try:
+from lmk_rag.errors import needs_extra
+
+with needs_extra("backend='onnx'", "onnx"):
     import onnxruntime
-except ImportError as error:  # pragma: no cover - depends on the installed extras
-    raise ImportError(f"backend='onnx' needs the 'onnx' extra: pip install 'lmk-rag[onnx]' ({error})") from error
 
 from lmk_rag.encoder.onnx_export import exported_model
 

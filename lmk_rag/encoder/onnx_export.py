@@ -27,7 +27,7 @@ import torch
 from filelock import FileLock
 
 from lmk_rag.encoder.resolve import model_digest
-from lmk_rag.errors import InvalidInputError, ModelExportError
+from lmk_rag.errors import InvalidInputError, ModelExportError, needs_extra
 from lmk_rag.paths import user_cache_dir
 
 RECIPE = 1
@@ -76,8 +76,9 @@ def exported_model(model_path: Path, dtype: str) -> Path:
 
 def _build(model_path: Path, dtype: str, target: Path) -> None:
     """Export, quantize (int8), fuse and atomically write one model file."""
-    import onnx_ir as ir
-    from onnxscript.rewriter.ort_fusions import optimize_for_ort
+    with needs_extra("backend='onnx'", "onnx"):
+        import onnx_ir as ir
+        from onnxscript.rewriter.ort_fusions import optimize_for_ort
 
     model = _export(model_path)
     if dtype == "int8":
@@ -121,8 +122,9 @@ def _export(model_path: Path) -> Any:
 
 def _quantize(model: Any) -> Any:
     """Dynamic int8 quantization of every MatMul with a weight operand: int8 weights per output channel."""
-    import onnx_ir as ir
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    with needs_extra("backend='onnx'", "onnx"):
+        import onnx_ir as ir
+        from onnxruntime.quantization import QuantType, quantize_dynamic
 
     with tempfile.TemporaryDirectory(prefix="lmk_rag_onnx_") as folder:
         output = Path(folder) / "int8.onnx"

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lmk_rag.errors import needs_extra
 from lmk_rag.eval.beir import BeirDataset, DatasetError
 from lmk_rag.eval.metrics import breakdown, mean_metrics, per_query_metrics
 from lmk_rag.eval.pipelines import PipelineOptions, Ranking, get_pipeline
@@ -41,17 +42,19 @@ def evaluate(
         when it has a ``settings`` attribute, else the overrides), and ``by_position``/``by_length`` when the
         queries carry that metadata.
     :raises lmk_rag.errors.InvalidInputError: for an unknown pipeline name.
+    :raises lmk_rag.errors.MissingExtraError: when the pipeline or the metrics need a package that is not installed.
     :raises DatasetError: when no document has any text.
     """
     docs = [index for index, text in enumerate(dataset.doc_texts) if text.strip()]
     queries = [index for index, text in enumerate(dataset.query_texts) if text.strip()]
     if not docs:
         raise DatasetError(f"{dataset.name}: no document has any text")
-    runner = get_pipeline(pipeline, options)
-    stats = runner.index([dataset.doc_texts[index] for index in docs])
-    start = time.perf_counter()
-    found = runner.search([dataset.query_texts[index] for index in queries], RANK_DEPTH)
-    query_s = time.perf_counter() - start
+    with needs_extra(f"pipeline {pipeline!r}"):
+        runner = get_pipeline(pipeline, options)
+        stats = runner.index([dataset.doc_texts[index] for index in docs])
+        start = time.perf_counter()
+        found = runner.search([dataset.query_texts[index] for index in queries], RANK_DEPTH)
+        query_s = time.perf_counter() - start
     rankings: list[Ranking] = [[] for _ in dataset.query_ids]  # a query without text finds nothing
     for query_index, ranking in zip(queries, found):
         rankings[query_index] = [(docs[doc_index], score) for doc_index, score in ranking]
@@ -61,7 +64,8 @@ def evaluate(
         query_id: [dataset.doc_ids[doc_index] for doc_index, _ in ranking[:RANK_DEPTH]]
         for query_id, ranking in zip(dataset.query_ids, rankings)
     }
-    per_query = per_query_metrics(dataset.qrels, run)
+    with needs_extra("lmk-rag eval's metrics (trec_eval)"):
+        per_query = per_query_metrics(dataset.qrels, run)
     report: dict[str, Any] = {
         "dataset": dataset.name,
         "pipeline": pipeline,

@@ -18,7 +18,7 @@ from filelock import FileLock
 from tokenizers import Tokenizer
 
 from lmk_rag.checks import check_count
-from lmk_rag.errors import InvalidInputError, ModelNotFoundError
+from lmk_rag.errors import InvalidInputError, ModelNotFoundError, needs_extra
 from lmk_rag.paths import user_cache_dir
 from lmk_rag.vectors import l2_normalize
 
@@ -122,7 +122,8 @@ def distill_static(
     with FileLock(str(out) + ".lock"):
         if (out / SOURCE_FILE).exists() and not force:
             return out
-        from model2vec.distill import distill
+        with needs_extra("distilling a static model", "static"):
+            from model2vec.distill import distill
 
         try:
             model = distill(source_name, pca_dims=pca_dims)
@@ -145,7 +146,8 @@ def load_static_vectors(name_or_path: str | os.PathLike[str] | None = None) -> S
     :return: the loaded vectors and tokenizer.
     :raises ModelNotFoundError: if the model is neither a folder nor available from the hub or its cache.
     """
-    from model2vec import StaticModel
+    with needs_extra("the static model", "static"):
+        from model2vec import StaticModel
 
     path = SHIPPED_MODEL_DIR if name_or_path is None else name_or_path
     try:

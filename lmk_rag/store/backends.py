@@ -28,6 +28,7 @@ from lmk_rag.errors import (
     StoreLockedError,
     StoreNotFoundError,
     StoreReadOnlyError,
+    needs_extra,
 )
 from lmk_rag.store.access import ReadWriteLock
 from lmk_rag.store.base import Backend
@@ -191,6 +192,7 @@ def open_backend(
     :raises StoreLockedError: when another process holds the folder (to write, or a reader's copy cannot be made).
     :raises CorruptStoreError: for a folder that is not a lmk-rag store.
     :raises StoreNotFoundError: when ``create`` is False and there is no store folder.
+    :raises MissingExtraError: when the backend's Qdrant package is not installed.
     """
     given = (("path", path), ("url", url), ("client", client), ("location", location))
     chosen = [name for name, value in given if value is not None]
@@ -209,7 +211,8 @@ def open_backend(
             )
         return _open_edge(Path(path if path is not None else DEFAULT_PATH), create and not read_only, read_only,
                           batch_size)
-    from lmk_rag.store.server import ServerBackend, check_collection
+    with needs_extra("a qdrant-client store (url=, client=, aclient= or location=)"):
+        from lmk_rag.store.server import ServerBackend, check_collection
 
     collection_name = DEFAULT_COLLECTION if collection_name is None else collection_name
     check_collection(collection_name)
@@ -247,8 +250,9 @@ def check_locations(path: Any, url: Any, api_key: Any, location: Any) -> None:
 
 def _open_edge(folder: Path, create: bool, read_only: bool, batch_size: int) -> OpenedBackend:
     """Check the folder, take its lock and open the Edge shard; a reader finding it held opens a copy."""
-    from lmk_rag.store.copied import CopiedBackend
-    from lmk_rag.store.edge import SETTINGS_FILE, SHARD_DIR, EdgeBackend
+    with needs_extra("a Qdrant Edge store (path=)"):
+        from lmk_rag.store.copied import CopiedBackend
+        from lmk_rag.store.edge import SETTINGS_FILE, SHARD_DIR, EdgeBackend
 
     if folder.exists() and not folder.is_dir():
         raise CorruptStoreError(f"{folder}: is a file, not a lmk-rag store folder")

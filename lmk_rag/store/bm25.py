@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from lmk_rag.errors import InvalidInputError
+from lmk_rag.errors import InvalidInputError, needs_extra
 from lmk_rag.store.types import SparseVector
 
 Bm25Tokenizer = Literal["word", "code"]
@@ -28,7 +28,8 @@ BM25_LANGUAGE = "english"
 
 def bm25_languages() -> list[str]:
     """The languages Qdrant's BM25 model has stop words for (``english``, ``german``, ...)."""
-    import qdrant_edge as qe
+    with needs_extra("BM25 (Qdrant's BM25 model)"):
+        import qdrant_edge as qe
 
     return sorted(name.lower() for name in dir(qe.Language) if not name.startswith("_"))
 
@@ -51,19 +52,15 @@ class Bm25Encoder:
     :param language: the stop words and stemmer (:func:`bm25_languages`; a language without a Snowball stemmer
         gets stop words only).
     :raises InvalidInputError: for an unknown tokenizer or language.
-    :raises ImportError: when ``qdrant-edge-py`` (which ships the model) is not installed.
+    :raises MissingExtraError: when ``qdrant-edge-py`` (which ships the model) is not installed.
     """
 
     def __init__(self, tokenizer: Bm25Tokenizer = BM25_TOKENIZER, language: str = BM25_LANGUAGE) -> None:
         """Build the model."""
         if tokenizer not in BM25_TOKENIZERS:
             raise InvalidInputError(f"bm25 tokenizer must be one of {BM25_TOKENIZERS}, got {tokenizer!r}")
-        try:
+        with needs_extra("BM25 (Qdrant's BM25 model)"):
             import qdrant_edge as qe
-        except ImportError as error:
-            raise ImportError(
-                "BM25 needs Qdrant's BM25 model from qdrant-edge-py: pip install qdrant-edge-py"
-            ) from error
         kind = qe.TokenizerType.Code if tokenizer == "code" else qe.TokenizerType.Word
         self.tokenizer = tokenizer
         self.language = check_language(language)

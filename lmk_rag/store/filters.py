@@ -75,6 +75,11 @@ class FieldCondition:
             raise InvalidInputError(f"a filter key must be a non-empty string, got {self.key!r}")
         if self.op not in OPERATORS:
             raise InvalidInputError(f"unknown filter operator {self.op!r} for key {self.key!r}; use one of {OPERATORS}")
+        if isinstance(self.value, (bytes, bytearray, memoryview)):
+            raise InvalidInputError(
+                f"filter {self.key!r} {self.op}: got bytes {self.value!r}; metadata holds text, so give a str "
+                "(decode the bytes: value.decode())"
+            )
         if self.op in ("in", "nin") and (isinstance(self.value, str) or not isinstance(self.value, Sequence)):
             raise InvalidInputError(f"filter {self.key!r} {self.op}: value must be a list, got {self.value!r}")
         ranged = self.op in ("gt", "gte", "lt", "lte")

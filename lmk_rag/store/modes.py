@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder
-from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError
+from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, needs_extra
 from lmk_rag.store.layout import store_mode
 from lmk_rag.store.types import Rerank, StoreMode
 
@@ -71,7 +71,8 @@ def static_store_encoder(
     :return: a :class:`~lmk_rag.static.documents.StaticDocumentEncoder`.
     :raises InvalidInputError: when ``static_encoder`` is given.
     """
-    from lmk_rag.static.documents import StaticDocumentEncoder
+    with needs_extra("a static store", "static"):
+        from lmk_rag.static.documents import StaticDocumentEncoder
 
     if static_encoder is not None:
         raise InvalidInputError(

@@ -11,7 +11,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, ValidationError
 from llama_index.core.callbacks import CallbackManager
 
 from lmk_rag import DocumentEncoder, EncodedText, LandmarkEncoder, TokenEncoder, check_texts
-from lmk_rag.errors import InvalidInputError, invalid_fields
+from lmk_rag.errors import InvalidInputError, invalid_fields, needs_extra
 
 
 class LandmarkEmbedding(BaseEmbedding):
@@ -183,7 +183,8 @@ def _build_encoder(static: bool, settings: dict[str, Any], batch_size: int, devi
     :param device: the transformer's device, or None for the best available.
     """
     if static:
-        from lmk_rag.static import StaticDocumentEncoder
+        with needs_extra("LandmarkEmbedding(static=True)", "static"):
+            from lmk_rag.static import StaticDocumentEncoder
 
         return StaticDocumentEncoder(**settings)
     return LandmarkEncoder(**settings, batch_size=batch_size, device=device)

@@ -73,6 +73,10 @@ STORE_OPTIONS = ("alpha", "text_keys", "node_tokens", "bm25_language", "quantiza
 """The :class:`LandmarkStore` arguments ``LandmarkVectorStore`` passes through as they are (the others it names
 itself, with ``QdrantVectorStore``'s vocabulary)."""
 
+QUERY_OPTIONS = ("rerank", "alpha", "mmr_threshold", "qdrant_filters")
+"""The keyword arguments of :meth:`LandmarkVectorStore.query` (a retriever's ``vector_store_kwargs``)."""
+
+
 UNSUPPORTED = {
     "sparse_doc_fn": "the sparse side is Qdrant's own BM25, computed by the engine from each node's text with IDF "
                      "at query time (bm25_language= picks its stop words and stemmer)",
@@ -130,6 +134,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
     )
 
     _store: LandmarkStore = PrivateAttr()
+    _config: dict[str, Any] = PrivateAttr(default_factory=dict)
     _owns_store: bool = PrivateAttr(default=True)
     _embed_model: LandmarkEmbedding | None = PrivateAttr(default=None)
     _hybrid_fusion_fn: HybridFusionCallable | None = PrivateAttr(default=None)
@@ -253,11 +258,79 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         )
         self._embed_model = embed_model
         self._hybrid_fusion_fn = hybrid_fusion_fn
+        given = {"payload_indexes": payload_indexes, "prefer_grpc": prefer_grpc, "timeout": timeout,
+                 "shard_number": shard_number, "replication_factor": replication_factor,
+                 "write_consistency_factor": write_consistency_factor, "parallel": parallel,
+                 "max_retries": max_retries, "batch_size": batch_size, **store_options}
+        self._config = {name: value for name, value in given.items() if value is not None}
 
     @classmethod
     def class_name(cls) -> str:
         """The name LlamaIndex serialises this class under."""
         return "LandmarkVectorStore"
+
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        """The configuration that reopens this store with :meth:`from_dict`: where it is (``path``, or ``url`` /
+        ``location`` with ``collection_name``, also when it was reached through ``client=`` or ``store=``),
+        ``enable_hybrid`` as the store records it, ``rerank`` and the other arguments given (JSON values).
+
+        Never the API key, nor ``client_kwargs`` (headers or a token provider may be credentials) or objects
+        (``client``, ``aclient``, ``embed_model``, ``static_encoder``, ``hybrid_fusion_fn``): give them to
+        ``from_dict(data, api_key=...)`` again. The store rebuilds its encoder from its recorded settings.
+
+        :raises TypeError: for any argument (pydantic's ``model_dump`` options do not apply).
+        :raises InvalidInputError: for a store reached through a client this cannot locate (a ``host=`` client).
+        """
+        if kwargs:
+            raise TypeError(f"LandmarkVectorStore.to_dict() takes no arguments, got {', '.join(sorted(kwargs))}")
+        rerank = {} if self.rerank is None else {"rerank": self.rerank}
+        return {**self._config, **self._location(), "enable_hybrid": self._store.bm25, **rerank,
+                "class_name": self.class_name()}
+
+    def _location(self) -> dict[str, Any]:
+        """Where the store is, as constructor arguments: ``path`` of an Edge store, else the ``url`` or the
+        local-mode ``location`` its qdrant-client was made with (``init_options``), and ``collection_name``."""
+        if self._store.collection_name is None:
+            return {"path": self._store.where}
+        options = self._client_options()
+        place = {"url": options["url"]} if options.get("url") else {"location": options.get("path") or
+                                                                     options.get("location")}
+        if None in place.values():
+            raise InvalidInputError(
+                "LandmarkVectorStore.to_dict(): the store's client connects by host=, which from_dict cannot "
+                "reopen; open it with url= (or a client made with url=) to serialise it"
+            )
+        return {**place, "collection_name": self._store.collection_name}
+
+    def _client_options(self) -> dict[str, Any]:
+        """The arguments the store's qdrant-client was made with (``QdrantClient.init_options``)."""
+        return (self._store.client or self._store.aclient).init_options
+
+    @property
+    def url(self) -> str | None:
+        """URL of the Qdrant server; None on Edge and in local mode (as ``QdrantVectorStore.url``)."""
+        return None if self._store.collection_name is None else self._client_options().get("url")
+
+    @property
+    def batch_size(self) -> int:
+        """Points per upsert request (on Edge, per update operation)."""
+        return int(self._store.backend.batch_size)  # type: ignore[attr-defined]
+
+    @property
+    def parallel(self) -> int:
+        """Processes uploading points to a server: 1 on Edge and in local mode, which upload in-process."""
+        return int(getattr(self._store.backend, "parallel", 1))
+
+    @property
+    def enable_hybrid(self) -> bool:
+        """Whether the store holds BM25 vectors, fused into every ranking (as the store records it)."""
+        return self._store.bm25
+
+    @property
+    def flat_metadata(self) -> bool:
+        """False: metadata may nest (dicts and lists of JSON values), as ``QdrantVectorStore(flat_metadata=False)``
+        keeps it."""
+        return False
 
     @property
     def store(self) -> LandmarkStore:
@@ -500,9 +573,13 @@ class LandmarkVectorStore(BasePydanticVectorStore):
             the two.
         :param kwargs: ``rerank`` (``"chunks"``, ``"static"``, ``"none"``) and ``alpha`` (weight of the rerank
             score against BM25, see :meth:`LandmarkStore.search`) override the store's defaults; ``mmr_threshold``
-            overrides the query's.
+            overrides the query's; ``qdrant_filters`` (a qdrant-client ``models.Filter``, as ``QdrantVectorStore``
+            takes it) must hold beside the query's ``filters`` (AND).
         :return: the nodes, their scores (in [-1, 1]) and ids, best first.
+        :raises TypeError: for another keyword argument, naming the close ones.
         """
+        refuse_unknown("LandmarkVectorStore.query() (a retriever's vector_store_kwargs)",
+                       {name: value for name, value in kwargs.items() if name not in QUERY_OPTIONS}, QUERY_OPTIONS)
         fusion = self._hybrid_fusion_fn
         if fusion is None or query.mode != VectorStoreQueryMode.HYBRID or not query.query_str:
             return self._result(self._search(query, **kwargs))

@@ -28,18 +28,20 @@ MMR_DEFAULT = 0.5
 
 
 def search(
-    store: LandmarkStore, query: VectorStoreQuery, rerank: Rerank | None, alpha: float | None = None, **kwargs: Any
+    store: LandmarkStore, query: VectorStoreQuery, rerank: Rerank | None, alpha: float | None = None,
+    qdrant_filters: Any = None, **kwargs: Any
 ) -> list[Hit]:
     """Run a LlamaIndex query on the store (see the module docstring).
 
     :param store: the store.
-    :param query: the query; ``doc_ids=[]`` finds nothing, ``node_ids=[]`` restricts nothing, as in
+    :param query: the query; an empty ``node_ids`` or ``doc_ids`` list restricts nothing, as in
         ``QdrantVectorStore`` (``VectorStoreIndex.as_retriever`` passes the ids its ``index_struct`` holds, which is
         ``[]`` for a store that keeps the text: reading ``[]`` as "none" would make every retriever find nothing); a
         ``hybrid`` query without ``query_str`` is the dense search of its embedding (as ``QdrantVectorStore``).
     :param rerank: the rerank of the fused search (None: the store's).
     :param alpha: the fused search's weight of the rerank (None: the store's); ``VectorStoreQuery.alpha`` overrides
         it in ``hybrid`` mode.
+    :param qdrant_filters: a qdrant-client ``models.Filter``, which must hold beside ``query.filters`` (AND).
     :param kwargs: ``mmr_threshold`` for ``mmr`` (present, even as None, it overrides the query's).
     :return: hits, best first (MMR: in pick order).
     :raises InvalidInputError: for a query with neither text nor embedding, or a lexical query without text.
@@ -47,9 +49,7 @@ def search(
         ``semantic_hybrid``.
     """
     mode = VectorStoreQueryMode(query.mode)
-    if query.doc_ids == []:
-        return []
-    flt = to_store_filter(query.filters, query.node_ids or None, query.doc_ids)
+    flt = to_store_filter(query.filters, query.node_ids or None, query.doc_ids or None, qdrant_filters)
     k = query.similarity_top_k
     if mode == VectorStoreQueryMode.MMR:
         threshold = kwargs.get("mmr_threshold", query.mmr_threshold)

@@ -1,0 +1,49 @@
+"""Two filter rules of LandmarkVectorStore: a bytes value is refused (never read as a list of ints), and an empty
+``doc_ids`` or ``node_ids`` list in a query restricts nothing, the one rule for both (docs/llamaindex.md)."""
+
+from __future__ import annotations
+
+import pytest
+from llama_index.core import Document
+from llama_index.core.schema import TextNode
+from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters, VectorStoreQuery
+
+from llama_index.embeddings.landmark import LandmarkEmbedding
+from llama_index.node_parser.landmark import LandmarkNodeParser
+from llama_index.vector_stores.landmark import LandmarkVectorStore
+from lmk_rag.errors import InvalidInputError
+
+QUERY = "get the current working directory of the calling process"
+
+
+@pytest.fixture(scope="module")
+def nodes(embed_model: LandmarkEmbedding, manpage_documents: list[Document]) -> list[TextNode]:
+    return LandmarkNodeParser(embed_model=embed_model, node_tokens=128).get_nodes_from_documents(manpage_documents)
+
+
+@pytest.fixture
+def filled(vector_store: LandmarkVectorStore, nodes: list[TextNode]) -> LandmarkVectorStore:
+    vector_store.add(nodes)
+    return vector_store
+
+
+def _ids(store: LandmarkVectorStore, nodes: list[TextNode], **kwargs) -> set[str]:
+    return set(store.query(VectorStoreQuery(query_str=QUERY, similarity_top_k=len(nodes), **kwargs)).ids)
+
+
+def test_a_bytes_filter_value_is_refused(filled: LandmarkVectorStore) -> None:
+    # pydantic refuses bytes in MetadataFilter(...); model_construct (and code that builds filters so) does not
+    excluded = MetadataFilter.model_construct(key="parity", operator=FilterOperator.NIN, value=b"odd")
+    with pytest.raises(InvalidInputError, match=r"bytes b'odd'"):
+        filled.query(VectorStoreQuery(query_str=QUERY, filters=MetadataFilters(filters=[excluded])))
+
+
+def test_empty_doc_ids_and_node_ids_restrict_nothing_in_a_query(
+    filled: LandmarkVectorStore, nodes: list[TextNode]
+) -> None:
+    every = _ids(filled, nodes)
+    assert len(every) == len(nodes)
+    assert _ids(filled, nodes, doc_ids=[]) == _ids(filled, nodes, node_ids=[]) == every
+    assert _ids(filled, nodes, doc_ids=[], node_ids=[]) == every
+    assert _ids(filled, nodes, doc_ids=["missing"]) == _ids(filled, nodes, node_ids=["missing"]) == set()
+    assert filled.get_nodes(node_ids=[]) == []  # get_nodes and delete_nodes: an empty list names no node
