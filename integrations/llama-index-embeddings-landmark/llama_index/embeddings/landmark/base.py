@@ -9,9 +9,27 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, ValidationError
 from llama_index.core.callbacks import CallbackManager
+from llama_index.core.schema import BaseNode
+from tqdm import tqdm
 
 from lmk_rag import DocumentEncoder, EncodedText, LandmarkEncoder, TokenEncoder, check_texts
 from lmk_rag.errors import InvalidInputError, invalid_fields
+
+PIPELINE_BAR = "Applying transformations"
+"""The description of the bar ``IngestionPipeline.run(show_progress=True)`` shows over its transformations."""
+
+
+def pipeline_shows_progress() -> bool:
+    """Whether an ``IngestionPipeline.run(show_progress=True)`` (or ``arun``) is applying its transformations now.
+
+    LlamaIndex shows its bar over the transformations but passes ``show_progress`` on to none of them, so a
+    transformation that runs for minutes (the encoder, on a long document) would show nothing: the landmark node
+    parser and embedding show the encoder's bar when this bar is open.
+
+    :return: True while a shown (not disabled) "Applying transformations" bar is open in this process.
+    """
+    with tqdm.get_lock():
+        return any(getattr(bar, "desc", "") == PIPELINE_BAR and not bar.disable for bar in list(tqdm._instances))
 
 
 class LandmarkEmbedding(BaseEmbedding):
@@ -153,6 +171,12 @@ class LandmarkEmbedding(BaseEmbedding):
             return super().get_text_embedding_batch(texts, show_progress=False, **kwargs)
         finally:
             self._show_progress = False
+
+    def __call__(self, nodes: list[BaseNode], **kwargs: Any) -> list[BaseNode]:
+        """Embed nodes as a transformation of an ``IngestionPipeline``; the encoder's bar shows when the pipeline runs
+        with ``show_progress=True`` (see :func:`pipeline_shows_progress`) or ``show_progress=True`` is passed."""
+        kwargs["show_progress"] = kwargs.get("show_progress", False) or pipeline_shows_progress()
+        return super().__call__(nodes, **kwargs)
 
     def _embed(self, texts: list[str], encode: Callable[[list[str]], list[EncodedText]]) -> list[Embedding]:
         """Encode the texts with words in one call; a text without words gets :meth:`empty_text_embedding`.
