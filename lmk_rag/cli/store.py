@@ -265,12 +265,36 @@ def query(
             text, k=k, rerank=rerank, filter=parse_filters(filter or []), doc_level=not nodes, alpha=alpha
         )
         _print_hits(text, hits, as_json)  # before the store closes: closing an Edge shard flushes it (0.1-0.3 s)
+        if not hits:
+            typer.echo(_no_hits(filter or [], source.count_documents()), err=True)
+
+
+#: The keys LlamaIndex's vector stores add to a node's metadata (its JSON, its type, its document's id thrice):
+#: hidden from ``query``'s hits when LlamaIndex wrote the node (``_node_content`` is there).
+LLAMAINDEX_KEYS = ("_node_content", "_node_type", "document_id", "doc_id", "ref_doc_id")
+
+
+def _shown_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """A hit's metadata as the user gave it: without LlamaIndex's own keys on nodes LlamaIndex wrote."""
+    if "_node_content" not in metadata:
+        return metadata
+    return {key: value for key, value in metadata.items() if key not in LLAMAINDEX_KEYS}
+
+
+def _no_hits(filters: list[str], documents: int) -> str:
+    """The stderr line of a query without hits: why, and what to try."""
+    if documents == 0:
+        return "no hits: the store holds no documents; add some with lmk-rag ingest"
+    given = " ".join(f"--filter {spec}" for spec in filters)
+    return (f"no hits: no stored node matches {given} (documents from lmk-rag ingest carry only the metadata key "
+            "'path'; query without --filter --json to see a hit's metadata)")
 
 
 def _print_hits(text: str, hits: list[Hit], as_json: bool) -> None:
     """Print a query's hits: one line each (rank, score, doc id, span, snippet), or ``--json``'s object."""
     if as_json:
-        typer.echo(json.dumps({"query": text, "hits": [asdict(h) for h in hits]}, indent=2, ensure_ascii=False))
+        shown = [{**asdict(hit), "metadata": _shown_metadata(hit.metadata)} for hit in hits]
+        typer.echo(json.dumps({"query": text, "hits": shown}, indent=2, ensure_ascii=False))
         return
     for rank, hit in enumerate(hits, 1):
         snippet = " ".join(hit.text.split())[:100]
