@@ -236,7 +236,7 @@ def check_settings(
         raise CorruptStoreError(f"{where}: settings recorded but the vector data is missing")
     check_static(settings, static_encoder, where)
     if bm25 is not None and bm25 != bool(settings.get("bm25")):
-        raise SettingsMismatchError(f"{where} was built with bm25={bool(settings.get('bm25'))}, given bm25={bm25}")
+        raise SettingsMismatchError(_bm25_mismatch(where, bm25))
     recorded_language = (settings.get("bm25_language") or BM25_LANGUAGE) if settings.get("bm25") else None
     if bm25_language is not None and bm25_language != recorded_language:
         raise SettingsMismatchError(
@@ -386,6 +386,22 @@ RECORDED: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 
+def _bm25_mismatch(where: str, asked: bool) -> str:
+    """The message for a store opened with BM25 asked on (or off) when it was built the other way."""
+    if asked:
+        return (f"{where} was built without BM25 keyword vectors, and they were asked for (bm25=True, "
+                "enable_hybrid=True or --bm25): they are chosen when a store is created; leave the setting out to "
+                "open the store as it is, or ingest into a new store to have them")
+    return (f"{where} was built with BM25 keyword vectors, and a store without them was asked for (bm25=False, "
+            "enable_hybrid=False or --no-bm25): leave the setting out to open the store as it is (search(alpha=1) "
+            "ranks without BM25), or ingest into a new store without them")
+
+
+def _setting(value: Any) -> str:
+    """An encoder setting as a message shows it (None: the setting is not set)."""
+    return "not set" if value is None else repr(value)
+
+
 def check_encoder(settings: dict[str, Any], encoder: DocumentEncoder, where: str) -> None:
     """Raise when an encoder differs from the one the store was built with.
 
@@ -395,11 +411,16 @@ def check_encoder(settings: dict[str, Any], encoder: DocumentEncoder, where: str
     if encoder.settings != recorded["settings"]:
         keys = sorted(set(encoder.settings) | set(recorded["settings"]))
         diff = [
-            f"{key}: store={recorded['settings'].get(key)!r} given={encoder.settings.get(key)!r}"
+            f"{key} is {_setting(recorded['settings'].get(key))} in the store but "
+            f"{_setting(encoder.settings.get(key))} here"
             for key in keys
             if encoder.settings.get(key) != recorded["settings"].get(key)
         ]
-        raise SettingsMismatchError(f"{where} was built with other encoder settings ({'; '.join(diff)})")
+        raise SettingsMismatchError(
+            f"{where} was built with other encoder settings ({'; '.join(diff)}): a store encodes with the settings it "
+            "was built with; leave these out to use them (lmk-rag: without --backend/--dtype), or ingest into a new "
+            "store with the new ones"
+        )
     if encoder.fingerprint != recorded["fingerprint"]:
         raise SettingsMismatchError(
             f"{where} was built with the same settings but other model files "

@@ -4,14 +4,17 @@ in the user's words (real MiniLM, real Edge shards, real LlamaIndex)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from lmk_rag.cli import app
+from lmk_rag.errors import SettingsMismatchError
 from lmk_rag.store import LandmarkStore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,3 +63,63 @@ def test_query_json_hides_llamaindex_internal_keys(tmp_path, minilm_encoder) -> 
     result = CliRunner().invoke(app, ["query", "archive", "--store", str(tmp_path / "li"), "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["hits"][0]["metadata"] == {"file_name": "tar.txt"}
+
+#: Runs the command line given as arguments, then prints which of the modules that loading a model imports it
+#: imported (torch for the encoder, the BERT modeling code for a transformer's weights, model2vec for the static
+#: model): a command whose input is bad fails before any of them.
+CLI_LOADS = textwrap.dedent(
+    """
+    import json, sys
+    from lmk_rag.cli import app
+    sys.argv = ["lmk-rag", *sys.argv[1:]]
+    try:
+        app()
+    finally:
+        loads = ("torch", "transformers.models.bert.modeling_bert", "model2vec")
+        print("loaded " + json.dumps([name for name in loads if name in sys.modules]))
+    """
+)
+
+
+def _run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", CLI_LOADS, *args], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+
+
+@pytest.mark.parametrize(("args", "model"), [
+    (["encode", "  "], "torch"),
+    (["finetune", "--train", "{bad}", "--output", "{tmp}/out"], "transformers.models.bert.modeling_bert"),
+    (["train-mixer", "--train", "{bad}", "--output", "{tmp}/mixer"], "model2vec"),
+])
+def test_commands_check_their_input_before_loading_a_model(tmp_path, args, model) -> None:
+    bad = tmp_path / "pairs.jsonl"
+    bad.write_text('{"query": "how do I list files"}\n')
+    done = _run_cli(*[arg.format(bad=bad, tmp=tmp_path) for arg in args])
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 1 and len(errors) == 1 and errors[0].startswith("error: "), done.stderr
+    assert model not in json.loads(done.stdout.rsplit("loaded ", 1)[1]), done.stdout
+
+
+def test_an_unreachable_url_is_one_error_line_without_qdrant_client_warnings() -> None:
+    done = _run_cli("info", "--url", "http://127.0.0.1:9")
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("error: http://127.0.0.1:9") and "is the server up" in done.stderr
+
+
+def test_a_sparse_search_on_a_store_without_bm25_names_the_fix(tmp_path, minilm_encoder, docs) -> None:
+    with LandmarkStore(tmp_path / "dense", encoder=minilm_encoder, bm25=False) as store:
+        store.add_documents(list(docs.items())[:1], show_progress_bar=False)
+        with pytest.raises(SettingsMismatchError) as raised:
+            store.search("archive", alpha=0.0)
+    said = str(raised.value)
+    assert "without BM25" in said and "alpha=1" in said and "bm25=True" in said and "must be 1" not in said
+
+
+def test_ingest_with_another_backend_names_the_options(tmp_path, cli_store) -> None:
+    (tmp_path / "page.txt").write_text("tar creates and extracts archive files.")
+    result = CliRunner().invoke(app, ["ingest", str(tmp_path / "page.txt"), "--store", str(cli_store),
+                                      "--backend", "onnx"])
+    said = result.stderr.splitlines()[-1]
+    assert result.exit_code == 1 and said.startswith("error: "), result.output
+    assert "backend is not set in the store but 'onnx' here" in said and "without --backend" in said, said
+    assert "store=None" not in said

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -101,7 +102,8 @@ class LandmarkEmbedding(BaseEmbedding):
             :class:`lmk_rag.static.StaticDocumentEncoder`'s); keys that are :class:`BaseEmbedding` fields
             (``num_workers``, ...) go to LlamaIndex.
         :raises InvalidInputError: for a setting the encoder refuses, a bad field, or an encoder and settings both.
-        :raises TypeError: for a setting the encoder does not take.
+        :raises TypeError: for a setting the encoder does not take (with ``static``, a transformer setting is named as
+            one).
         """
         fields = {key: settings.pop(key) for key in list(settings) if key in BaseEmbedding.model_fields}
         try:
@@ -209,5 +211,15 @@ def _build_encoder(static: bool, settings: dict[str, Any], batch_size: int, devi
     if static:
         from lmk_rag.static import StaticDocumentEncoder
 
+        static_settings = set(inspect.signature(StaticDocumentEncoder).parameters)
+        transformer_settings = set(inspect.signature(LandmarkEncoder).parameters)
+        transformer_only = sorted((set(settings) - static_settings) & transformer_settings)
+        if transformer_only:  # a TypeError, as for any setting the encoder does not take, in the user's words
+            raise TypeError(
+                f"LandmarkEmbedding(static=True) runs no transformer, and {', '.join(transformer_only)} "
+                f"{'is a setting' if len(transformer_only) == 1 else 'are settings'} of transformer models: leave "
+                f"{'it' if len(transformer_only) == 1 else 'them'} out, or drop static=True to encode with a "
+                f"transformer (static settings: {', '.join(sorted(static_settings - {'token_encoder'}))})"
+            )
         return StaticDocumentEncoder(**settings)
     return LandmarkEncoder(**settings, batch_size=batch_size, device=device)
