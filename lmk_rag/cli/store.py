@@ -7,6 +7,8 @@ key comes from ``QDRANT_API_KEY`` and is never printed) or ``--location DIR`` (q
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -325,10 +327,17 @@ def check(
     location: str = location_option(),
     collection_name: str | None = collection_option(),
 ) -> None:
-    """Verify a whole store: every point, vector and count; exit 1 when anything is damaged."""
+    """Verify a whole store: its settings record, every point, vector and count; exit 1 when anything is damaged.
+
+    The record is checked against the collection (vector sizes) and against the encoder it describes, which is
+    built (the model loads) and must give the recorded fingerprint.
+    """
     with open_store(store, url, location, collection_name, read_only=True) as source:
         problems = source.check()
         summary = f"{source.count_documents()} documents, {source.count()} nodes"
+        if not problems:  # the encoder the record describes, built and checked: an edited record fails here
+            with contextlib.redirect_stderr(io.StringIO()):  # the model's loading bar is no news for a check
+                _ = source.encoder
     for problem in problems:
         typer.echo(f"problem: {problem}")
     if problems:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from lmk_rag.errors import (
     CorruptStoreError,
     InvalidInputError,
+    ModelNotFoundError,
     SettingsMismatchError,
     StoreNotFoundError,
     StoreReadOnlyError,
@@ -262,7 +263,30 @@ def check_settings(
     expected, found = recorded_vectors(settings), backend.vector_names()
     if not expected <= found:
         raise CorruptStoreError(f"{where}: vectors {sorted(found)}, expected {sorted(expected)}")
+    check_dimensions(settings, backend.vector_sizes(), where)
     return settings
+
+
+def check_dimensions(settings: Mapping[str, Any], sizes: Mapping[str, int], where: str) -> None:
+    """Refuse a settings record whose vector sizes are not those of the collection's vectors (an edited record).
+
+    :param sizes: the collection's dense vector sizes by name (:meth:`Backend.vector_sizes`).
+    :raises CorruptStoreError: naming each recorded size, the collection's, and the fix.
+    """
+    dim = settings["encoder"]["dim"]
+    recorded = {"node": ("encoder.dim", dim), "chunks": ("encoder.dim", dim)}
+    if settings.get("static"):
+        recorded["static"] = ("static.dim", settings["static"].get("dim"))
+    differ = {key: (value, sizes[name]) for name, (key, value) in recorded.items()
+              if name in sizes and value != sizes[name]}
+    if differ:
+        said = "; ".join(f"{key}={value!r}, but its vectors hold {size} numbers"
+                         for key, (value, size) in differ.items())
+        restore = ", ".join(f"{key}={size}" for key, (_, size) in differ.items())
+        raise CorruptStoreError(
+            f"{where}: the settings record (lmk_rag.json in a store folder) does not match the stored vectors: "
+            f"{said}. The record was edited or damaged: restore {restore}, or re-ingest into a new store"
+        )
 
 
 def check_cluster(settings: Mapping[str, Any], given: Mapping[str, int], where: str) -> None:
@@ -428,6 +452,25 @@ def check_encoder(settings: dict[str, Any], encoder: DocumentEncoder, where: str
         )
 
 
+def check_recorded_encoder(settings: dict[str, Any], encoder: DocumentEncoder, where: str) -> None:
+    """Raise when the encoder built from a store's settings record is not the one that wrote the store.
+
+    Its settings are the record's, so a fingerprint other than the recorded one means an edited record (its
+    granularity, its model_name, ...) or model files that changed since the store was made.
+
+    :raises CorruptStoreError: naming both causes and their fixes.
+    """
+    recorded = settings["encoder"]["fingerprint"]
+    if encoder.fingerprint != recorded or encoder.settings != settings["encoder"]["settings"]:
+        raise CorruptStoreError(
+            f"{where}: the encoder its settings record describes is not the one that wrote its vectors (fingerprint "
+            f"{encoder.fingerprint}, recorded {recorded}): either the record (lmk_rag.json in a store folder) was "
+            "edited or damaged (its encoder settings: granularity, model_name, ...): restore the original values; or "
+            "the model files changed since the store was made: open it with the original model files, or re-ingest "
+            "into a new store"
+        )
+
+
 def check_static(settings: dict[str, Any], static_encoder: TokenEncoder | None, where: str) -> None:
     """Raise when a static encoder does not match the store's static vectors.
 
@@ -485,6 +528,11 @@ class StoreEncoder:
                     f"{self.where}: the settings record names encoder settings this lmk-rag does not take ({error}); "
                     "restore the record, upgrade lmk-rag, or re-ingest into a new store"
                 ) from None
+            except ModelNotFoundError as error:
+                raise ModelNotFoundError(
+                    f"{self.where}: the model its settings record names is not here: {error}. If the record "
+                    "(lmk_rag.json) was edited, restore its encoder.settings.model_name"
+                ) from None
             if self.settings is not None:
-                check_encoder(self.settings, self._encoder, self.where)
+                check_recorded_encoder(self.settings, self._encoder, self.where)
         return self._encoder

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -123,3 +124,36 @@ def test_ingest_with_another_backend_names_the_options(tmp_path, cli_store) -> N
     assert result.exit_code == 1 and said.startswith("error: "), result.output
     assert "backend is not set in the store but 'onnx' here" in said and "without --backend" in said, said
     assert "store=None" not in said
+
+
+def _edited_copy(store: Path, folder: Path, edit) -> Path:
+    """A copy of a store whose ``lmk_rag.json`` was edited by ``edit(record)``."""
+    shutil.copytree(store, folder)
+    record = json.loads((folder / "lmk_rag.json").read_text())
+    edit(record)
+    (folder / "lmk_rag.json").write_text(json.dumps(record))
+    return folder
+
+
+@pytest.mark.parametrize(("edit", "words"), [
+    (lambda record: record["encoder"].update(dim=256),
+     ["encoder.dim=256, but its vectors hold 384 numbers", "restore encoder.dim=384"]),
+    (lambda record: record["encoder"]["settings"].update(granularity=16),
+     ["the record (lmk_rag.json in a store folder) was edited", "restore the original values"]),
+    (lambda record: record["encoder"]["settings"].update(model_name="sentence-transformers/all-mpnet-base-v2"),
+     ["the model its settings record names is not here", "restore its encoder.settings.model_name"]),
+], ids=["dim", "granularity", "model-name"])
+def test_an_edited_settings_record_is_named_by_query_and_check(cli_store, tmp_path, edit, words) -> None:
+    folder = _edited_copy(cli_store, tmp_path / "edited", edit)
+    runner = CliRunner()
+    for args in (["query", "archive files", "--store", str(folder)], ["check", "--store", str(folder)]):
+        result = runner.invoke(app, args)
+        said = result.stderr.splitlines()[-1]
+        assert result.exit_code == 1 and said.startswith("error: "), (args, result.output)
+        assert all(word in said for word in words), (args, said)
+        assert "ok:" not in result.stdout
+
+
+def test_check_of_a_sound_store_says_ok(cli_store) -> None:
+    result = CliRunner().invoke(app, ["check", "--store", str(cli_store)])
+    assert result.exit_code == 0 and result.stdout.startswith("ok: 3 documents"), result.output
