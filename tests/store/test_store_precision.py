@@ -54,4 +54,4 @@ def test_ingest_with_backend_and_dtype_records_them(tmp_path: Path, docs, onnx_e
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["hits"][0]["doc_id"] == "1.txt"
     result = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--backend", "onnx"])
-    assert result.exit_code == 1 and "dtype: store='int8'" in result.output
+    assert result.exit_code == 1 and "dtype is 'int8' in the store but not set here" in result.output
