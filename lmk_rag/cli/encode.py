@@ -21,6 +21,9 @@ def encode(
     dtype: str = dtype_option(),
 ) -> None:
     """Encode one text and print its chunks as JSON: span, token count, text."""
+    from lmk_rag.checks import check_text
+
+    check_text(text)  # before torch and the model load (seconds): an empty text fails at once
     from lmk_rag.encoder import LandmarkEncoder
 
     settings = {} if granularity is None else {"granularity": parse_granularity(granularity)}

@@ -29,10 +29,27 @@ def _parse_setting(item: str) -> tuple[str, Any]:
         return key, value
 
 
-@app.command("eval")
+def _list_pipelines(value: bool) -> None:
+    """``--list-pipelines``: print the pipeline names, one a line, and stop."""
+    if value:
+        typer.echo("\n".join(pipeline_names()))
+        raise typer.Exit()
+
+
+#: The help's list of pipelines, below the options: whole names, wrapped at the terminal's width (in the option's
+#: help column, 80 columns cut the longer names).
+PIPELINES_EPILOG = f"Pipelines (--pipeline): {', '.join(pipeline_names())}."
+
+
+@app.command("eval", epilog=PIPELINES_EPILOG)
 def eval_command(
     dataset_dir: Path = typer.Argument(..., help="BEIR folder: corpus.jsonl[.gz], queries.jsonl, qrels/test.tsv."),
-    pipeline: str = typer.Option(..., "--pipeline", "-p", help=f"Pipeline: {', '.join(pipeline_names())}."),
+    pipeline: str = typer.Option(
+        ..., "--pipeline", "-p", help="Pipeline: lmk-rag, bm25, ... (all listed below)."
+    ),
+    list_pipelines: bool = typer.Option(
+        False, "--list-pipelines", is_eager=True, callback=_list_pipelines, help="Print the pipeline names and exit."
+    ),
     model: str = typer.Option(None, help="Model folder or Hugging Face id (default: all-MiniLM-L6-v2)."),
     max_queries: int = typer.Option(None, min=1, help="Evaluate a seeded random sample of this many queries."),
     max_docs: int = typer.Option(

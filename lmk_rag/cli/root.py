@@ -43,6 +43,8 @@ class CliGroup(TyperGroup):
         try:
             status = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
         except typer.TyperException as error:  # a bad command line (typer's usage errors)
+            if type(error).__name__ == "NoArgsIsHelpError":  # ``lmk-rag`` alone: the help is printed, nothing failed
+                sys.exit(0)
             message = error.format_message() if hasattr(error, "format_message") else str(error)
             typer.echo(f"error: {message}", err=True)
             sys.exit(getattr(error, "exit_code", 2))

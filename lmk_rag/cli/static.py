@@ -77,12 +77,12 @@ def train_mixer_command(
         eval_every=eval_every,
         seed=seed,
     )
-    static = StaticTokenEncoder(static_model)
-    train_pairs, heldout_pairs = split_heldout(load_pairs(train), heldout_fraction, seed)
+    train_pairs, heldout_pairs = split_heldout(load_pairs(train), heldout_fraction, seed)  # before the model loads
     if select_on is None:
         dataset = pairs_dataset(heldout_pairs, name=f"held-out pairs of {train}")
     else:
         dataset = subsample(load_beir(select_on), select_queries or None, select_docs or None, seed)
+    static = StaticTokenEncoder(static_model)
     selection = {"set": dataset.name, "queries": len(dataset.query_ids), "docs": len(dataset.doc_ids), "seed": seed}
     typer.echo(f"selection: nDCG@10 on {selection['set']} ({selection['queries']} queries, {selection['docs']} docs)")
     with tempfile.TemporaryDirectory(prefix="lmk-rag-mixer-") as checkpoint:

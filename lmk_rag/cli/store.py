@@ -7,10 +7,13 @@ key comes from ``QDRANT_API_KEY`` and is never printed) or ``--location DIR`` (q
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
 import time
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -72,8 +75,10 @@ def open_store(
             raise InvalidInputError("--collection-name names a collection on --url or --location; --store holds one")
         return LandmarkStore(store, **options)
     if url is not None:
-        return LandmarkStore(url=url, api_key=os.environ.get("QDRANT_API_KEY"), collection_name=collection_name,
-                             **options)
+        with warnings.catch_warnings():  # an unreachable server: the store's one error says so, not this warning too
+            warnings.filterwarnings("ignore", "Failed to obtain server version", UserWarning)
+            return LandmarkStore(url=url, api_key=os.environ.get("QDRANT_API_KEY"), collection_name=collection_name,
+                                 **options)
     return LandmarkStore(location=location, collection_name=collection_name, **options)
 
 
@@ -271,12 +276,36 @@ def query(
             text, k=k, rerank=rerank, filter=parse_filters(filter or []), doc_level=not nodes, alpha=alpha
         )
         _print_hits(text, hits, as_json)  # before the store closes: closing an Edge shard flushes it (0.1-0.3 s)
+        if not hits:
+            typer.echo(_no_hits(filter or [], source.count_documents()), err=True)
+
+
+#: The keys LlamaIndex's vector stores add to a node's metadata (its JSON, its type, its document's id thrice):
+#: hidden from ``query``'s hits when LlamaIndex wrote the node (``_node_content`` is there).
+LLAMAINDEX_KEYS = ("_node_content", "_node_type", "document_id", "doc_id", "ref_doc_id")
+
+
+def _shown_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """A hit's metadata as the user gave it: without LlamaIndex's own keys on nodes LlamaIndex wrote."""
+    if "_node_content" not in metadata:
+        return metadata
+    return {key: value for key, value in metadata.items() if key not in LLAMAINDEX_KEYS}
+
+
+def _no_hits(filters: list[str], documents: int) -> str:
+    """The stderr line of a query without hits: why, and what to try."""
+    if documents == 0:
+        return "no hits: the store holds no documents; add some with lmk-rag ingest"
+    given = " ".join(f"--filter {spec}" for spec in filters)
+    return (f"no hits: no stored node matches {given} (documents from lmk-rag ingest carry only the metadata key "
+            "'path'; query without --filter --json to see a hit's metadata)")
 
 
 def _print_hits(text: str, hits: list[Hit], as_json: bool) -> None:
     """Print a query's hits: one line each (rank, score, doc id, span, snippet), or ``--json``'s object."""
     if as_json:
-        typer.echo(json.dumps({"query": text, "hits": [asdict(h) for h in hits]}, indent=2, ensure_ascii=False))
+        shown = [{**asdict(hit), "metadata": _shown_metadata(hit.metadata)} for hit in hits]
+        typer.echo(json.dumps({"query": text, "hits": shown}, indent=2, ensure_ascii=False))
         return
     for rank, hit in enumerate(hits, 1):
         snippet = " ".join(hit.text.split())[:100]
@@ -304,10 +333,17 @@ def check(
     location: str = location_option(),
     collection_name: str | None = collection_option(),
 ) -> None:
-    """Verify a whole store: every point, vector and count; exit 1 when anything is damaged."""
+    """Verify a whole store: its settings record, every point, vector and count; exit 1 when anything is damaged.
+
+    The record is checked against the collection (vector sizes) and against the encoder it describes, which is
+    built (the model loads) and must give the recorded fingerprint.
+    """
     with open_store(store, url, location, collection_name, read_only=True) as source:
         problems = source.check()
         summary = f"{source.count_documents()} documents, {source.count()} nodes"
+        if not problems:  # the encoder the record describes, built and checked: an edited record fails here
+            with contextlib.redirect_stderr(io.StringIO()):  # the model's loading bar is no news for a check
+                _ = source.encoder
     for problem in problems:
         typer.echo(f"problem: {problem}")
     if problems:

@@ -330,7 +330,7 @@ class LandmarkEncoder:
         left = np.bincount([window.text_index for window in windows], minlength=len(plans))
         bar = tqdm(total=sum(len(window.input_ids) for window in windows), desc="Encoding", unit="tok",
                    unit_scale=True, disable=not (len(batches) >= _PROGRESS_MIN_BATCHES if show is None else show),
-                   postfix=f"0/{len(plans)} documents")
+                   postfix=f"0/{len(plans)} documents", leave=None)  # under another bar (an ingest's), it clears
         for batch in batches:
             hidden = self._forward([windows[index].input_ids for index in batch])
             np.subtract.at(left, [windows[index].text_index for index in batch], 1)

@@ -135,7 +135,8 @@ class StaticDocumentEncoder:
         from tqdm.auto import tqdm
 
         return [self._encode(text, self.granularity)
-                for text in tqdm(check_texts(texts), desc="Encoding", unit="doc", disable=not show_progress_bar)]
+                for text in tqdm(check_texts(texts), desc="Encoding", unit="doc", disable=not show_progress_bar,
+                                 leave=None)]  # under another bar (an ingest's), it clears
 
     @overload
     def encode_queries(self, texts: str) -> StaticEncodedText: ...

@@ -52,6 +52,11 @@ class Backend(ABC):
         """The names of the dense and sparse vectors the existing collection holds."""
 
     @abstractmethod
+    def vector_sizes(self) -> dict[str, int]:
+        """The size of each dense vector the existing collection holds, by name (what the settings record's
+        dimensions must match)."""
+
+    @abstractmethod
     def read_settings(self) -> dict[str, Any] | None:
         """The store's recorded settings, or None when none were recorded."""
 

@@ -135,6 +135,10 @@ class CopiedBackend(Backend):
         """Names from the copy's shard config."""
         return self._read(lambda edge: edge.vector_names())
 
+    def vector_sizes(self) -> dict[str, int]:
+        """Dense vector sizes from the copy's shard config."""
+        return self._read(lambda edge: edge.vector_sizes())
+
     def read_settings(self) -> dict[str, Any] | None:
         """The copy's settings record."""
         return self._read(lambda edge: edge.read_settings())

@@ -63,15 +63,18 @@ def node_records(
 
 
 def cut_documents(
-    encoder: DocumentEncoder, documents: Sequence[Document], node_tokens: int, hashes: Mapping[str, str]
+    encoder: DocumentEncoder, documents: Sequence[Document], node_tokens: int, hashes: Mapping[str, str],
+    show_progress_bar: bool | None = None,
 ) -> tuple[list[DocumentWrite], int]:
     """Encode documents in one encoder call and cut each into node records.
 
     :param hashes: each document's content hash (:func:`~lmk_rag.store.documents.content_hash`), recorded on its
         marker.
+    :param show_progress_bar: show the encoder's bar (tokens, advancing per window batch; None: the encoder's
+        default, only for long jobs).
     :return: the writes and the number of tokens encoded.
     """
-    encoded = encoder.encode_documents([text for _, text, _ in documents])
+    encoded = encoder.encode_documents([text for _, text, _ in documents], show_progress_bar)
     writes = [
         DocumentWrite(doc_id, node_records(encoder, doc_id, text, enc, node_tokens, metadata), dict(metadata or {}),
                       hashes[doc_id])

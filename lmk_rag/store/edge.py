@@ -233,11 +233,22 @@ class EdgeBackend(Backend):
 
     def vector_names(self) -> set[str]:
         """Names from the persisted shard config."""
+        config = self._shard_config()
+        return set(config.get("vectors", {})) | set(config.get("sparse_vectors", {}))
+
+    def vector_sizes(self) -> dict[str, int]:
+        """Dense vector sizes from the persisted shard config."""
+        return {name: vector["size"] for name, vector in self._shard_config().get("vectors", {}).items()}
+
+    def _shard_config(self) -> dict[str, Any]:
+        """The persisted shard config (``edge_config.json``).
+
+        :raises CorruptStoreError: when it cannot be read.
+        """
         try:
-            config = json.loads((self.folder / SHARD_DIR / "edge_config.json").read_text())
+            return json.loads((self.folder / SHARD_DIR / "edge_config.json").read_text())
         except (OSError, ValueError) as error:
             raise CorruptStoreError(f"{self.folder}: unreadable shard config: {error}") from error
-        return set(config.get("vectors", {})) | set(config.get("sparse_vectors", {}))
 
     def read_settings(self) -> dict[str, Any] | None:
         """Read ``lmk_rag.json``; None when absent."""

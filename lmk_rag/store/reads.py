@@ -124,7 +124,11 @@ class Reader:
         prefetch_limit = self._candidates(k, prefetch_limit, "prefetch_limit")
         alpha = self.alpha if alpha is None else check_alpha(alpha)
         if alpha < 1.0 and not self.bm25:
-            raise SettingsMismatchError(f"{self.where} has no BM25 vectors: alpha must be 1, got {alpha}")
+            raise SettingsMismatchError(
+                f"{self.where} was built without BM25 keyword vectors, so it cannot rank by keywords (alpha={alpha} "
+                "asks for BM25): search with alpha=1 (the rerank alone, what the store does by default), or ingest "
+                "into a new store with BM25 (bm25=True, enable_hybrid=True or lmk-rag ingest --bm25)"
+            )
         plan = plan_search(
             dense=[Branch("node", np.asarray(query.vector, dtype=np.float32).tolist())],
             scorer=self.queries.scorer(rerank, query, static_query),

@@ -443,6 +443,12 @@ class ServerBackend(Backend):
         dense = params.vectors if isinstance(params.vectors, dict) else {}
         return set(dense) | set(params.sparse_vectors or {})
 
+    def vector_sizes(self) -> dict[str, int]:
+        """Dense vector sizes of the collection."""
+        params = self._api.get_collection(self.collection).config.params
+        dense = params.vectors if isinstance(params.vectors, dict) else {}
+        return {name: vector.size for name, vector in dense.items()}
+
     def read_settings(self) -> dict[str, Any] | None:
         """The settings point's payload, or None."""
         if not self.exists():

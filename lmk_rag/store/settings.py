@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from lmk_rag.errors import (
     CorruptStoreError,
     InvalidInputError,
+    ModelNotFoundError,
     SettingsMismatchError,
     StoreNotFoundError,
     StoreReadOnlyError,
@@ -236,7 +237,7 @@ def check_settings(
         raise CorruptStoreError(f"{where}: settings recorded but the vector data is missing")
     check_static(settings, static_encoder, where)
     if bm25 is not None and bm25 != bool(settings.get("bm25")):
-        raise SettingsMismatchError(f"{where} was built with bm25={bool(settings.get('bm25'))}, given bm25={bm25}")
+        raise SettingsMismatchError(_bm25_mismatch(where, bm25))
     recorded_language = (settings.get("bm25_language") or BM25_LANGUAGE) if settings.get("bm25") else None
     if bm25_language is not None and bm25_language != recorded_language:
         raise SettingsMismatchError(
@@ -262,7 +263,30 @@ def check_settings(
     expected, found = recorded_vectors(settings), backend.vector_names()
     if not expected <= found:
         raise CorruptStoreError(f"{where}: vectors {sorted(found)}, expected {sorted(expected)}")
+    check_dimensions(settings, backend.vector_sizes(), where)
     return settings
+
+
+def check_dimensions(settings: Mapping[str, Any], sizes: Mapping[str, int], where: str) -> None:
+    """Refuse a settings record whose vector sizes are not those of the collection's vectors (an edited record).
+
+    :param sizes: the collection's dense vector sizes by name (:meth:`Backend.vector_sizes`).
+    :raises CorruptStoreError: naming each recorded size, the collection's, and the fix.
+    """
+    dim = settings["encoder"]["dim"]
+    recorded = {"node": ("encoder.dim", dim), "chunks": ("encoder.dim", dim)}
+    if settings.get("static"):
+        recorded["static"] = ("static.dim", settings["static"].get("dim"))
+    differ = {key: (value, sizes[name]) for name, (key, value) in recorded.items()
+              if name in sizes and value != sizes[name]}
+    if differ:
+        said = "; ".join(f"{key}={value!r}, but its vectors hold {size} numbers"
+                         for key, (value, size) in differ.items())
+        restore = ", ".join(f"{key}={size}" for key, (_, size) in differ.items())
+        raise CorruptStoreError(
+            f"{where}: the settings record (lmk_rag.json in a store folder) does not match the stored vectors: "
+            f"{said}. The record was edited or damaged: restore {restore}, or re-ingest into a new store"
+        )
 
 
 def check_cluster(settings: Mapping[str, Any], given: Mapping[str, int], where: str) -> None:
@@ -386,6 +410,22 @@ RECORDED: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 
+def _bm25_mismatch(where: str, asked: bool) -> str:
+    """The message for a store opened with BM25 asked on (or off) when it was built the other way."""
+    if asked:
+        return (f"{where} was built without BM25 keyword vectors, and they were asked for (bm25=True, "
+                "enable_hybrid=True or --bm25): they are chosen when a store is created; leave the setting out to "
+                "open the store as it is, or ingest into a new store to have them")
+    return (f"{where} was built with BM25 keyword vectors, and a store without them was asked for (bm25=False, "
+            "enable_hybrid=False or --no-bm25): leave the setting out to open the store as it is (search(alpha=1) "
+            "ranks without BM25), or ingest into a new store without them")
+
+
+def _setting(value: Any) -> str:
+    """An encoder setting as a message shows it (None: the setting is not set)."""
+    return "not set" if value is None else repr(value)
+
+
 def check_encoder(settings: dict[str, Any], encoder: DocumentEncoder, where: str) -> None:
     """Raise when an encoder differs from the one the store was built with.
 
@@ -395,15 +435,39 @@ def check_encoder(settings: dict[str, Any], encoder: DocumentEncoder, where: str
     if encoder.settings != recorded["settings"]:
         keys = sorted(set(encoder.settings) | set(recorded["settings"]))
         diff = [
-            f"{key}: store={recorded['settings'].get(key)!r} given={encoder.settings.get(key)!r}"
+            f"{key} is {_setting(recorded['settings'].get(key))} in the store but "
+            f"{_setting(encoder.settings.get(key))} here"
             for key in keys
             if encoder.settings.get(key) != recorded["settings"].get(key)
         ]
-        raise SettingsMismatchError(f"{where} was built with other encoder settings ({'; '.join(diff)})")
+        raise SettingsMismatchError(
+            f"{where} was built with other encoder settings ({'; '.join(diff)}): a store encodes with the settings it "
+            "was built with; leave these out to use them (lmk-rag: without --backend/--dtype), or ingest into a new "
+            "store with the new ones"
+        )
     if encoder.fingerprint != recorded["fingerprint"]:
         raise SettingsMismatchError(
             f"{where} was built with the same settings but other model files "
             f"(fingerprint {recorded['fingerprint']} vs {encoder.fingerprint}); re-ingest into a new store"
+        )
+
+
+def check_recorded_encoder(settings: dict[str, Any], encoder: DocumentEncoder, where: str) -> None:
+    """Raise when the encoder built from a store's settings record is not the one that wrote the store.
+
+    Its settings are the record's, so a fingerprint other than the recorded one means an edited record (its
+    granularity, its model_name, ...) or model files that changed since the store was made.
+
+    :raises CorruptStoreError: naming both causes and their fixes.
+    """
+    recorded = settings["encoder"]["fingerprint"]
+    if encoder.fingerprint != recorded or encoder.settings != settings["encoder"]["settings"]:
+        raise CorruptStoreError(
+            f"{where}: the encoder its settings record describes is not the one that wrote its vectors (fingerprint "
+            f"{encoder.fingerprint}, recorded {recorded}): either the record (lmk_rag.json in a store folder) was "
+            "edited or damaged (its encoder settings: granularity, model_name, ...): restore the original values; or "
+            "the model files changed since the store was made: open it with the original model files, or re-ingest "
+            "into a new store"
         )
 
 
@@ -464,6 +528,11 @@ class StoreEncoder:
                     f"{self.where}: the settings record names encoder settings this lmk-rag does not take ({error}); "
                     "restore the record, upgrade lmk-rag, or re-ingest into a new store"
                 ) from None
+            except ModelNotFoundError as error:
+                raise ModelNotFoundError(
+                    f"{self.where}: the model its settings record names is not here: {error}. If the record "
+                    "(lmk_rag.json) was edited, restore its encoder.settings.model_name"
+                ) from None
             if self.settings is not None:
-                check_encoder(self.settings, self._encoder, self.where)
+                check_recorded_encoder(self.settings, self._encoder, self.where)
         return self._encoder

@@ -545,7 +545,8 @@ class LandmarkStore:
         batches, each durable before the next.
 
         :param document_batch_size: documents per batch (default: the store's ``document_batch_size``).
-        :param show_progress_bar: show a tqdm bar (None: only on a terminal).
+        :param show_progress_bar: show a tqdm bar in documents, and under it the encoder's bar in tokens for the
+            batch being encoded, which a long document moves too (None: only on a terminal).
         :param on_ack: called with the doc ids of each batch once it is durable.
         :param skip_unchanged: leave out documents whose text and metadata the store already holds (by the content
             hash on their marker), without encoding them; False rewrites them.

@@ -118,10 +118,12 @@ class Writer:
         total = tokens = 0
         disable = not show_progress_bar if show_progress_bar is not None else None
         with tqdm(total=len(docs), desc="ingest", unit="doc", disable=disable) as bar:
+            # Under the bar in documents, the encoder's bar in tokens for each batch, so a long document moves too.
+            encoder_bar = True if not bar.disable else show_progress_bar
             for start in range(0, len(docs), batch_size):
                 batch = docs[start : start + batch_size]
                 with self.encoder.lock:
-                    writes, encoded = cut_documents(encoder, batch, node_tokens, hashes)
+                    writes, encoded = cut_documents(encoder, batch, node_tokens, hashes, encoder_bar)
                 writes = [dataclasses.replace(write, source=sources.get(write.doc_id)) for write in writes]
                 total += self._write(writes, found, on_ack)
                 tokens += encoded

@@ -126,6 +126,7 @@ class Trainer:
     def __init__(self, config: FinetuneConfig) -> None:
         self.config = config
         self.output = Path(config.output)
+        pairs = load_training_data(config.train)  # before the model loads (seconds): a bad --train fails at once
         self.encoder = _training_encoder(config)
         self.model = self.encoder.model
         self.tokenizer = self.encoder.tokenizer
@@ -136,7 +137,6 @@ class Trainer:
         if config.gradient_checkpointing if config.gradient_checkpointing is not None else on_cuda:
             _enable_checkpointing(self.model)
 
-        pairs = load_training_data(config.train)
         self.train_pairs, heldout = split_heldout(pairs, config.heldout_fraction, config.seed, max_heldout=200)
         haystack_tokens = config.haystack_tokens or _window_content(self.max_length, min(config.granularities))
         filler = [pair.positive for pair in self.train_pairs]

@@ -91,5 +91,5 @@ def test_a_store_recorded_before_projections_opens_without_one(tmp_path: Path, d
     with LandmarkStore(tmp_path / "store", read_only=True) as store:
         assert store.encoder.settings["projection"] is None and store.encoder.fingerprint == recorded["fingerprint"]
         assert [hit.doc_id for hit in store.search(short, k=1)] == ["page"]
-    with pytest.raises(SettingsMismatchError, match="projection: store=None given='shipped'"):
+    with pytest.raises(SettingsMismatchError, match="projection is not set in the store but 'shipped' here"):
         _ = LandmarkStore(tmp_path / "store", encoder=LandmarkEncoder()).encoder

@@ -1,5 +1,8 @@
 """Progress where the time goes: an ingest through LlamaIndex with ``show_progress=True`` shows the encoder's bar in
-tokens and documents, advancing per window batch, so one long document moves it too (real MiniLM, real pages)."""
+tokens and documents, advancing per window batch, so one long document moves it too (real MiniLM, real pages).
+
+The jobs here are too small to turn the bar on by themselves (fewer batches than the encoder's threshold for long
+jobs), so each bar seen is one that ``show_progress`` asked for."""
 
 from __future__ import annotations
 
@@ -11,12 +14,13 @@ from pathlib import Path
 import pytest
 from llama_index.core import Document
 from llama_index.core.ingestion import IngestionPipeline
+from llama_index.core.node_parser import SentenceSplitter
 
 from llama_index.embeddings.landmark import LandmarkEmbedding
 from llama_index.node_parser.landmark import LandmarkNodeParser
 
-#: Windows per forward pass: small, so a long page takes many batches.
-WINDOWS_PER_BATCH = 2
+#: Windows per forward pass: small, so a long page takes several batches, yet fewer than turn the bar on by itself.
+WINDOWS_PER_BATCH = 4
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +46,12 @@ def _updates(stderr: str) -> list[str]:
     return list(dict.fromkeys(states))
 
 
+def test_the_job_is_too_small_to_show_a_bar_by_itself(small_batches, pages, capsys) -> None:
+    pipeline = IngestionPipeline(transformations=[LandmarkNodeParser(embed_model=small_batches)])
+    assert len(pipeline.run(documents=pages, show_progress=False)) > 3
+    assert _updates(capsys.readouterr().err) == []
+
+
 def test_an_ingest_shows_tokens_and_documents_as_it_goes(small_batches, pages, capsys) -> None:
     pipeline = IngestionPipeline(transformations=[LandmarkNodeParser(embed_model=small_batches)])
     nodes = pipeline.run(documents=pages, show_progress=True)
@@ -65,3 +75,30 @@ def test_embedding_a_batch_shows_the_encoders_bar(small_batches, pages, capsys) 
     assert len(states) >= 4 and "2/2 documents" in states[-1], states
     small_batches.get_text_embedding_batch([pages[0].text])  # without show_progress: no bar
     assert _updates(capsys.readouterr().err) == []
+
+
+def test_an_ingest_that_embeds_with_landmark_embedding_shows_its_bar(small_batches, pages, capsys) -> None:
+    pipeline = IngestionPipeline(transformations=[SentenceSplitter(chunk_size=4096), small_batches])
+    pipeline.run(documents=pages, show_progress=True)
+    states = _updates(capsys.readouterr().err)
+    assert len(states) >= 4 and "documents" in states[-1], states
+    pipeline = IngestionPipeline(transformations=[SentenceSplitter(chunk_size=4096), small_batches])
+    pipeline.run(documents=pages, show_progress=False)
+    assert _updates(capsys.readouterr().err) == []
+
+
+def test_the_cli_ingest_bar_moves_within_one_long_file(fixture_data, tmp_path) -> None:
+    """One long file (~24k tokens, 3 window batches of the default 32): the encoder's bar under the ingest bar
+    advances in tokens while the ingest bar still says 0/1 files."""
+    from typer.testing import CliRunner
+
+    from lmk_rag.cli import app
+
+    with gzip.open(fixture_data / "manpages-needle" / "L8192" / "corpus.jsonl.gz", "rt", encoding="utf-8") as lines:
+        long = json.loads(next(lines))["text"]
+    (tmp_path / "book.txt").write_text("\n\n".join([long] * 3), encoding="utf-8")
+    result = CliRunner().invoke(app, ["ingest", str(tmp_path / "book.txt"), "--store", str(tmp_path / "store")])
+    assert result.exit_code == 0, result.output
+    states = [state for state in _updates(result.stderr) if "0/1 documents" in state]
+    tokens = [_count(re.search(r"\| *([\d.]+k?)/", state).group(1)) for state in states]
+    assert len(set(tokens)) >= 3 and max(tokens) > 10_000, states  # moved within the one file, before it was done

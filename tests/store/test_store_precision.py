@@ -24,9 +24,9 @@ def test_an_int8_store_refuses_a_float_encoder_and_rebuilds_its_own(
     with LandmarkStore(folder, encoder=onnx_encoders["int8"]) as store:
         store.add_document(doc_id, text)
         assert store.settings["encoder"]["settings"]["dtype"] == "int8"
-    with pytest.raises(SettingsMismatchError, match="dtype: store='int8' given=None"):
+    with pytest.raises(SettingsMismatchError, match="dtype is 'int8' in the store but not set here"):
         LandmarkStore(folder, encoder=minilm_encoder)
-    with pytest.raises(SettingsMismatchError, match="dtype: store='int8' given=None"):
+    with pytest.raises(SettingsMismatchError, match="dtype is 'int8' in the store but not set here"):
         LandmarkStore(folder, encoder=onnx_encoders["float32"])
     with LandmarkStore(folder, create=False) as store:
         hits = store.search(text.split(". ")[0], k=1)
@@ -54,4 +54,4 @@ def test_ingest_with_backend_and_dtype_records_them(tmp_path: Path, docs, onnx_e
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["hits"][0]["doc_id"] == "1.txt"
     result = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--backend", "onnx"])
-    assert result.exit_code == 1 and "dtype: store='int8'" in result.output
+    assert result.exit_code == 1 and "dtype is 'int8' in the store but not set here" in result.output

@@ -3,15 +3,34 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, ValidationError
 from llama_index.core.callbacks import CallbackManager
+from llama_index.core.schema import BaseNode
+from tqdm import tqdm
 
 from lmk_rag import DocumentEncoder, EncodedText, LandmarkEncoder, TokenEncoder, check_texts
 from lmk_rag.errors import InvalidInputError, invalid_fields, needs_extra
+
+PIPELINE_BAR = "Applying transformations"
+"""The description of the bar ``IngestionPipeline.run(show_progress=True)`` shows over its transformations."""
+
+
+def pipeline_shows_progress() -> bool:
+    """Whether an ``IngestionPipeline.run(show_progress=True)`` (or ``arun``) is applying its transformations now.
+
+    LlamaIndex shows its bar over the transformations but passes ``show_progress`` on to none of them, so a
+    transformation that runs for minutes (the encoder, on a long document) would show nothing: the landmark node
+    parser and embedding show the encoder's bar when this bar is open.
+
+    :return: True while a shown (not disabled) "Applying transformations" bar is open in this process.
+    """
+    with tqdm.get_lock():
+        return any(getattr(bar, "desc", "") == PIPELINE_BAR and not bar.disable for bar in list(tqdm._instances))
 
 
 class LandmarkEmbedding(BaseEmbedding):
@@ -83,7 +102,8 @@ class LandmarkEmbedding(BaseEmbedding):
             :class:`lmk_rag.static.StaticDocumentEncoder`'s); keys that are :class:`BaseEmbedding` fields
             (``num_workers``, ...) go to LlamaIndex.
         :raises InvalidInputError: for a setting the encoder refuses, a bad field, or an encoder and settings both.
-        :raises TypeError: for a setting the encoder does not take.
+        :raises TypeError: for a setting the encoder does not take (with ``static``, a transformer setting is named as
+            one).
         """
         fields = {key: settings.pop(key) for key in list(settings) if key in BaseEmbedding.model_fields}
         try:
@@ -154,6 +174,12 @@ class LandmarkEmbedding(BaseEmbedding):
         finally:
             self._show_progress = False
 
+    def __call__(self, nodes: list[BaseNode], **kwargs: Any) -> list[BaseNode]:
+        """Embed nodes as a transformation of an ``IngestionPipeline``; the encoder's bar shows when the pipeline runs
+        with ``show_progress=True`` (see :func:`pipeline_shows_progress`) or ``show_progress=True`` is passed."""
+        kwargs["show_progress"] = kwargs.get("show_progress", False) or pipeline_shows_progress()
+        return super().__call__(nodes, **kwargs)
+
     def _embed(self, texts: list[str], encode: Callable[[list[str]], list[EncodedText]]) -> list[Embedding]:
         """Encode the texts with words in one call; a text without words gets :meth:`empty_text_embedding`.
 
@@ -186,5 +212,15 @@ def _build_encoder(static: bool, settings: dict[str, Any], batch_size: int, devi
         with needs_extra("LandmarkEmbedding(static=True)", "static"):
             from lmk_rag.static import StaticDocumentEncoder
 
+        static_settings = set(inspect.signature(StaticDocumentEncoder).parameters)
+        transformer_settings = set(inspect.signature(LandmarkEncoder).parameters)
+        transformer_only = sorted((set(settings) - static_settings) & transformer_settings)
+        if transformer_only:  # a TypeError, as for any setting the encoder does not take, in the user's words
+            raise TypeError(
+                f"LandmarkEmbedding(static=True) runs no transformer, and {', '.join(transformer_only)} "
+                f"{'is a setting' if len(transformer_only) == 1 else 'are settings'} of transformer models: leave "
+                f"{'it' if len(transformer_only) == 1 else 'them'} out, or drop static=True to encode with a "
+                f"transformer (static settings: {', '.join(sorted(static_settings - {'token_encoder'}))})"
+            )
         return StaticDocumentEncoder(**settings)
     return LandmarkEncoder(**settings, batch_size=batch_size, device=device)

@@ -26,7 +26,7 @@ from llama_index.core.node_parser import NodeParser
 from llama_index.core.node_parser.interface import IdFuncCallable
 from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, TextNode
 
-from llama_index.embeddings.landmark import LandmarkEmbedding
+from llama_index.embeddings.landmark import LandmarkEmbedding, pipeline_shows_progress
 from lmk_rag import DEFAULT_NODE_TOKENS, NodeSlice, group_chunks
 from lmk_rag.errors import InvalidInputError, invalid_fields
 
@@ -153,14 +153,16 @@ class LandmarkNodeParser(NodeParser):
         return super().get_nodes_from_documents(documents, show_progress=show_progress, **kwargs)
 
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
-        # One encode call for all documents: windows of every document share batches. With show_progress the
-        # encoder's bar shows tokens and documents per window batch (without it, only on long jobs).
+        # One encode call for all documents: windows of every document share batches. With show_progress, or inside
+        # IngestionPipeline.run(show_progress=True), which does not pass it on, the encoder's bar shows tokens and
+        # documents per window batch (without it, only on long jobs).
         documents = [node for node in nodes if node.get_content(metadata_mode=MetadataMode.NONE).strip()]
         texts = [document.get_content(metadata_mode=MetadataMode.NONE) for document in documents]
         if not texts:
             return []
         encoder = self.embed_model.encoder
-        encoded, fingerprint = encoder.encode_documents(texts, show_progress or None), encoder.fingerprint
+        show = show_progress or pipeline_shows_progress()
+        encoded, fingerprint = encoder.encode_documents(texts, show or None), encoder.fingerprint
         parsed: list[BaseNode] = []
         for document, text, encoding in zip(documents, texts, encoded):
             parsed.extend(self._build_nodes(document, text, group_chunks(encoding, self.node_tokens), fingerprint))

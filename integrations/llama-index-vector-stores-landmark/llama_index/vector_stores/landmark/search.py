@@ -19,7 +19,7 @@ import numpy as np
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryMode
 
 from llama_index.vector_stores.landmark.filters import to_store_filter
-from lmk_rag.errors import InvalidInputError
+from lmk_rag.errors import InvalidInputError, SettingsMismatchError
 from lmk_rag.store import Hit, LandmarkStore, Rerank
 
 LEXICAL_MODES = (VectorStoreQueryMode.SPARSE, VectorStoreQueryMode.TEXT_SEARCH)
@@ -69,6 +69,11 @@ def search(
     if mode == VectorStoreQueryMode.HYBRID:
         alpha, k = alpha if query.alpha is None else query.alpha, query.hybrid_top_k or k
     elif mode in LEXICAL_MODES:
+        if not store.bm25:
+            raise SettingsMismatchError(
+                f"query mode {mode.value!r} ranks by BM25 keyword vectors, and {store.where} was built without them "
+                "(enable_hybrid=False): query in mode 'default', or ingest into a new store with enable_hybrid=True"
+            )
         alpha = 0.0
         k = (query.sparse_top_k or k) if mode == VectorStoreQueryMode.SPARSE else k
     return store.search(query.query_str, k=k, rerank=rerank, filter=flt, doc_level=False, alpha=alpha)

@@ -1,0 +1,61 @@
+"""What a user reads first is complete and runs as written: the eval pipelines listed whole at 80 columns, every
+``lmk-rag eval`` example with its pipeline, the README examples' output folders ignored by git, and the notebooks
+runnable from ``.venv`` (``jupyter nbconvert --execute``)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import tomllib
+
+from lmk_rag.eval.pipelines import pipeline_names
+
+ROOT = Path(__file__).resolve().parents[1]
+LMK_RAG = Path(sys.executable).parent / "lmk-rag"
+
+
+def _cli(*args: str, columns: int = 80) -> subprocess.CompletedProcess:
+    return subprocess.run([str(LMK_RAG), *args], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "COLUMNS": str(columns), "HF_HUB_OFFLINE": "1"})
+
+
+def test_eval_help_lists_every_pipeline_whole_at_80_columns() -> None:
+    done = _cli("eval", "--help")
+    assert done.returncode == 0, done.stderr
+    assert not [line for line in done.stdout.splitlines() if "…" in line and "pipeline" in line], done.stdout
+    words = set(re.findall(r"[\w-]+", done.stdout))
+    assert not set(pipeline_names()) - words, sorted(set(pipeline_names()) - words)
+
+
+def test_eval_list_pipelines_prints_one_name_a_line() -> None:
+    done = _cli("eval", "--list-pipelines")
+    assert done.returncode == 0 and done.stdout.split() == pipeline_names(), done.stdout + done.stderr
+
+
+def test_every_eval_example_names_its_pipeline() -> None:
+    missing = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for example in re.findall(r"lmk-rag eval (?![-`])[^`\n]*", page.read_text(encoding="utf-8")):
+            if not re.search(r"(--pipeline|-p) ", example):
+                missing.append(f"{page.name}: {example}")
+    assert not missing, missing
+
+
+def test_the_readme_examples_write_only_folders_git_ignores() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    written = set(re.findall(r"--(?:store|output) \./([\w.-]+)", readme))
+    ignored = {line.strip().strip("/") for line in (ROOT / ".gitignore").read_text().splitlines()}
+    assert {"int8_store", "static_store", "minilm-lmk", "my-projection"} <= written
+    assert not written - ignored, sorted(written - ignored)
+
+
+def test_the_dev_extra_runs_the_notebooks_with_nbconvert() -> None:
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
+    assert any(requirement.startswith("nbconvert") for requirement in dev)
+    assert version("nbconvert")
+    assert (Path(sys.executable).parent / "jupyter-nbconvert").exists()
