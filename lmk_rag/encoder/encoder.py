@@ -410,6 +410,10 @@ class LandmarkEncoder:
                     if self.model_config.include_prompt:
                         prompt_sums[window.text_index] += prompt_sum
                         prompt_sizes[window.text_index] += prompt_end - prompt_start
+                    elif window.cls_position is not None and window.sum_ranges[0][0] == 0:
+                        # sentence-transformers leaves the sequence-start token out with the prompt
+                        prompt_sums[window.text_index] -= states[window.cls_position]
+                        prompt_sizes[window.text_index] -= 1
                 pooled = _pooled_positions(window, self.model_config.include_prompt)
                 maxima[window.text_index] = np.maximum(maxima[window.text_index], states[pooled].max(axis=0))
                 weighted[window.text_index] += (pooled + 1.0) @ states[pooled]
@@ -454,12 +458,16 @@ class LandmarkEncoder:
 
 
 def _pooled_positions(window: Window, include_prompt: bool) -> np.ndarray:
-    """The positions of a window whose states sentence-transformers' pooling sees: those its chunks own, and the
-    prompt's when the model's Pooling module includes the prompt."""
+    """The positions of a window whose states sentence-transformers' pooling sees: those its chunks own and the
+    prompt's, or, for a Pooling module without the prompt, those less the prompt and the sequence start before it."""
     mask = np.zeros(len(window.input_ids), bool)
     for start, end in window.sum_ranges:
         mask[start:end] = True
-    mask[slice(*window.prompt_range)] = include_prompt
+    prompt_start, prompt_end = window.prompt_range
+    if prompt_end > prompt_start:
+        mask[prompt_start:prompt_end] = include_prompt
+        if not include_prompt and window.cls_position is not None:
+            mask[window.cls_position] = False
     return np.flatnonzero(mask)
 
 

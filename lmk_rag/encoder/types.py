@@ -91,9 +91,11 @@ class ChunkStates:
     :param cls_states: the CLS state of each encoded window, shape (n_windows, dim).
     :param spans: char span of each chunk, as in :class:`EncodedText`.
     :param token_counts: content tokens per chunk.
-    :param prompt_sum: the sum of the final states of the prompt's tokens over all windows (they belong to no
-        chunk), shape (dim,); None without a prompt.
-    :param prompt_size: how many token states ``prompt_sum`` adds up.
+    :param prompt_sum: what the text's mean adds to the chunks' sums, shape (dim,): the final states of the prompt's
+        tokens over all windows (they belong to no chunk), or, for a model whose Pooling module leaves the prompt
+        out (``include_prompt: false``), minus the sequence-start states that sentence-transformers leaves out with
+        it; None without a prompt.
+    :param prompt_size: how many token states ``prompt_sum`` adds (negative when it takes states out).
     :param token_max: the elementwise maximum of all owned and prompt token states, shape (dim,) (``max`` pooling).
     :param weighted_sum: the sum of the owned and prompt token states weighted by their position in their window
         (1 for the first), shape (dim,) (``weightedmean`` pooling).

@@ -1,4 +1,5 @@
-"""Tiny random models of four families, saved in the sentence-transformers layout, built offline for the tests.
+"""Fixtures of the encoder tests: tiny random models of four families, saved in the sentence-transformers layout and
+built offline, once per session.
 
 Each is a 2-layer, 32-dim model with prompts, a Pooling module and Normalize: ``bert`` (a ``BAAI/bge-small-en-v1.5``
 style: CLS pooling, a query instruction), ``xlm-roberta`` (``intfloat/multilingual-e5`` style: mean pooling,
@@ -9,8 +10,10 @@ pooling, an EOS the tokenizer appends, an instruction for queries only). Random 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import (
@@ -101,3 +104,30 @@ def build_toy(family: str, folder: Path, minilm_path: Path, corpus: list[str]) -
     toy = SentenceTransformer(modules=[transformer, pooling, Normalize()], prompts=PROMPTS[family], device="cpu")
     toy.save(str(folder / "st"))
     return folder / "st"
+
+
+CORPUS = [
+    "The ls command lists directory contents; find searches a folder tree for files by name, size or date. "
+    "Compression tools such as gzip, bzip2 and xz reduce the size of files, and tar bundles many into one. "
+    "Which command shows the manual page of a program? How do I list the files of a folder, sorted by time? "
+    "Represent this sentence for searching relevant passages: query: passage: search_query: search_document: "
+    "Instruct: Given a question, find the passages that answer it. HELLO World, hello world. 0123456789"
+] * 20
+
+
+@dataclass(frozen=True)
+class Toy:
+    """A toy model: its sentence-transformers folder and what it was saved with."""
+
+    family: str
+    folder: Path
+    prompts: dict[str, str]
+    pooling: str
+
+
+@pytest.fixture(scope="session")
+def toys(tmp_path_factory: pytest.TempPathFactory, minilm_path: Path) -> dict[str, Toy]:
+    """The four toy models by family (:data:`FAMILIES`), built once per session (a few seconds in all)."""
+    root = tmp_path_factory.mktemp("toys")
+    return {family: Toy(family, build_toy(family, root / family, minilm_path, CORPUS), PROMPTS[family],
+                        POOLING[family]) for family in FAMILIES}
