@@ -1,6 +1,7 @@
 """Any sentence-transformers model folder, read as sentence-transformers reads it: parity with
-``SentenceTransformer(folder).encode`` on tiny random BERT, XLM-R, ModernBERT and Qwen2 models (tests/encoder/conftest.py),
-landmarks where each tokenizer family puts its separator, prompts, pooling modes and what a store records."""
+``SentenceTransformer(folder).encode`` on tiny random BERT, XLM-R, ModernBERT and Qwen2 models
+(tests/encoder/conftest.py), landmarks where each tokenizer family puts its separator, prompts, pooling modes and
+what a store records."""
 
 from __future__ import annotations
 
@@ -179,3 +180,16 @@ def test_a_tokenizer_without_separator_or_eos_is_a_typed_error():
     bare = PreTrainedTokenizerFast(tokenizer_object=words, unk_token="<unk>")
     with pytest.raises(LandmarkTokenError, match="eos_token"):
         SpecialTokens.from_tokenizer(bare)
+
+
+def test_llama_index_instruction_words_are_the_prompts(toys, encoders):
+    from llama_index.embeddings.landmark import LandmarkEmbedding
+
+    embedding = LandmarkEmbedding(model_name=str(toys["modernbert"].folder), granularity=None, projection=None,
+                                  device="cpu", query_instruction="q: ", text_instruction="")
+    assert embedding.encoder.query_prompt == "q: " and embedding.encoder.document_prompt == ""
+    assert embedding.encoder_settings["query_prompt"] == "q: "
+    theirs = encoders["modernbert"][1].encode([TEXTS[0]], prompt="q: ", normalize_embeddings=True)[0]
+    assert float(np.dot(embedding.get_query_embedding(TEXTS[0]), theirs)) >= 0.9999
+    with pytest.raises(InvalidInputError, match="query_instruction or query_prompt"):
+        LandmarkEmbedding(model_name=str(toys["modernbert"].folder), query_instruction="q: ", query_prompt="q: ")
