@@ -193,3 +193,18 @@ def test_llama_index_instruction_words_are_the_prompts(toys, encoders):
     assert float(np.dot(embedding.get_query_embedding(TEXTS[0]), theirs)) >= 0.9999
     with pytest.raises(InvalidInputError, match="query_instruction or query_prompt"):
         LandmarkEmbedding(model_name=str(toys["modernbert"].folder), query_instruction="q: ", query_prompt="q: ")
+
+
+@pytest.mark.slow
+def test_the_onnx_backend_exports_modernbert(toys, onnx_cache, monkeypatch):
+    """ModernBERT (RoPE, local attention) exports; XLM-R and Qwen2 do too (docs/decisions.md, 20 s each on 2 cores)."""
+    from lmk_rag.paths import CACHE_ENV
+
+    monkeypatch.setenv(CACHE_ENV, str(onnx_cache))
+    text = " ".join(TEXTS) * 4
+    family = "modernbert"
+    onnx = LandmarkEncoder(toys[family].folder, granularity=16, projection=None, backend="onnx")
+    torch_encoder = LandmarkEncoder(toys[family].folder, granularity=16, projection=None, device="cpu")
+    ours, theirs = onnx.encode_documents(text), torch_encoder.encode_documents(text)
+    np.testing.assert_allclose(ours.chunk_vectors, theirs.chunk_vectors, atol=1e-5)
+    np.testing.assert_allclose(ours.vector, theirs.vector, atol=1e-5)
