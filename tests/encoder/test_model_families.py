@@ -208,3 +208,16 @@ def test_the_onnx_backend_exports_modernbert(toys, onnx_cache, monkeypatch):
     ours, theirs = onnx.encode_documents(text), torch_encoder.encode_documents(text)
     np.testing.assert_allclose(ours.chunk_vectors, theirs.chunk_vectors, atol=1e-5)
     np.testing.assert_allclose(ours.vector, theirs.vector, atol=1e-5)
+
+
+def test_the_worked_example_of_docs_models_runs(toys, capsys):
+    import re
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "models.md"
+    block = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), flags=re.S)[0]
+    exec(compile(block, str(doc), "exec"), {"__name__": "docs_models", "bge_folder": toys["bert"].folder,
+                                            "nomic_folder": toys["modernbert"].folder})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "cls ''"
+    assert lines[1] == "mean 'search_query: ' 'search_document: '"
+    assert int(lines[2].split()[0]) > 1
