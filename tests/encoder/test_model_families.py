@@ -221,3 +221,24 @@ def test_the_worked_example_of_docs_models_runs(toys, capsys):
     assert lines[0] == "cls ''"
     assert lines[1] == "mean 'search_query: ' 'search_document: '"
     assert int(lines[2].split()[0]) > 1
+
+
+@pytest.mark.slow
+def test_finetune_takes_any_model_folder(toys, fixture_data, tmp_path):
+    """A CPU dry run of ``lmk-rag finetune`` on the ModernBERT toy: two steps, an LMK-trained model the encoder loads."""
+    from typer.testing import CliRunner
+
+    from lmk_rag.cli import app
+
+    with open(fixture_data / "manpages-train" / "pairs.jsonl", encoding="utf-8") as handle:
+        rows = [json.loads(next(handle)) for _ in range(24)]
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"query": row["query"], "positive": row["positive"]}) + "\n" for row in rows))
+    output = tmp_path / "tuned"
+    result = CliRunner().invoke(app, ["finetune", "--train", str(pairs), "--output", str(output), "--model",
+                                      str(toys["modernbert"].folder), "--max-steps", "2", "--batch-size", "4",
+                                      "--eval-every", "0", "--device", "cpu", "--max-length", "256"])
+    assert result.exit_code == 0, result.output
+    tuned = LandmarkEncoder(output, projection=None, device="cpu")
+    assert tuned.lmk_trained and tuned.pooling == "lmk" and tuned.query_prompt == "" and tuned.max_length == 256
+    assert tuned.encode_documents(" ".join(TEXTS)).n_chunks >= 1
