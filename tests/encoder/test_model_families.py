@@ -225,7 +225,7 @@ def test_the_worked_example_of_docs_models_runs(toys, capsys):
 
 @pytest.mark.slow
 def test_finetune_takes_any_model_folder(toys, fixture_data, tmp_path):
-    """A CPU dry run of ``lmk-rag finetune`` on the ModernBERT toy: two steps, an LMK-trained model the encoder loads."""
+    """A CPU dry run of ``lmk-rag finetune`` on the ModernBERT toy: two steps, an LMK-trained model it loads."""
     from typer.testing import CliRunner
 
     from lmk_rag.cli import app
