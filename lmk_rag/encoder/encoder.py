@@ -415,8 +415,9 @@ class LandmarkEncoder:
                         prompt_sums[window.text_index] -= states[window.cls_position]
                         prompt_sizes[window.text_index] -= 1
                 pooled = _pooled_positions(window, self.model_config.include_prompt)
-                maxima[window.text_index] = np.maximum(maxima[window.text_index], states[pooled].max(axis=0))
-                weighted[window.text_index] += (pooled + 1.0) @ states[pooled]
+                seen = states[pooled]
+                maxima[window.text_index] = np.maximum(maxima[window.text_index], seen.max(axis=0))
+                weighted[window.text_index] += (pooled + 1.0) @ seen
                 weights[window.text_index] += float((pooled + 1).sum())
                 if window.cls_position is not None:  # a copy: a view would keep the batch's token states alive
                     cls_states[window.text_index].append((chunk_ids[0], states[window.cls_position].copy()))

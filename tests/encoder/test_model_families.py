@@ -242,3 +242,15 @@ def test_finetune_takes_any_model_folder(toys, fixture_data, tmp_path):
     tuned = LandmarkEncoder(output, projection=None, device="cpu")
     assert tuned.lmk_trained and tuned.pooling == "lmk" and tuned.query_prompt == "" and tuned.max_length == 256
     assert tuned.encode_documents(" ".join(TEXTS)).n_chunks >= 1
+
+
+@pytest.mark.parametrize("pooling", ["mean", "max", "weightedmean"])
+def test_cached_states_pool_as_fresh_ones(pooling, toys):
+    from lmk_rag.encoder.pooling import pool_states
+    from lmk_rag.eval.states import pack_states, unpack_states
+
+    encoder = LandmarkEncoder(toys["modernbert"].folder, granularity=16, projection=None, device="cpu")
+    states = encoder.encode_states(TEXTS)
+    for fresh, cached in zip(states, unpack_states(pack_states(states))):
+        np.testing.assert_array_equal(pool_states(fresh, pooling, "mean").vector,
+                                      pool_states(cached, pooling, "mean").vector)
