@@ -254,3 +254,23 @@ def test_cached_states_pool_as_fresh_ones(pooling, toys):
     for fresh, cached in zip(states, unpack_states(pack_states(states))):
         np.testing.assert_array_equal(pool_states(fresh, pooling, "mean").vector,
                                       pool_states(cached, pooling, "mean").vector)
+
+
+def test_a_store_refuses_the_model_once_its_prompts_change(toys, tmp_path):
+    from lmk_rag.errors import SettingsMismatchError
+    from lmk_rag.store import LandmarkStore
+
+    folder = tmp_path / "model"
+    shutil.copytree(toys["modernbert"].folder, folder)
+    encoder = LandmarkEncoder(folder, granularity=16, projection=None, device="cpu")
+    with LandmarkStore(tmp_path / "store", encoder=encoder, node_tokens=64) as store:
+        store.add_documents([("d", TEXTS[1])])
+        recorded = store.settings["encoder"]["settings"]
+    assert (recorded["query_prompt"], recorded["document_prompt"]) == ("search_query: ", "search_document: ")
+    with LandmarkStore(tmp_path / "store", read_only=True) as store:  # rebuilt from the record: the same model
+        assert store.search(TEXTS[0], k=1)
+    config = folder / "config_sentence_transformers.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "prompts": {"query": "q: ", "document": "d: "}}))
+    with pytest.raises(SettingsMismatchError, match="fingerprint"), LandmarkStore(tmp_path / "store", read_only=True) \
+            as store:
+        store.search(TEXTS[0], k=1)
