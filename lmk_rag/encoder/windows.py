@@ -256,17 +256,23 @@ def tokenize_with_offsets(tokenizer: Any, texts: Sequence[str], prompt: str = ""
         truncation=False,
         verbose=False,
     )
+    shift = len(prompt)
     result = []
     for index, (ids, offsets) in enumerate(zip(encoded["input_ids"], encoded["offset_mapping"])):
-        split = next((position for position, (_, end) in enumerate(offsets) if end > len(prompt)), len(ids)) \
-            if prompt else 0
+        split = _prompt_tokens(offsets, shift)
         if split == len(ids):
             raise EmptyTextError(f"text {index} has no tokens for this tokenizer: {texts[index][:40]!r}")
-        shift = len(prompt)
-        text_offsets = [(max(start - shift, 0), end - shift) for start, end in offsets[split:]] if prompt else \
-            [tuple(offset) for offset in offsets]
+        text_offsets = [(max(start - shift, 0), end - shift) for start, end in offsets[split:]]
         result.append(Tokenized(ids=list(ids[split:]), offsets=text_offsets, prompt_ids=list(ids[:split])))
     return result
+
+
+def _prompt_tokens(offsets: Sequence[Sequence[int]], prompt_length: int) -> int:
+    """How many leading tokens are the prompt's: those that end inside its ``prompt_length`` chars (none without a
+    prompt)."""
+    if not prompt_length:
+        return 0
+    return next((position for position, (_, end) in enumerate(offsets) if end > prompt_length), len(offsets))
 
 
 def pad_windows(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
