@@ -1,14 +1,15 @@
 """LMK fine-tuning on a lent GPU (the H200 device tool), in three steps.
 
 1. ``prepare`` (here): copy what the GPU machine needs into an ignored folder of the repo (``.gpu_carry``):
-   MiniLM in float16, the training pairs and the eval sets. The device machine reaches no registry and
+   the base model in float16 (MiniLM, or any model folder given with ``--model``, its sentence-transformers files
+   included), the training pairs and the eval sets. The device machine reaches no registry and
    its image already has torch, transformers, numpy, typer, tqdm and filelock; nothing else is needed.
 2. ``run`` (there, through ``benchmarks/gpu_finetune.sh``): fine-tune within a time budget, encode the
    eval sets with the zero-shot and the fine-tuned model, write the rankings (run files) and the
    training log to ``$OUT`` (3 files, a few MiB).
 3. ``score`` (here): score the run files with the eval harness (pytrec_eval) against the local qrels.
 
-    python benchmarks/gpu_finetune.py prepare
+    python benchmarks/gpu_finetune.py prepare [--model FOLDER_OR_HUB_ID]
     # device tool: run(command="bash benchmarks/gpu_finetune.sh", carry=[".gpu_carry"], timeout_s=540)
     python benchmarks/gpu_finetune.py score /work/.device/.../runs.json.gz
 
@@ -35,16 +36,22 @@ SETS: dict[str, tuple[int | None, int | None]] = {
     "manpages-short": (None, None),
     "manpages-longdoc": (200, 400),
 }
-#: Pipelines scored for each model: zero-shot (base MiniLM, mean-trained) and LMK fine-tuned.
+#: Pipelines scored for each model: zero-shot (the base model as trained) and LMK fine-tuned.
 PIPELINES = {"zero-shot": ["mean", "lmk", "maxsim-landmark", "maxsim-chunkmean"],
              "finetuned": ["lmk", "maxsim-landmark", "maxsim-chunkmean"]}
 #: Encoder settings for every run: granularity 32 in document context, as the eval baselines.
 ENCODER = {"granularity": 32}
+#: The carry folder's base model.
+BASE_MODEL = "base_model"
 RANK_DEPTH = 100
 
 
-def prepare(carry: Path) -> None:
-    """Build the carry folder: float16 MiniLM (~45 MB), the training pairs, the eval sets."""
+def prepare(carry: Path, model: str | None) -> None:
+    """Build the carry folder: the base model in float16 (MiniLM: ~45 MB) with its sentence-transformers files
+    (prompts, pooling, window), the training pairs, the eval sets.
+
+    :param model: a model folder or hub id (resolved offline); None: the packaged MiniLM.
+    """
     import torch
     from transformers import AutoModel, AutoTokenizer
 
@@ -52,11 +59,12 @@ def prepare(carry: Path) -> None:
 
     if carry.exists():
         shutil.rmtree(carry)
-    source = resolve_model_path(None)
-    model_dir = carry / "minilm"
+    source = resolve_model_path(model)
+    model_dir = carry / BASE_MODEL
+    shutil.copytree(source, model_dir, ignore=shutil.ignore_patterns("*.safetensors", "*.bin", "*.onnx", "*.pt",
+                                                                     "onnx", "openvino", ".git*", "*.md"))
     AutoModel.from_pretrained(source, dtype=torch.float16).save_pretrained(model_dir)
     AutoTokenizer.from_pretrained(source).save_pretrained(model_dir)
-    shutil.copy(source / "sentence_bert_config.json", model_dir / "sentence_bert_config.json")
     shutil.copytree(DATA / "manpages-train", carry / "data" / "manpages-train")
     for name in SETS:
         shutil.copytree(DATA / name, carry / "data" / name)
@@ -104,7 +112,7 @@ def run(carry: Path, out: Path, max_steps: int, max_seconds: float, batch_size: 
     config = FinetuneConfig(
         train=str(carry / "data" / "manpages-train" / "pairs.jsonl"),
         output=str(model_dir),
-        model=str(carry / "minilm"),
+        model=str(carry / BASE_MODEL),
         max_steps=max_steps,
         max_seconds=max_seconds,
         batch_size=batch_size,
@@ -120,7 +128,7 @@ def run(carry: Path, out: Path, max_steps: int, max_seconds: float, batch_size: 
 
     cache = Path("/tmp/lmk_eval_cache")
     results: dict[str, Any] = {"summary": summary, "encoder": ENCODER, "runs": {}}
-    models = {"zero-shot": str(carry / "minilm"), "finetuned": str(model_dir)}
+    models = {"zero-shot": str(carry / BASE_MODEL), "finetuned": str(model_dir)}
     for name in sets:
         dataset = load_beir(carry / "data" / name, name=name)
         max_queries, max_docs = SETS[name]
@@ -170,6 +178,7 @@ def main() -> None:
     commands = parser.add_subparsers(dest="command", required=True)
     prep = commands.add_parser("prepare", help="build the carry folder (here)")
     prep.add_argument("--carry", type=Path, default=CARRY)
+    prep.add_argument("--model", default=None, help="base model folder or hub id (default: all-MiniLM-L6-v2)")
     go = commands.add_parser("run", help="fine-tune and rank (on the device)")
     go.add_argument("--carry", type=Path, default=CARRY)
     go.add_argument("--out", type=Path, required=True)
@@ -185,7 +194,7 @@ def main() -> None:
     sc.add_argument("--output", type=Path, default=REPO / "benchmarks" / "results" / "runs" / "finetune_gpu.json")
     args = parser.parse_args()
     if args.command == "prepare":
-        prepare(args.carry)
+        prepare(args.carry, args.model)
     elif args.command == "run":
         run(args.carry, args.out, args.max_steps, args.max_seconds, args.batch_size, args.hard_negatives,
             args.sets, args.encode_batch_size, args.limit_queries)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # LMK fine-tuning + eval on the lent H200 (device tool). Prepare here first:
-#   python benchmarks/gpu_finetune.py prepare        # -> .gpu_carry (MiniLM fp16, pairs, eval sets; ~60 MiB)
+#   python benchmarks/gpu_finetune.py prepare [--model FOLDER]   # -> .gpu_carry (base model fp16, pairs, eval sets)
 # then call the device tool with: command="bash benchmarks/gpu_finetune.sh", carry=[".gpu_carry"], timeout_s=540
 # and score the fetched file here: python benchmarks/gpu_finetune.py score <files_at>/runs.json.gz
 # Uses only the device image's packages (torch, transformers, numpy, typer, tqdm, filelock); no registry.

@@ -21,10 +21,12 @@ from lmk_rag.encoder.pooling import pool_states
 from lmk_rag.encoder.projection import AUTO_PROJECTION, LinearProjection, resolve_projection
 from lmk_rag.encoder.resolve import DEFAULT_MODEL, model_digest, resolve_model_path
 from lmk_rag.encoder.runtime import check_dtype, load_runtime
+from lmk_rag.encoder.st_config import SUPPORTED_POOLING, ModelConfig, read_model_config
 from lmk_rag.encoder.types import ChunkStates, ChunkVector, Context, EncodedText, EncoderBackend, Granularity, Pooling
 from lmk_rag.encoder.windows import (
     LandmarkPlacement,
     SpecialTokens,
+    Tokenized,
     Window,
     build_windows,
     pad_windows,
@@ -61,12 +63,14 @@ class LandmarkEncoder:
     :param context: ``"document"`` encodes a text in windows of whole chunks, so chunk states see their
         neighbours; ``"chunk"`` encodes every chunk alone with its own landmark.
     :param pooling: the text vector: ``"lmk"`` (mean of landmark states), ``"mean"`` (mean of all token
-        states), ``"cls"`` (first CLS state), ``"multicls"`` (a CLS before every chunk, mean of their states)
-        or ``"auto"`` (``"lmk"`` for an LMK-trained model, else ``"mean"``).
+        states), ``"cls"`` (first CLS state), ``"multicls"`` (a CLS before every chunk, mean of their states),
+        sentence-transformers' ``"max"``, ``"weightedmean"`` and ``"lasttoken"`` (the last landmark's state), or
+        ``"auto"`` (``"lmk"`` for an LMK-trained model, else the mode of the model's sentence-transformers Pooling
+        module, ``1_Pooling/config.json``, else ``"mean"``).
     :param chunk_vector: the chunk vectors: ``"landmark"`` (the landmark's state), ``"mean"`` (mean of the
         chunk's token states) or ``"auto"`` (for an LMK-trained model the ``chunk_vector`` its ``lmk_model.json``
         names, ``"landmark"`` by default; else ``"mean"``).
-    :param max_length: the window in tokens, special tokens included; default: the sentence-transformers
+    :param max_length: the window in tokens, special and prompt tokens included; default: the sentence-transformers
         ``max_seq_length`` of the model (256 for MiniLM), else the tokenizer's or model's maximum.
     :param window_overlap: in document context, up to this many tokens of preceding whole chunks are
         prepended to each window as extra context.
@@ -81,6 +85,11 @@ class LandmarkEncoder:
     :param projection: a linear map applied to every output vector (:mod:`lmk_rag.encoder.projection`): ``"auto"`` (the
         shipped projection when it was trained for this model and chunk vector, i.e. for the packaged all-MiniLM-L6-v2
         with chunk means; else none), ``"shipped"``, a folder written by ``lmk-rag train-projection``, or None.
+    :param query_prompt: the text put before every query, as sentence-transformers' ``encode_query`` does; None: the
+        model's ``"query"`` prompt, else its default prompt (``config_sentence_transformers.json``), else none;
+        ``""``: none. The prompt's tokens start every window and belong to no chunk.
+    :param document_prompt: the same for documents; None: the model's ``"document"``, ``"passage"`` or ``"corpus"``
+        prompt, else its default prompt, else none.
     :raises ModelNotFoundError: when the model cannot be found (offline: the message lists what was tried).
     :raises InvalidInputError: for an unknown setting.
     """
@@ -101,6 +110,8 @@ class LandmarkEncoder:
         sentence_max_tokens: int = 128,
         backend: EncoderBackend | str = EncoderBackend.TORCH,
         projection: str | Path | None = AUTO_PROJECTION,
+        query_prompt: str | None = None,
+        document_prompt: str | None = None,
     ) -> None:
         check_granularity(granularity)
         context = _choice("context", context, Context)
@@ -115,20 +126,34 @@ class LandmarkEncoder:
         check_count("sentence_max_tokens", sentence_max_tokens)
         if max_length is not None:
             check_count("max_length", max_length)
+        for name, prompt in (("query_prompt", query_prompt), ("document_prompt", document_prompt)):
+            if prompt is not None and not isinstance(prompt, str):
+                raise InvalidInputError(f"{name} must be a str ('' for none) or None (the model's); got {prompt!r}")
         self.model_name = str(model_name) if model_name is not None else DEFAULT_MODEL
         self.model_path = resolve_model_path(model_name)
         self.lmk_config = _read_lmk_config(self.model_path)
+        self.model_config: ModelConfig = read_model_config(self.model_path)
         trained = bool(self.lmk_config.get("lmk_trained", False))
         self.granularity = granularity
         self.context = context
-        if pooling == Pooling.AUTO:
-            chosen = self.lmk_config.get("pooling", "lmk") if trained else "mean"
-            pooling = _choice(f"{LMK_CONFIG_FILE} pooling", chosen, Pooling, automatic=False)
+        if pooling == Pooling.AUTO and trained:
+            pooling = _choice(f"{LMK_CONFIG_FILE} pooling", self.lmk_config.get("pooling", "lmk"), Pooling,
+                              automatic=False)
+        elif pooling == Pooling.AUTO:
+            pooling = _model_pooling(self.model_path, self.model_config)
         if chunk_vector == ChunkVector.AUTO:
             chosen = self.lmk_config.get("chunk_vector", "landmark") if trained else "mean"
             chunk_vector = _choice(f"{LMK_CONFIG_FILE} chunk_vector", chosen, ChunkVector, automatic=False)
         self.pooling = pooling
         self.chunk_vector = chunk_vector
+        self.query_prompt = self.model_config.query_prompt if query_prompt is None else query_prompt
+        self.document_prompt = self.model_config.document_prompt if document_prompt is None else document_prompt
+        if pooling == Pooling.MULTICLS and (self.query_prompt or self.document_prompt):
+            raise InvalidInputError(
+                f"pooling='multicls' puts no prompt in its windows, and this encoder has query_prompt="
+                f"{self.query_prompt!r}, document_prompt={self.document_prompt!r}: pass query_prompt='' and "
+                "document_prompt='' (or another pooling)"
+            )
         self.window_overlap = window_overlap
         self.batch_size = batch_size
         self.show_progress_bar = show_progress_bar
@@ -147,12 +172,14 @@ class LandmarkEncoder:
             ) from error
         if not self.tokenizer.is_fast:
             raise InvalidInputError(f"model {self.model_path} has no fast tokenizer; char offsets need one")
+        if self.model_config.do_lower_case:
+            _lowercase(self.tokenizer)
         positions = getattr(self.config, "max_position_embeddings", None)
         if max_length is not None and positions is not None and max_length > positions:
             raise InvalidInputError(
                 f"max_length={max_length} is longer than the model's {positions} positions; use at most {positions}"
             )
-        self.max_length = max_length or _default_max_length(self.model_path, self.tokenizer, self.config)
+        self.max_length = max_length or _default_max_length(self.model_config, self.tokenizer, self.config)
         self.model_digest = model_digest(self.model_path)
         self.projection: LinearProjection | None
         self.projection_name, self.projection = resolve_projection(projection, self.model_digest, self.chunk_vector,
@@ -184,7 +211,8 @@ class LandmarkEncoder:
         ``backend`` and ``dtype`` appear only when they differ from the defaults (``"torch"``; ``"auto"`` or
         ``"float32"``), so the default encoder's settings, fingerprint and cache keys are those of encoders made
         before the two settings existed (docs/decisions.md, "encoder: ONNX backend and int8"). ``projection`` is the
-        projection in use (``"shipped"``, a folder, or None), never ``"auto"``.
+        projection in use (``"shipped"``, a folder, or None), never ``"auto"``. ``query_prompt`` and
+        ``document_prompt`` appear when a prompt is used or the model declares one.
         """
         settings: dict[str, Any] = {
             "model_name": self.model_name,
@@ -197,6 +225,12 @@ class LandmarkEncoder:
             "sentence_max_tokens": self.sentence_max_tokens,
             "projection": self.projection_name,
         }
+        # a prompt is recorded where one is used or the model declares one (so rebuilding from the settings keeps an
+        # explicit ""), never for a model without prompts: its settings stay those of encoders made before prompts
+        if self.query_prompt or self.model_config.query_prompt:
+            settings["query_prompt"] = self.query_prompt
+        if self.document_prompt or self.model_config.document_prompt:
+            settings["document_prompt"] = self.document_prompt
         if self.backend != EncoderBackend.TORCH:
             settings["backend"] = self.backend
         if self.dtype not in ("auto", "float32"):
@@ -205,14 +239,19 @@ class LandmarkEncoder:
 
     @functools.cached_property
     def fingerprint(self) -> str:
-        """A short hash of the settings, the model files' content and the projection's weights (for caches and stores).
+        """A short hash of the settings, the model files' content, what its sentence-transformers files say (prompts,
+        pooling, ``do_lower_case``: :attr:`ModelConfig.recorded`) and the projection's weights (for caches and stores).
 
-        Without a projection it is the fingerprint of an encoder made before projections existed, so their stores open.
+        Without a projection it is the fingerprint of an encoder made before projections existed, so their stores open;
+        a model whose sentence-transformers files say nothing beyond mean pooling keeps the fingerprint it had before
+        lmk-rag read them, and a store refuses the model once its prompts or pooling change.
         """
         settings = {**self.settings, "model_name": None}
         del settings["projection"]
         if self.projection is not None:
             settings["projection"] = self.projection.fingerprint
+        if self.model_config.recorded:
+            settings["model_config"] = self.model_config.recorded
         return short_hash([f"{json.dumps(settings, sort_keys=True)}:{self.model_digest}".encode()])
 
     @overload
@@ -244,24 +283,26 @@ class LandmarkEncoder:
     def encode_queries(self, texts: Sequence[str]) -> list[EncodedText]: ...
 
     def encode_queries(self, texts: str | Sequence[str]) -> EncodedText | list[EncodedText]:
-        """Encode queries. Queries get landmarks too, exactly like documents.
+        """Encode queries. Queries get landmarks too, exactly like documents, and the query prompt.
 
         :param texts: one query or a list of queries.
         :return: one :class:`EncodedText` per query.
         :raises InvalidInputError: for an empty list, None, or a non-str query.
         :raises EmptyTextError: for an empty or whitespace-only query.
         """
-        return self.encode_documents(texts)
+        if isinstance(texts, str):
+            return self.pool(self.encode_states([texts], query=True))[0]
+        return self.pool(self.encode_states(texts, query=True))
 
     def empty_text_vector(self) -> np.ndarray:
         """The vector of a text without words (``""`` or whitespace), which has no landmarks to pool: the normalised
-        mean of the model's final states of the tokenizer's special tokens alone (``[CLS] [SEP]``), what a
-        sentence-transformers model gives an empty text. :meth:`encode_documents` refuses such a text; a LlamaIndex
-        embedding model must give it a vector.
+        mean of the model's final states of the tokenizer's special tokens and the document prompt alone
+        (``[CLS] [SEP]``), what a mean-pooled sentence-transformers model gives an empty text.
+        :meth:`encode_documents` refuses such a text; a LlamaIndex embedding model must give it a vector.
 
         :return: float32, shape (dim,), L2-normalised (and projected, with a projection).
         """
-        states = self._forward([self.tokenizer("")["input_ids"]])[0]
+        states = self._forward([self.tokenizer(self.document_prompt)["input_ids"]])[0]
         vector = l2_normalize(states.mean(axis=0))
         return vector if self.projection is None else self.projection.apply(vector)
 
@@ -275,46 +316,54 @@ class LandmarkEncoder:
 
         :return: the token ids (without special tokens) and the plan.
         """
-        ids, offsets = self._tokenize([text])[0]
-        return ids, self._plan(text, offsets)
+        tokens = self._tokenize([text], self.document_prompt)[0]
+        return tokens.ids, self._plan(text, tokens)
 
-    def encode_states(self, texts: Sequence[str], show_progress_bar: bool | None = None) -> list[ChunkStates]:
+    def encode_states(self, texts: Sequence[str], show_progress_bar: bool | None = None, *,
+                      query: bool = False) -> list[ChunkStates]:
         """Run the model once and keep every chunk's landmark state and token-state sum.
 
         One pass serves every pooling (see :meth:`pool`); the eval harness caches these.
 
         :param texts: the texts (validated like :meth:`encode_documents`).
         :param show_progress_bar: as for :meth:`encode_documents`.
+        :param query: encode them as queries (with the query prompt), else as documents (with the document prompt).
         :return: one :class:`ChunkStates` per text.
         """
         texts = _validate_texts(texts)
-        tokenized = self._tokenize(texts)
-        plans = [self._plan(text, offsets) for text, (_, offsets) in zip(texts, tokenized)]
+        tokenized = self._tokenize(texts, self.query_prompt if query else self.document_prompt)
+        plans = [self._plan(text, tokens) for text, tokens in zip(texts, tokenized)]
         windows = [
             window
-            for index, ((ids, _), plan) in enumerate(zip(tokenized, plans))
+            for index, (tokens, plan) in enumerate(zip(tokenized, plans))
             for window in build_windows(
                 index,
-                ids,
+                tokens.ids,
                 plan.chunks,
                 self.special,
                 self.placement,
                 self.max_length,
                 one_chunk_per_window=self.context == "chunk" or self.granularity is None,
                 overlap_tokens=self.window_overlap,
+                prompt_ids=tokens.prompt_ids,
             )
         ]
         return self._run(windows, plans, self.show_progress_bar if show_progress_bar is None else show_progress_bar)
 
-    def _tokenize(self, texts: Sequence[str]) -> list[tuple[list[int], list[tuple[int, int]]]]:
-        """Token ids and char offsets of each text, without special tokens and without truncation."""
-        return tokenize_with_offsets(self.tokenizer, texts)
+    def _tokenize(self, texts: Sequence[str], prompt: str) -> list[Tokenized]:
+        """Token ids and char offsets of each text and its prompt's ids, without special tokens and truncation."""
+        return tokenize_with_offsets(self.tokenizer, texts, prompt)
 
-    def _plan(self, text: str, offsets: Sequence[tuple[int, int]]) -> LandmarkPlan:
-        """Plan one text's landmarks with this encoder's granularity."""
-        return plan_landmarks(
-            text, offsets, self.granularity, self.max_chunk_tokens, sentence_max_tokens=self.sentence_max_tokens
-        )
+    def _plan(self, text: str, tokens: Tokenized) -> LandmarkPlan:
+        """Plan one text's landmarks with this encoder's granularity, in the room its prompt leaves."""
+        room = self.max_chunk_tokens - len(tokens.prompt_ids)
+        if room < 1:
+            raise InvalidInputError(
+                f"the prompt takes {len(tokens.prompt_ids)} tokens of the {self.max_length}-token window and leaves no "
+                "room for the text: use a shorter query_prompt/document_prompt or a larger max_length"
+            )
+        return plan_landmarks(text, tokens.offsets, self.granularity, room,
+                              sentence_max_tokens=self.sentence_max_tokens)
 
     def _run(self, windows: list[Window], plans: list[LandmarkPlan], show: bool | None) -> list[ChunkStates]:
         """Encode windows in length-sorted batches and scatter their states back to texts' chunks.
@@ -326,6 +375,12 @@ class LandmarkEncoder:
         sums = [np.zeros((len(plan.chunks), dim), np.float32) for plan in plans]
         sizes = [np.zeros(len(plan.chunks), np.float32) for plan in plans]
         cls_states: list[list[tuple[int, np.ndarray]]] = [[] for _ in plans]
+        prompted = any(window.prompt_range[1] > window.prompt_range[0] for window in windows)
+        prompt_sums = np.zeros((len(plans), dim), np.float32)
+        prompt_sizes = np.zeros(len(plans), np.float32)
+        maxima = np.full((len(plans), dim), -np.inf, np.float32)
+        weighted = np.zeros((len(plans), dim), np.float32)
+        weights = np.zeros(len(plans), np.float32)
         batches = list(self._batches(windows))
         left = np.bincount([window.text_index for window in windows], minlength=len(plans))
         bar = tqdm(total=sum(len(window.input_ids) for window in windows), desc="Encoding", unit="tok",
@@ -345,6 +400,25 @@ class LandmarkEncoder:
                 landmark[window.text_index][chunk_ids] = states[window.landmark_positions]
                 sums[window.text_index][chunk_ids] = totals[ends] - totals[starts]
                 sizes[window.text_index][chunk_ids] = ends - starts
+                prompt_start, prompt_end = window.prompt_range
+                if prompt_end > prompt_start:  # the prompt's tokens belong to no chunk
+                    prompt_sum = totals[prompt_end] - totals[prompt_start]
+                    for chunk_id, (start, end) in zip(chunk_ids, window.sum_ranges):
+                        if start <= prompt_start and prompt_end <= end:
+                            sums[window.text_index][chunk_id] -= prompt_sum
+                            sizes[window.text_index][chunk_id] -= prompt_end - prompt_start
+                    if self.model_config.include_prompt:
+                        prompt_sums[window.text_index] += prompt_sum
+                        prompt_sizes[window.text_index] += prompt_end - prompt_start
+                    elif window.cls_position is not None and window.sum_ranges[0][0] == 0:
+                        # sentence-transformers leaves the sequence-start token out with the prompt
+                        prompt_sums[window.text_index] -= states[window.cls_position]
+                        prompt_sizes[window.text_index] -= 1
+                pooled = _pooled_positions(window, self.model_config.include_prompt)
+                seen = states[pooled]
+                maxima[window.text_index] = np.maximum(maxima[window.text_index], seen.max(axis=0))
+                weighted[window.text_index] += (pooled + 1.0) @ seen
+                weights[window.text_index] += float((pooled + 1).sum())
                 if window.cls_position is not None:  # a copy: a view would keep the batch's token states alive
                     cls_states[window.text_index].append((chunk_ids[0], states[window.cls_position].copy()))
         bar.close()
@@ -356,6 +430,11 @@ class LandmarkEncoder:
                 cls_states=_ordered_cls(cls_states[index], dim),
                 spans=plan.spans,
                 token_counts=[end - start for start, end in plan.chunks],
+                prompt_sum=prompt_sums[index] if prompted else None,
+                prompt_size=float(prompt_sizes[index]),
+                token_max=maxima[index],
+                weighted_sum=weighted[index],
+                weight_total=float(weights[index]),
             )
             for index, plan in enumerate(plans)
         ]
@@ -377,6 +456,20 @@ class LandmarkEncoder:
     def _forward(self, sequences: list[list[int]]) -> np.ndarray:
         """Final hidden states of padded sequences, float32, shape (batch, longest, dim)."""
         return self.runtime(*pad_windows(sequences, self.special.pad_id))
+
+
+def _pooled_positions(window: Window, include_prompt: bool) -> np.ndarray:
+    """The positions of a window whose states sentence-transformers' pooling sees: those its chunks own and the
+    prompt's, or, for a Pooling module without the prompt, those less the prompt and the sequence start before it."""
+    mask = np.zeros(len(window.input_ids), bool)
+    for start, end in window.sum_ranges:
+        mask[start:end] = True
+    prompt_start, prompt_end = window.prompt_range
+    if prompt_end > prompt_start:
+        mask[prompt_start:prompt_end] = include_prompt
+        if not include_prompt and window.cls_position is not None:
+            mask[window.cls_position] = False
+    return np.flatnonzero(mask)
 
 
 def _ordered_cls(entries: list[tuple[int, np.ndarray]], dim: int) -> np.ndarray:
@@ -443,13 +536,35 @@ def _read_lmk_config(model_path: Path) -> dict[str, Any]:
     return read_json_object(path, ModelLoadError, "LMK model marker", "restore it or delete it")
 
 
-def _default_max_length(model_path: Path, tokenizer: Any, config: Any) -> int:
+def _model_pooling(model_path: Path, model_config: ModelConfig) -> str:
+    """The pooling ``pooling="auto"`` picks for a model not trained with LMK pooling: its Pooling module's mode.
+
+    :raises InvalidInputError: for a mode lmk-rag does not compute, naming the choices.
+    """
+    if model_config.pooling not in SUPPORTED_POOLING:
+        raise InvalidInputError(
+            f"{model_path / '1_Pooling'} pools with {model_config.pooling!r}, which lmk-rag does not compute: pass "
+            f"pooling= one of {', '.join(map(repr, SUPPORTED_POOLING))} (or 'lmk')"
+        )
+    return model_config.pooling
+
+
+def _lowercase(tokenizer: Any) -> None:
+    """Make a fast tokenizer lowercase its input, as sentence-transformers does for ``do_lower_case`` (a Lowercase
+    normalizer first; the offsets still point into the original text)."""
+    from tokenizers.normalizers import Lowercase
+    from tokenizers.normalizers import Sequence as NormalizerSequence
+
+    normalizer = tokenizer.backend_tokenizer.normalizer
+    steps = list(normalizer) if isinstance(normalizer, NormalizerSequence) else [normalizer] if normalizer else []
+    if not any(isinstance(step, Lowercase) for step in steps):
+        tokenizer.backend_tokenizer.normalizer = NormalizerSequence([Lowercase(), *steps])
+
+
+def _default_max_length(model_config: ModelConfig, tokenizer: Any, config: Any) -> int:
     """sentence-transformers' ``max_seq_length``, else the tokenizer's limit, else the model's positions."""
-    st_config = model_path / "sentence_bert_config.json"
-    if st_config.is_file():
-        max_seq_length = json.loads(st_config.read_text()).get("max_seq_length")
-        if max_seq_length:
-            return int(max_seq_length)
+    if model_config.max_seq_length:
+        return model_config.max_seq_length
     if 0 < tokenizer.model_max_length < 1_000_000:
         return int(tokenizer.model_max_length)
     return int(config.max_position_embeddings)

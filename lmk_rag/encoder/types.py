@@ -21,13 +21,18 @@ class Context(str, Enum):
 
 class Pooling(str, Enum):
     """The text vector: ``lmk`` (mean of landmark states), ``mean`` (mean of all token states), ``cls`` (first
-    CLS state), ``multicls`` (mean of a CLS before every chunk), ``auto`` (``lmk`` for an LMK-trained model, else
-    ``mean``)."""
+    CLS state), ``multicls`` (mean of a CLS before every chunk), sentence-transformers' ``max`` (elementwise maximum
+    of the token states), ``weightedmean`` (token states weighted by their position in the window) and ``lasttoken``
+    (the last token's state: the last landmark), ``auto`` (``lmk`` for an LMK-trained model, else the pooling of the
+    model's sentence-transformers Pooling module, else ``mean``)."""
 
     LMK = "lmk"
     MEAN = "mean"
     CLS = "cls"
     MULTICLS = "multicls"
+    MAX = "max"
+    WEIGHTEDMEAN = "weightedmean"
+    LASTTOKEN = "lasttoken"
     AUTO = "auto"
 
 
@@ -86,6 +91,15 @@ class ChunkStates:
     :param cls_states: the CLS state of each encoded window, shape (n_windows, dim).
     :param spans: char span of each chunk, as in :class:`EncodedText`.
     :param token_counts: content tokens per chunk.
+    :param prompt_sum: what the text's mean adds to the chunks' sums, shape (dim,): the final states of the prompt's
+        tokens over all windows (they belong to no chunk), or, for a model whose Pooling module leaves the prompt
+        out (``include_prompt: false``), minus the sequence-start states that sentence-transformers leaves out with
+        it; None without a prompt.
+    :param prompt_size: how many token states ``prompt_sum`` adds (negative when it takes states out).
+    :param token_max: the elementwise maximum of all owned and prompt token states, shape (dim,) (``max`` pooling).
+    :param weighted_sum: the sum of the owned and prompt token states weighted by their position in their window
+        (1 for the first), shape (dim,) (``weightedmean`` pooling).
+    :param weight_total: the sum of those weights.
     """
 
     landmark_states: np.ndarray
@@ -94,3 +108,8 @@ class ChunkStates:
     cls_states: np.ndarray
     spans: list[tuple[int, int]]
     token_counts: list[int]
+    prompt_sum: np.ndarray | None = None
+    prompt_size: float = 0.0
+    token_max: np.ndarray | None = None
+    weighted_sum: np.ndarray | None = None
+    weight_total: float = 0.0

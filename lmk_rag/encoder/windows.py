@@ -41,18 +41,46 @@ class SpecialTokens:
 
     @classmethod
     def from_tokenizer(cls, tokenizer: Any) -> SpecialTokens:
-        """Read the special tokens of a Hugging Face tokenizer.
+        """Read the special tokens of a Hugging Face tokenizer: the landmark is its SEP (BERT, ModernBERT, RoBERTa and
+        XLM-R's ``</s>``), else its EOS (decoders); the sequence start is the one token the tokenizer itself puts
+        before a text (CLS, ``<s>``, BOS), or None when it puts none.
 
-        :raises LandmarkTokenError: when the tokenizer has neither a SEP nor an EOS token.
+        :raises LandmarkTokenError: when the tokenizer has neither a SEP nor an EOS token, or puts more than one token
+            before a text; the message names the fix.
         """
         landmark_id = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
         if landmark_id is None:
             raise LandmarkTokenError(
-                f"tokenizer {type(tokenizer).__name__} has neither a SEP nor an EOS token to use as landmark"
+                f"tokenizer {type(tokenizer).__name__} has neither a SEP nor an EOS token to use as landmark: give it "
+                "one (tokenizer.add_special_tokens({'eos_token': '</s>'}) and model.resize_token_embeddings, then save "
+                "both into the model folder), or use a model whose tokenizer has one"
             )
-        cls_id = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
+        bare = tokenizer("a", add_special_tokens=False)["input_ids"]
+        full = tokenizer("a")["input_ids"]
+        prefix = next((full[:start] for start in range(len(full) - len(bare) + 1)
+                       if full[start:start + len(bare)] == bare), full)
+        if len(prefix) > 1:
+            raise LandmarkTokenError(
+                f"tokenizer {type(tokenizer).__name__} puts {len(prefix)} tokens {prefix} before a text; lmk-rag "
+                "places landmarks for one sequence-start token (CLS, <s>, BOS) or none: save the tokenizer with a "
+                "simpler post-processor"
+            )
         pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else landmark_id
-        return cls(cls_id=cls_id, landmark_id=landmark_id, pad_id=pad_id)
+        return cls(cls_id=prefix[0] if prefix else None, landmark_id=landmark_id, pad_id=pad_id)
+
+
+@dataclass(frozen=True)
+class Tokenized:
+    """One text's tokens, without special tokens.
+
+    :param ids: the text's token ids.
+    :param offsets: per token, its ``(start, end)`` char offsets in the text.
+    :param prompt_ids: the prompt's token ids, put before the text's tokens in every window (empty without one).
+    """
+
+    ids: list[int]
+    offsets: list[tuple[int, int]]
+    prompt_ids: list[int]
 
 
 @dataclass(frozen=True)
@@ -65,6 +93,8 @@ class Window:
     :param landmark_positions: per yielded chunk, the position of its landmark token.
     :param sum_ranges: per yielded chunk, the positions ``[start, end)`` whose states it owns.
     :param cls_position: the position of the window's sequence-start token, or None.
+    :param prompt_range: the positions ``[start, end)`` of the prompt's tokens (owned by no chunk; empty without a
+        prompt); they lie inside the first chunk's ``sum_ranges`` entry when that chunk starts the window.
     """
 
     text_index: int
@@ -73,6 +103,7 @@ class Window:
     landmark_positions: list[int]
     sum_ranges: list[tuple[int, int]]
     cls_position: int | None
+    prompt_range: tuple[int, int] = (0, 0)
 
 
 def special_token_count(placement: LandmarkPlacement, special: SpecialTokens) -> int:
@@ -92,6 +123,7 @@ def build_windows(
     *,
     one_chunk_per_window: bool = False,
     overlap_tokens: int = 0,
+    prompt_ids: Sequence[int] = (),
 ) -> list[Window]:
     """Pack a text's chunks into windows of at most ``max_length`` tokens.
 
@@ -104,11 +136,14 @@ def build_windows(
     :param one_chunk_per_window: encode each chunk alone (``context="chunk"``).
     :param overlap_tokens: up to this many tokens of whole preceding chunks are prepended to a window as
         context; their states are not used.
+    :param prompt_ids: the prompt's tokens, put after the sequence-start token of every window (``"after"`` only).
     :return: the windows, in text order.
     """
     if placement == "before" and special.cls_id is None:
         raise LandmarkTokenError("multi-CLS pooling needs a CLS or BOS token; this tokenizer has neither")
-    base = special_token_count(placement, special) - 1
+    if placement == "before" and prompt_ids:
+        raise ValueError("multi-CLS windows take no prompt")
+    base = special_token_count(placement, special) - 1 + len(prompt_ids)
     windows: list[Window] = []
     next_chunk = 0
     while next_chunk < len(chunks):
@@ -126,7 +161,7 @@ def build_windows(
         if not members:
             size = _cost(chunks[next_chunk]) - 1
             raise ValueError(f"chunk of {size} tokens does not fit a {max_length}-token window")
-        windows.append(_assemble(text_index, ids, chunks, context, members, special, placement))
+        windows.append(_assemble(text_index, ids, chunks, context, members, special, placement, prompt_ids))
     return windows
 
 
@@ -155,6 +190,7 @@ def _assemble(
     members: list[int],
     special: SpecialTokens,
     placement: LandmarkPlacement,
+    prompt_ids: Sequence[int],
 ) -> Window:
     """Lay out one window's tokens and record each member chunk's landmark and owned positions."""
     input_ids: list[int] = []
@@ -164,6 +200,8 @@ def _assemble(
     if placement == "after" and special.cls_id is not None:
         input_ids.append(special.cls_id)
         cls_position = 0
+    prompt_range = (len(input_ids), len(input_ids) + len(prompt_ids))
+    input_ids.extend(prompt_ids)
     for order, chunk_index in enumerate([*context, *members]):
         owned_from = 0 if order == 0 else len(input_ids)
         if placement == "before":
@@ -192,19 +230,25 @@ def _assemble(
         landmark_positions=landmark_positions,
         sum_ranges=sum_ranges,
         cls_position=cls_position,
+        prompt_range=prompt_range,
     )
 
 
-def tokenize_with_offsets(tokenizer: Any, texts: Sequence[str]) -> list[tuple[list[int], list[tuple[int, int]]]]:
+def tokenize_with_offsets(tokenizer: Any, texts: Sequence[str], prompt: str = "") -> list[Tokenized]:
     """Token ids and char offsets of each text, without special tokens and without truncation.
+
+    With a prompt, ``prompt + text`` is tokenised as one string, as sentence-transformers does (a BPE tokenizer joins
+    the prompt's last space to the text's first word); the tokens that end inside the prompt are the prompt's, the
+    others the text's, their offsets counted from the text's start.
 
     :param tokenizer: a Hugging Face fast tokenizer.
     :param texts: the texts.
-    :return: per text, its token ids and their ``(start, end)`` char offsets.
+    :param prompt: the prompt put before every text, or ``""``.
+    :return: per text, its tokens.
     :raises EmptyTextError: when a text has no tokens.
     """
     encoded = tokenizer(
-        list(texts),
+        [prompt + text for text in texts],
         add_special_tokens=False,
         return_offsets_mapping=True,
         return_attention_mask=False,
@@ -212,12 +256,23 @@ def tokenize_with_offsets(tokenizer: Any, texts: Sequence[str]) -> list[tuple[li
         truncation=False,
         verbose=False,
     )
+    shift = len(prompt)
     result = []
     for index, (ids, offsets) in enumerate(zip(encoded["input_ids"], encoded["offset_mapping"])):
-        if not ids:
+        split = _prompt_tokens(offsets, shift)
+        if split == len(ids):
             raise EmptyTextError(f"text {index} has no tokens for this tokenizer: {texts[index][:40]!r}")
-        result.append((ids, [tuple(offset) for offset in offsets]))
+        text_offsets = [(max(start - shift, 0), end - shift) for start, end in offsets[split:]]
+        result.append(Tokenized(ids=list(ids[split:]), offsets=text_offsets, prompt_ids=list(ids[:split])))
     return result
+
+
+def _prompt_tokens(offsets: Sequence[Sequence[int]], prompt_length: int) -> int:
+    """How many leading tokens are the prompt's: those that end inside its ``prompt_length`` chars (none without a
+    prompt)."""
+    if not prompt_length:
+        return 0
+    return next((position for position, (_, end) in enumerate(offsets) if end > prompt_length), len(offsets))
 
 
 def pad_windows(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:

@@ -63,10 +63,11 @@ def encode_states_cached(encoder: LandmarkEncoder, texts: Sequence[str], cache_d
 def pack_states(states: Sequence[ChunkStates]) -> dict[str, np.ndarray]:
     """Concatenate a list of states into flat arrays (with per-text counts) for ``np.savez``.
 
-    :param states: the states.
+    :param states: the states (as :meth:`LandmarkEncoder.encode_states` returns them).
     :return: named arrays.
     """
-    return {
+    dim = states[0].landmark_states.shape[1]
+    arrays = {
         "landmark_states": np.concatenate([s.landmark_states for s in states]).astype(np.float32),
         "chunk_sums": np.concatenate([s.chunk_sums for s in states]).astype(np.float32),
         "chunk_sizes": np.concatenate([s.chunk_sizes for s in states]).astype(np.float32),
@@ -76,10 +77,22 @@ def pack_states(states: Sequence[ChunkStates]) -> dict[str, np.ndarray]:
         "n_chunks": np.array([len(s.spans) for s in states], dtype=np.int64),
         "n_windows": np.array([len(s.cls_states) for s in states], dtype=np.int64),
     }
+    if any(s.token_max is None or s.weighted_sum is None for s in states):  # states not made by the encoder
+        return arrays
+    return {
+        **arrays,
+        "prompt_sums": np.stack([s.prompt_sum if s.prompt_sum is not None else np.zeros(dim, np.float32)
+                                 for s in states]).astype(np.float32),
+        "prompt_sizes": np.array([s.prompt_size for s in states], dtype=np.float32),
+        "token_max": np.stack([s.token_max for s in states]).astype(np.float32),
+        "weighted_sums": np.stack([s.weighted_sum for s in states]).astype(np.float32),
+        "weight_totals": np.array([s.weight_total for s in states], dtype=np.float64),
+    }
 
 
 def unpack_states(arrays: dict[str, np.ndarray]) -> list[ChunkStates]:
-    """Invert :func:`pack_states`.
+    """Invert :func:`pack_states`. A cache written before the prompt, max and weighted-mean arrays existed gives
+    states without them (no prompt; ``max`` and ``weightedmean`` pooling then ask to encode again).
 
     :param arrays: the named arrays.
     :return: one :class:`ChunkStates` per text.
@@ -100,6 +113,21 @@ def unpack_states(arrays: dict[str, np.ndarray]) -> list[ChunkStates]:
                 cls_states=arrays["cls_states"][window],
                 spans=[(int(start), int(end)) for start, end in arrays["spans"][chunk]],
                 token_counts=[int(count) for count in arrays["token_counts"][chunk]],
+                **_text_arrays(arrays, index),
             )
         )
     return states
+
+
+def _text_arrays(arrays: dict[str, np.ndarray], index: int) -> dict[str, Any]:
+    """The per-text prompt, max and weighted-mean fields of text ``index`` (none from an older cache)."""
+    if "token_max" not in arrays:
+        return {}
+    prompted = float(arrays["prompt_sizes"][index]) != 0
+    return {
+        "prompt_sum": arrays["prompt_sums"][index] if prompted else None,
+        "prompt_size": float(arrays["prompt_sizes"][index]),
+        "token_max": arrays["token_max"][index],
+        "weighted_sum": arrays["weighted_sums"][index],
+        "weight_total": float(arrays["weight_totals"][index]),
+    }

@@ -57,7 +57,8 @@ def evaluate_heldout(encoder: LandmarkEncoder, heldout: HeldoutSet) -> dict[str,
     :return: ``lmk_r1``/``lmk_mrr`` (LMK text vectors, passages among the held-out passages),
         ``needle_landmark_r1`` and ``needle_mean_r1`` (haystacks by MaxSim over landmark states or chunk means).
     """
-    queries = np.stack([pool_states(s, "lmk", "landmark").vector for s in encoder.encode_states(heldout.queries)])
+    queries = np.stack([pool_states(s, "lmk", "landmark").vector
+                        for s in encoder.encode_states(heldout.queries, query=True)])
     passages = np.stack([pool_states(s, "lmk", "landmark").vector for s in encoder.encode_states(heldout.passages)])
     haystack_states = encoder.encode_states(heldout.haystacks)
     landmark = [pool_states(s, "lmk", "landmark").chunk_vectors for s in haystack_states]

@@ -80,9 +80,9 @@ def build_token_batch(
     windows_of_landmark: list[int] = []
     positions: list[int] = []
     owners: list[int] = []
-    for index, (text, (ids, offsets), k) in enumerate(zip(texts, tokenized, granularities)):
-        plan = plan_landmarks(text, offsets, int(k), max_chunk_tokens)
-        windows = build_windows(index, ids, plan.chunks, special, "after", max_length)
+    for index, (text, tokens, k) in enumerate(zip(texts, tokenized, granularities)):
+        plan = plan_landmarks(text, tokens.offsets, int(k), max_chunk_tokens)
+        windows = build_windows(index, tokens.ids, plan.chunks, special, "after", max_length)
         # windows come in text order and each lists its chunks in order: landmarks stay in chunk order
         for window in windows:
             for position in window.landmark_positions:

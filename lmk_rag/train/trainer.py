@@ -404,12 +404,15 @@ def _window_content(max_length: int, smallest_granularity: int) -> int:
 
 
 def _training_encoder(config: FinetuneConfig) -> LandmarkEncoder:
-    """The encoder whose model is trained: float32 weights, LMK pooling, landmark chunk vectors."""
+    """The encoder whose model is trained: float32 weights, LMK pooling, landmark chunk vectors, no prompts (the
+    training batches carry none, and the saved model declares none)."""
     return LandmarkEncoder(
         model_name=config.model,
         granularity="variable",
         pooling="lmk",
         chunk_vector="landmark",
+        query_prompt="",
+        document_prompt="",
         max_length=config.max_length,
         device=config.device,
         dtype="float32",

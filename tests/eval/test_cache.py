@@ -45,10 +45,20 @@ def test_states_round_trip() -> None:
             cls_states=rng.normal(size=(w, 4)).astype(np.float32),
             spans=[(i, i + 1) for i in range(n)],
             token_counts=[3] * n,
+            prompt_sum=rng.normal(size=4).astype(np.float32) if prompt else None,
+            prompt_size=float(prompt),
+            token_max=rng.normal(size=4).astype(np.float32),
+            weighted_sum=rng.normal(size=4).astype(np.float32),
+            weight_total=float(n * w),
         )
-        for n, w in ((3, 1), (1, 1), (5, 2))
+        for n, w, prompt in ((3, 1, 2), (1, 1, 0), (5, 2, 4))
     ]
     for original, restored in zip(states, unpack_states(pack_states(states))):
-        for name in ("landmark_states", "chunk_sums", "chunk_sizes", "cls_states"):
+        for name in ("landmark_states", "chunk_sums", "chunk_sizes", "cls_states", "token_max", "weighted_sum"):
             np.testing.assert_array_equal(getattr(original, name), getattr(restored, name))
         assert original.spans == restored.spans and original.token_counts == restored.token_counts
+        assert (original.prompt_size, original.weight_total) == (restored.prompt_size, restored.weight_total)
+        if original.prompt_sum is None:
+            assert restored.prompt_sum is None
+        else:
+            np.testing.assert_array_equal(original.prompt_sum, restored.prompt_sum)

@@ -55,7 +55,7 @@ class _StatesPipeline:
         :return: one ranking per query.
         """
         assert self._encoder is not None, "index() must be called before search()"
-        return self._rank(self._represent(self._encoder.encode_states(queries)), k)
+        return self._rank(self._represent(self._encoder.encode_states(queries, query=True)), k)
 
     def _represent(self, states: list[ChunkStates]) -> Any:
         raise NotImplementedError

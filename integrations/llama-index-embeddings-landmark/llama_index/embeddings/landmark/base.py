@@ -83,6 +83,8 @@ class LandmarkEmbedding(BaseEmbedding):
         embed_batch_size: int = 32,
         device: str | None = None,
         callback_manager: CallbackManager | None = None,
+        query_instruction: str | None = None,
+        text_instruction: str | None = None,
         **settings: Any,
     ) -> None:
         """Build the encoder from its settings, or take the one given.
@@ -98,6 +100,9 @@ class LandmarkEmbedding(BaseEmbedding):
         :param device: ``"cpu"``, ``"cuda"``, ...; default: the best available (not serialised; unused with
             ``static``).
         :param callback_manager: LlamaIndex callback manager.
+        :param query_instruction: ``HuggingFaceEmbedding``'s word for the encoder's ``query_prompt`` (the text put
+            before every query; None: the model's own prompt).
+        :param text_instruction: ``HuggingFaceEmbedding``'s word for the encoder's ``document_prompt``.
         :param settings: the encoder's settings (:class:`lmk_rag.LandmarkEncoder`'s, or with ``static``
             :class:`lmk_rag.static.StaticDocumentEncoder`'s); keys that are :class:`BaseEmbedding` fields
             (``num_workers``, ...) go to LlamaIndex.
@@ -111,6 +116,12 @@ class LandmarkEmbedding(BaseEmbedding):
         except ValidationError as error:
             raise invalid_fields("LandmarkEmbedding", error) from None
         given = {**(encoder_settings or {}), **settings}
+        for word, setting in (("query_instruction", "query_prompt"), ("text_instruction", "document_prompt")):
+            value = query_instruction if word == "query_instruction" else text_instruction
+            if value is not None and setting in given:
+                raise InvalidInputError(f"LandmarkEmbedding: give {word} or {setting}, not both (they are one setting)")
+            if value is not None:
+                given[setting] = value
         if model_name is not None:
             given["model_name"] = model_name
         if encoder is None:
