@@ -8,6 +8,9 @@ change the dense side only, so BM25 keeps its share ``1 - alpha``:
 - ``node g``: ``(1 - g) * chunk MaxSim + g * node cosine`` (the node vector the dense prefetch searches);
 - ``doc d``: ``(1 - d) * chunk MaxSim + d * document cosine`` (the normalised mean of the document's chunk vectors);
 - ``node g doc d``: both terms;
+- ``alpha a``: the store's fusion at another dense weight (``base`` is 0.7);
+- ``coverage a low-high``: alpha chosen per query from the share of the query's terms (by IDF) the best BM25
+  node holds: the store's 0.7 when it holds ``high`` or more, rising to ``a`` at ``low`` or less;
 - ``gate``: ``g`` chosen per query from what is known at query time: how far the best candidate's chunk MaxSim
   stands above its node cosine (a buried passage: far; a node read as a whole: near).
 
@@ -41,6 +44,11 @@ SETS.update({name: HERE / "data" / name
 PREFETCH = 100
 NODE_WEIGHTS = (0.25, 0.5, 0.75, 1.0)
 DOC_WEIGHTS = (0.25, 0.5)
+#: The dense side's weight, against the store's 0.7 (1: MaxSim alone over the same candidates).
+ALPHAS = (0.8, 0.9, 1.0)
+#: The coverage gate: alpha rises from the store's 0.7 to ``a`` as the share of the query (by IDF) that the best BM25
+#: node holds falls from ``high`` to ``low``: a query the text words differently leans on the dense side.
+COVERAGE_GATES = ((0.85, 0.5, 0.8), (0.9, 0.5, 0.8), (0.85, 0.6, 0.9), (0.9, 0.6, 0.9))
 #: The query gate: the node weight falls from ``g`` to 0 as the best candidate's MaxSim - node cosine grows
 #: from ``low`` to ``high``.
 GATES = ((0.5, 0.02, 0.08), (0.5, 0.03, 0.12), (0.75, 0.02, 0.08), (0.75, 0.03, 0.12))
@@ -59,7 +67,23 @@ class Study:
         ends = np.append(corpus.chunk_starts[1:], len(corpus.chunk_vectors))
         for node, (start, end) in enumerate(zip(corpus.chunk_starts, ends)):
             sums[corpus.node_doc[node]] += corpus.chunk_vectors[start:end].sum(axis=0)
+        self.rows = self.bm25.weights.tocsr()
+        self.coverages: list[float] = []
         self.doc_vectors = sums / np.maximum(np.linalg.norm(sums, axis=1), 1e-12)[:, None]
+
+    def coverage(self, query: int, node: int) -> float:
+        """How much of the query the best BM25 node holds: the IDF of the query's distinct terms it contains over
+        the IDF of them all (a term no node holds gets the highest IDF)."""
+        bm25 = self.bm25
+        most = float(np.log(1 + (bm25.weights.shape[0] + 0.5) / 0.5))
+        held = total = 0.0
+        present = set(self.rows.indices[self.rows.indptr[node] : self.rows.indptr[node + 1]])
+        for term in self.query_terms[query]:
+            column = bm25.vocab.get(term)
+            idf = most if column is None else float(bm25.idf[column])
+            total += idf
+            held += idf if column in present else 0.0
+        return held / total if total > 0 else 0.0
 
     def scores(self, query: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Every variant's candidates and scores for one query."""
@@ -88,6 +112,13 @@ class Study:
             out[f"doc {d}"] = mixed((1 - d) * chunk + d * doc)
             for g in (0.25, 0.5):
                 out[f"node {g} doc {d}"] = mixed((1 - g - d) * chunk + g * node + d * doc) if g + d <= 1 else base
+        for alpha in ALPHAS:
+            out[f"alpha {alpha}"] = alpha * chunk + (1 - alpha) * lexical / top_bm25
+        coverage = self.coverage(query, int(bm_top[0])) if bm25[bm_top[0]] > 0 else 0.0
+        self.coverages.append(coverage)
+        for high_alpha, low, high in COVERAGE_GATES:
+            alpha = DEFAULT_ALPHA + (high_alpha - DEFAULT_ALPHA) * float(np.clip((high - coverage) / (high - low), 0, 1))
+            out[f"coverage {high_alpha} {low}-{high}"] = alpha * chunk + (1 - alpha) * lexical / top_bm25
         top = int(np.argmax(base))
         gap = float(chunk[top] - node[top])
         for g, low, high in GATES:
@@ -103,6 +134,8 @@ def study(corpus: Corpus) -> dict[str, dict[str, float]]:
     for query in range(len(corpus.data.query_ids)):
         for name, (nodes, values) in scorer.scores(query).items():
             rankings.setdefault(name, []).append(doc_ranking(nodes, np.round(values, 6), corpus.node_doc))
+    print("  coverage of the best BM25 node, percentiles 10/25/50/75/90:",
+          np.percentile(scorer.coverages, [10, 25, 50, 75, 90]).round(3), flush=True)
     return {name: {qid: row["ndcg@10"] for qid, row in evaluate(corpus, ranked).items()}
             for name, ranked in rankings.items()}
 
