@@ -1055,9 +1055,9 @@ name), rendered whole. So a query must find the section whose answer it asks for
 like FAQ answers.
 
 Caveat: {", ".join(f"`{name}`" for name in faq_train)} are training pages of the split above (an index page such as
-`perlfaq3` is in neither part of the split). perldoc-train/pairs.jsonl holds their NAME purpose -> the first {TRAIN_MAX_CHARS:,} characters of
-their DESCRIPTION, so the shipped projection saw the opening of those sections (never a question); no other
-training data comes from perlfaq.
+`perlfaq3` is in neither part of the split). perldoc-train/pairs.jsonl holds their NAME purpose -> the first
+{TRAIN_MAX_CHARS:,} characters of their DESCRIPTION, so the shipped projection saw the opening of those sections
+(never a question); no other training data comes from perlfaq.
 """
 
 

@@ -117,7 +117,8 @@ class Study:
         coverage = self.coverage(query, int(bm_top[0])) if bm25[bm_top[0]] > 0 else 0.0
         self.coverages.append(coverage)
         for high_alpha, low, high in COVERAGE_GATES:
-            alpha = DEFAULT_ALPHA + (high_alpha - DEFAULT_ALPHA) * float(np.clip((high - coverage) / (high - low), 0, 1))
+            lean = float(np.clip((high - coverage) / (high - low), 0, 1))
+            alpha = DEFAULT_ALPHA + (high_alpha - DEFAULT_ALPHA) * lean
             out[f"coverage {high_alpha} {low}-{high}"] = alpha * chunk + (1 - alpha) * lexical / top_bm25
         top = int(np.argmax(base))
         gap = float(chunk[top] - node[top])

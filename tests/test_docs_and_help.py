@@ -13,8 +13,6 @@ from pathlib import Path
 
 import tomllib
 
-from lmk_rag.eval.pipelines import pipeline_names
-
 ROOT = Path(__file__).resolve().parents[1]
 LMK_RAG = Path(sys.executable).parent / "lmk-rag"
 
@@ -22,6 +20,12 @@ LMK_RAG = Path(sys.executable).parent / "lmk-rag"
 def _cli(*args: str, columns: int = 80) -> subprocess.CompletedProcess:
     return subprocess.run([str(LMK_RAG), *args], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, "COLUMNS": str(columns), "HF_HUB_OFFLINE": "1"})
+
+
+def pipeline_names() -> list[str]:
+    """The pipelines the package registers (in a fresh process: tests register pipelines of their own)."""
+    code = "from lmk_rag.eval.pipelines import pipeline_names; print(*pipeline_names())"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
 
 
 def test_eval_help_lists_every_pipeline_whole_at_80_columns() -> None:

@@ -19,7 +19,7 @@ BM25_TOKENIZER: Bm25Tokenizer = "code"
 """The tokens of new stores: Qdrant's code tokenizer keeps an identifier (``dry_run``, ``CamelCase``, dotted
 names) and also its parts, with English stop words and stemming. Level with ``"word"`` (Qdrant's default, which
 keeps ``dry_run`` whole) on the whole dev sets, so the identifiers of technical text decided (docs/decisions.md);
-stores written before it was recorded use ``"word"``."""
+a settings record that names another tokenizer is refused as edited or damaged."""
 
 
 BM25_LANGUAGE = "english"

@@ -42,11 +42,10 @@ class NodeVectors:
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any], static_encoder: TokenEncoder | None, where: str) -> NodeVectors:
-        """The vectors a store's settings record names (stores from before the tokenizer was recorded: word
-        tokens)."""
+        """The vectors a store's settings record names (checked by ``settings.validate_settings``)."""
         bm25 = None
         if settings.get("bm25"):
-            bm25 = Bm25Encoder(settings.get("bm25_tokenizer") or "word", settings.get("bm25_language") or BM25_LANGUAGE)
+            bm25 = Bm25Encoder(settings["bm25_tokenizer"], settings.get("bm25_language") or BM25_LANGUAGE)
         static_dim = None if settings.get("static") is None else int(settings["static"]["dim"])
         chunks = "chunks" in recorded_vectors(settings)
         return cls(int(settings["encoder"]["dim"]), static_dim, static_encoder, bm25, where, chunks)

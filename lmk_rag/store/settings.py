@@ -367,6 +367,9 @@ def validate_settings(settings: Any, where: str) -> dict[str, Any]:
         problems.append(f"encoder.settings={encoder['settings']!r} (a JSON object)")
     if isinstance(encoder["dim"], bool) or not isinstance(encoder["dim"], int) or encoder["dim"] < 1:
         problems.append(f"encoder.dim={encoder['dim']!r} (an integer >= 1)")
+    if settings.get("bm25") is True and settings.get("bm25_tokenizer") != BM25_TOKENIZER:
+        problems.append(f"bm25_tokenizer={settings.get('bm25_tokenizer')!r} ({BM25_TOKENIZER!r}, the BM25 tokenizer "
+                        "every store with BM25 is written with)")
     if problems:
         raise CorruptStoreError(
             f"{where}: the settings record holds values this lmk-rag never writes: {'; '.join(problems)}. It was "

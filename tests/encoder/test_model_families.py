@@ -257,7 +257,7 @@ def test_cached_states_pool_as_fresh_ones(pooling, toys):
 
 
 def test_a_store_refuses_the_model_once_its_prompts_change(toys, tmp_path):
-    from lmk_rag.errors import SettingsMismatchError
+    from lmk_rag.errors import CorruptStoreError
     from lmk_rag.store import LandmarkStore
 
     folder = tmp_path / "model"
@@ -271,6 +271,6 @@ def test_a_store_refuses_the_model_once_its_prompts_change(toys, tmp_path):
         assert store.search(TEXTS[0], k=1)
     config = folder / "config_sentence_transformers.json"
     config.write_text(json.dumps({**json.loads(config.read_text()), "prompts": {"query": "q: ", "document": "d: "}}))
-    with pytest.raises(SettingsMismatchError, match="fingerprint"), LandmarkStore(tmp_path / "store", read_only=True) \
-            as store:
+    with pytest.raises(CorruptStoreError, match="the model files changed"), \
+            LandmarkStore(tmp_path / "store", read_only=True) as store:
         store.search(TEXTS[0], k=1)

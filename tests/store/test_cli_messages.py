@@ -142,7 +142,9 @@ def _edited_copy(store: Path, folder: Path, edit) -> Path:
      ["the record (lmk_rag.json in a store folder) was edited", "restore the original values"]),
     (lambda record: record["encoder"]["settings"].update(model_name="sentence-transformers/all-mpnet-base-v2"),
      ["the model its settings record names is not here", "restore its encoder.settings.model_name"]),
-], ids=["dim", "granularity", "model-name"])
+    (lambda record: record.update(bm25_tokenizer="word"),
+     ["bm25_tokenizer='word'", "edited or damaged", "restore the original value"]),
+], ids=["dim", "granularity", "model-name", "bm25-tokenizer"])
 def test_an_edited_settings_record_is_named_by_query_and_check(cli_store, tmp_path, edit, words) -> None:
     folder = _edited_copy(cli_store, tmp_path / "edited", edit)
     runner = CliRunner()

@@ -325,7 +325,7 @@ def test_bad_static_encoder_inputs(texts) -> None:
     "kwargs, error",
     [({"granularity": "abc"}, InvalidInputError), ({"granularity": 0}, InvalidInputError),
      ({"granularity": -3}, InvalidInputError), ({"context": "page"}, InvalidInputError),
-     ({"pooling": "max"}, InvalidInputError), ({"chunk_vector": "cls"}, InvalidInputError),
+     ({"pooling": "median"}, InvalidInputError), ({"chunk_vector": "cls"}, InvalidInputError),
      ({"batch_size": 0}, InvalidInputError), ({"window_overlap": -1}, InvalidInputError),
      ({"window_overlap": "64"}, InvalidInputError), ({"batch_size": 2.5}, InvalidInputError),
      ({"max_length": 0}, InvalidInputError), ({"max_length": 100_000}, InvalidInputError),
