@@ -150,3 +150,30 @@ def test_render_lays_out_kept_runs_in_report_order(report, tmp_path: Path) -> No
     markdown = (tmp_path / "quality.md").read_text()
     assert "| pipeline | manpages-short | perldoc-ref | mean |" in markdown
     assert list(_table_rows(markdown.split("## Recall@1")[0])) == ["bm25", "lmk-rag"]
+
+
+@pytest.mark.slow
+def test_the_tuned_stock_row_is_llamaindex_fused_at_its_best_weight(report, fixture_data: Path, tmp_path: Path) -> None:
+    from lmk_rag.eval.beir import load_beir
+    from lmk_rag.eval.pipelines import PipelineOptions
+    from lmk_rag.eval.run import evaluate
+    from lmk_rag.eval.sample import subsample
+
+    dataset = subsample(load_beir(fixture_data / "manpages-short"), 12, 30, seed=0)
+    options = PipelineOptions(cache_dir=tmp_path / "cache")
+    tuned = report.evaluate_tuned(dataset, options)
+    assert set(tuned["weights"]) == {str(weight) for weight in report.TUNED_WEIGHTS}
+    assert tuned["ndcg@10"] == pytest.approx(max(tuned["weights"].values()), abs=1e-4)
+    assert list(tuned["per_query"]) == dataset.query_ids
+    # the chosen weight is llamaindex-fused's own result at that weight, run through the eval harness
+    fixed = evaluate(dataset, "llamaindex-fused", PipelineOptions(cache_dir=tmp_path / "cache",
+                                                                  encoder={"weight": tuned["weight"]}))
+    assert fixed["ndcg@10"] == pytest.approx(tuned["ndcg@10"], abs=1e-9)
+
+
+@pytest.mark.parametrize("setting", [{"weight": 1.5}, {"weight": "0.5"}, {"weight": True}, {"alpha": 0.5}])
+def test_llamaindex_fused_refuses_a_setting_it_has_not(setting) -> None:
+    from lmk_rag.eval.pipelines import PipelineOptions, get_pipeline
+
+    with pytest.raises(InvalidInputError, match="weight=W"):
+        get_pipeline("llamaindex-fused", PipelineOptions(encoder=setting))
