@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 from llama_index.core import Document
+from llama_index.core.schema import TextNode
 
 from llama_index.embeddings.landmark import LandmarkEmbedding
+from llama_index.node_parser.landmark import LandmarkNodeParser
 from llama_index.vector_stores.landmark import LandmarkVectorStore
 
 
@@ -74,3 +76,16 @@ def vector_store(tmp_path: Path, embed_model: LandmarkEmbedding) -> Iterator[Lan
     store = LandmarkVectorStore(path=tmp_path / "store", embed_model=embed_model)
     yield store
     store.store.close()
+
+
+@pytest.fixture(scope="module")
+def nodes(embed_model: LandmarkEmbedding, manpage_documents: list[Document]) -> list[TextNode]:
+    """The six pages cut by the landmark node parser into nodes of 128 tokens, embedded."""
+    return LandmarkNodeParser(embed_model=embed_model, node_tokens=128).get_nodes_from_documents(manpage_documents)
+
+
+@pytest.fixture
+def filled(vector_store: LandmarkVectorStore, nodes: list[TextNode]) -> LandmarkVectorStore:
+    """:func:`vector_store` holding :func:`nodes`."""
+    vector_store.add(nodes)
+    return vector_store

@@ -4,27 +4,13 @@
 from __future__ import annotations
 
 import pytest
-from llama_index.core import Document
 from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters, VectorStoreQuery
 
-from llama_index.embeddings.landmark import LandmarkEmbedding
-from llama_index.node_parser.landmark import LandmarkNodeParser
 from llama_index.vector_stores.landmark import LandmarkVectorStore
 from lmk_rag.errors import InvalidInputError
 
 QUERY = "get the current working directory of the calling process"
-
-
-@pytest.fixture(scope="module")
-def nodes(embed_model: LandmarkEmbedding, manpage_documents: list[Document]) -> list[TextNode]:
-    return LandmarkNodeParser(embed_model=embed_model, node_tokens=128).get_nodes_from_documents(manpage_documents)
-
-
-@pytest.fixture
-def filled(vector_store: LandmarkVectorStore, nodes: list[TextNode]) -> LandmarkVectorStore:
-    vector_store.add(nodes)
-    return vector_store
 
 
 def _ids(store: LandmarkVectorStore, nodes: list[TextNode], **kwargs) -> set[str]:

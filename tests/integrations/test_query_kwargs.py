@@ -7,23 +7,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from llama_index.core import Document
 from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters, VectorStoreQuery
 from qdrant_client import QdrantClient, models
 
 from llama_index.embeddings.landmark import LandmarkEmbedding
-from llama_index.node_parser.landmark import LandmarkNodeParser
 from llama_index.vector_stores.landmark import LandmarkVectorStore, to_store_filter
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.store import FieldCondition, Filter
 
 QUERY = "get the current working directory of the calling process"
-
-
-@pytest.fixture(scope="module")
-def nodes(embed_model: LandmarkEmbedding, manpage_documents: list[Document]) -> list[TextNode]:
-    return LandmarkNodeParser(embed_model=embed_model, node_tokens=128).get_nodes_from_documents(manpage_documents)
 
 
 @pytest.fixture(params=["edge", "qdrant-client"])

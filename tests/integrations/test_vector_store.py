@@ -34,17 +34,6 @@ from lmk_rag.store import LandmarkStore
 QUERY = "get the current working directory of the calling process"
 
 
-@pytest.fixture(scope="module")
-def nodes(embed_model: LandmarkEmbedding, manpage_documents: list[Document]) -> list[TextNode]:
-    return LandmarkNodeParser(embed_model=embed_model, node_tokens=128).get_nodes_from_documents(manpage_documents)
-
-
-@pytest.fixture
-def filled(vector_store: LandmarkVectorStore, nodes: list[TextNode]) -> LandmarkVectorStore:
-    vector_store.add(nodes)
-    return vector_store
-
-
 def _query(text: str = QUERY, k: int = 5, **kwargs) -> VectorStoreQuery:
     return VectorStoreQuery(query_str=text, similarity_top_k=k, **kwargs)
 
