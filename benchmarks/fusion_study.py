@@ -29,6 +29,7 @@ import scipy.sparse as sp
 
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.eval.beir import BeirDataset, load_beir
+from lmk_rag.eval.intervals import paired_difference
 from lmk_rag.eval.metrics import per_query_metrics
 from lmk_rag.eval.states import encode_states_cached
 from lmk_rag.nodes import group_chunks
@@ -187,6 +188,17 @@ def corpus_of(data: BeirDataset, node_tokens: int = 256, **encoder_settings: obj
     )
 
 
+def document_chunk_sums(corpus: Corpus) -> tuple[np.ndarray, np.ndarray]:
+    """Each document's sum of its chunk vectors, (n_docs, dim), and its number of chunks, (n_docs,)."""
+    n_docs = len(corpus.data.doc_texts)
+    sums = np.zeros((n_docs, corpus.chunk_vectors.shape[1]), dtype=np.float32)
+    ends = np.append(corpus.chunk_starts[1:], len(corpus.chunk_vectors))
+    for node, (start, end) in enumerate(zip(corpus.chunk_starts, ends)):
+        sums[corpus.node_doc[node]] += corpus.chunk_vectors[start:end].sum(axis=0)
+    counts = np.bincount(corpus.node_doc, weights=ends - corpus.chunk_starts, minlength=n_docs)
+    return sums, counts
+
+
 def maxsim(corpus: Corpus, query: int) -> np.ndarray:
     """Chunk MaxSim of every node for one query, divided by the query's chunk count (cosine-like)."""
     return maxsim_scores([corpus.query_chunks[query]], corpus.chunk_vectors, corpus.chunk_starts, mean=True)[0]
@@ -269,6 +281,18 @@ def doc_ranking(nodes: np.ndarray, scores: np.ndarray, node_doc: np.ndarray, k: 
             if len(seen) == k:
                 break
     return seen
+
+
+def print_against_base(per_query: dict[str, dict[str, float]]) -> None:
+    """Print each variant's mean and its paired difference to ``base`` [95% interval], one line each.
+
+    :param per_query: ``{variant: {query id: value}}``, ``base`` among the variants.
+    """
+    base = per_query["base"]
+    for variant, by_query in per_query.items():
+        values = [by_query[qid] for qid in base]
+        diff, low, high = paired_difference(values, list(base.values()))
+        print(f"  {np.mean(values):.4f}  {diff:+.4f} [{low:+.4f}, {high:+.4f}]  {variant}", flush=True)
 
 
 def evaluate(corpus: Corpus, rankings: list[list[int]]) -> dict[str, dict[str, float]]:

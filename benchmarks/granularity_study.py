@@ -28,10 +28,20 @@ import time
 from pathlib import Path
 
 import numpy as np
-from fusion_study import DATA, Bm25Index, Corpus, corpus_of, doc_ranking, evaluate, store_scores, tokenizers
+from fusion_study import (
+    DATA,
+    Bm25Index,
+    Corpus,
+    corpus_of,
+    doc_ranking,
+    document_chunk_sums,
+    evaluate,
+    print_against_base,
+    store_scores,
+    tokenizers,
+)
 
 from lmk_rag.eval.beir import load_beir
-from lmk_rag.eval.intervals import paired_difference
 from lmk_rag.store.query import DEFAULT_ALPHA
 from lmk_rag.vectors import maxsim_scores
 
@@ -62,11 +72,7 @@ class Study:
         tokenize = tokenizers()["edge-code"]
         self.bm25 = Bm25Index([tokenize(text) for text in corpus.node_texts], avg_len=256)
         self.query_terms = [tokenize(query) for query in corpus.data.query_texts]
-        n_docs = len(corpus.data.doc_texts)
-        sums = np.zeros((n_docs, corpus.chunk_vectors.shape[1]), dtype=np.float32)
-        ends = np.append(corpus.chunk_starts[1:], len(corpus.chunk_vectors))
-        for node, (start, end) in enumerate(zip(corpus.chunk_starts, ends)):
-            sums[corpus.node_doc[node]] += corpus.chunk_vectors[start:end].sum(axis=0)
+        sums, _ = document_chunk_sums(corpus)
         self.rows = self.bm25.weights.tocsr()
         self.coverages: list[float] = []
         self.doc_vectors = sums / np.maximum(np.linalg.norm(sums, axis=1), 1e-12)[:, None]
@@ -155,11 +161,7 @@ def main() -> None:
         per_query = study(corpus)
         results[name] = per_query
         args.out.write_text(json.dumps(results))
-        base = per_query["base"]
-        for variant, by_query in per_query.items():
-            values = [by_query[qid] for qid in base]
-            diff, low, high = paired_difference(values, list(base.values()))
-            print(f"  {np.mean(values):.4f}  {diff:+.4f} [{low:+.4f}, {high:+.4f}]  {variant}", flush=True)
+        print_against_base(per_query)
 
 
 if __name__ == "__main__":

@@ -46,7 +46,6 @@ from sklearn.preprocessing import StandardScaler
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.encoder.projection import SHIPPED_PROJECTION_DIR, LinearProjection
 from lmk_rag.eval.beir import BeirDataset, load_beir
-from lmk_rag.eval.intervals import paired_difference
 from lmk_rag.static import StaticTokenEncoder
 from lmk_rag.static.encoder import tokens_in_chunks
 from lmk_rag.store.query import DEFAULT_ALPHA
@@ -93,13 +92,7 @@ class Scored:
         self.bm25 = fs.Bm25Index([tokenize(t) for t in corpus.node_texts], avg_len=256)
         self.bm25_rows = self.bm25.weights.tocsr()
         self.query_terms = [tokenize(q) for q in corpus.data.query_texts]
-        n_docs = len(corpus.data.doc_texts)
-        doc_vectors = np.zeros((n_docs, corpus.node_vectors.shape[1]), dtype=np.float32)
-        ends = np.append(corpus.chunk_starts[1:], len(corpus.chunk_vectors))
-        for node, (start, end) in enumerate(zip(corpus.chunk_starts, ends)):
-            doc_vectors[corpus.node_doc[node]] += corpus.chunk_vectors[start:end].sum(axis=0)
-        chunks_per_node = ends - corpus.chunk_starts
-        counts = np.bincount(corpus.node_doc, weights=chunks_per_node, minlength=n_docs)
+        doc_vectors, counts = fs.document_chunk_sums(corpus)
         norms = np.linalg.norm(doc_vectors, axis=1)
         self.doc_vectors = doc_vectors / norms[:, None]
         #: How much a document's chunks agree: the length of their mean vector (1 = all alike; a haystack of
@@ -317,11 +310,7 @@ def main() -> None:
         per_query = variants(scored, combiners)
         results[name] = per_query
         args.out.write_text(json.dumps(results))
-        base = per_query["base"]
-        for variant, by_query in per_query.items():
-            values = [by_query[qid] for qid in base]
-            diff, low, high = paired_difference(values, list(base.values()))
-            print(f"  {np.mean(values):.4f}  {diff:+.4f} [{low:+.4f}, {high:+.4f}]  {variant}", flush=True)
+        fs.print_against_base(per_query)
 
 
 if __name__ == "__main__":
