@@ -168,7 +168,8 @@ def refuse_unknown(owner: str, unknown: dict[str, Any], known: Iterable[str]) ->
     names = sorted(known)
     hints = [f"{name!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(name, names, 1)) else
              repr(name) for name in sorted(unknown)]
-    raise TypeError(f"{owner} got unexpected keyword argument(s) {', '.join(hints)}; it takes {', '.join(names)}")
+    takes = ", ".join(names) or "no other keyword arguments"
+    raise TypeError(f"{owner} got unexpected keyword argument(s) {', '.join(hints)}; it takes {takes}")
 
 
 @contextmanager

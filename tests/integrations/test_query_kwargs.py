@@ -105,3 +105,15 @@ def test_an_unknown_vector_store_kwarg_is_refused_with_the_close_name(
         _ranks(filled, nodes, vector_store_kwargs={"alpah": 0.0})
     with pytest.raises(TypeError, match="vector_store_kwargs"):
         filled.query(VectorStoreQuery(query_str=QUERY), search_params={"hnsw_ef": 8})
+
+
+def test_add_and_delete_refuse_keyword_arguments_they_would_ignore(vector_store, nodes) -> None:
+    with pytest.raises(TypeError, match=r"LandmarkVectorStore.add\(\) got unexpected keyword argument\(s\) 'batch'"):
+        vector_store.add(nodes, batch=10)
+    vector_store.add(nodes)
+    ref_doc_id = nodes[0].ref_doc_id
+    with pytest.raises(TypeError, match=r"delete\(\) got unexpected keyword argument\(s\) 'force'"):
+        vector_store.delete(ref_doc_id, force=True)
+    with pytest.raises(TypeError, match=r"delete_nodes\(\) got unexpected keyword argument\(s\) 'wait'"):
+        vector_store.delete_nodes([nodes[0].node_id], wait=True)
+    assert len(vector_store.get_nodes(node_ids=[node.node_id for node in nodes])) == len(nodes)  # nothing deleted

@@ -383,7 +383,9 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         :raises InvalidInputError: for a node without an embedding, or a ``ref_doc_id`` starting with
             :data:`NO_SOURCE`.
         :raises SettingsMismatchError: for nodes embedded by another encoder than the store's.
+        :raises TypeError: for any keyword argument (the store takes none here; nothing passed is ignored).
         """
+        refuse_unknown("LandmarkVectorStore.add()", add_kwargs, ())
         merged, moved = self._merged_records(nodes)
         if moved:
             self._store.delete_nodes(node_ids=moved)
@@ -527,7 +529,9 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         """Delete every node of a document (nodes without a SOURCE relationship are never a document's).
 
         :param ref_doc_id: the document id (the nodes' ``ref_doc_id``).
+        :raises TypeError: for any keyword argument (the store takes none here; nothing passed is ignored).
         """
+        refuse_unknown("LandmarkVectorStore.delete()", delete_kwargs, ())
         self._store.delete_document(ref_doc_id)
 
     async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
@@ -542,7 +546,9 @@ class LandmarkVectorStore(BasePydanticVectorStore):
 
         :param node_ids: node ids (an empty list deletes nothing).
         :param filters: metadata filters.
+        :raises TypeError: for any other keyword argument.
         """
+        refuse_unknown("LandmarkVectorStore.delete_nodes()", delete_kwargs, ())
         flt = to_store_filter(filters)
         self._store.delete_nodes(node_ids=node_ids, filter=flt)
 
