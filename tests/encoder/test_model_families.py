@@ -196,13 +196,13 @@ def test_llama_index_instruction_words_are_the_prompts(toys, encoders):
 
 
 @pytest.mark.slow
-def test_the_onnx_backend_exports_modernbert(toys, onnx_cache, monkeypatch):
-    """ModernBERT (RoPE, local attention) exports; XLM-R and Qwen2 do too (docs/decisions.md, 20 s each on 2 cores)."""
+@pytest.mark.parametrize("family", ["modernbert", "xlm-roberta"])
+def test_the_onnx_backend_exports_modernbert_and_xlm_r(toys, onnx_cache, monkeypatch, family):
+    """ModernBERT (RoPE, local attention) and XLM-R export; Qwen2 does too (docs/decisions.md, 20 s on 2 cores)."""
     from lmk_rag.paths import CACHE_ENV
 
     monkeypatch.setenv(CACHE_ENV, str(onnx_cache))
     text = " ".join(TEXTS) * 4
-    family = "modernbert"
     onnx = LandmarkEncoder(toys[family].folder, granularity=16, projection=None, backend="onnx")
     torch_encoder = LandmarkEncoder(toys[family].folder, granularity=16, projection=None, device="cpu")
     ours, theirs = onnx.encode_documents(text), torch_encoder.encode_documents(text)
