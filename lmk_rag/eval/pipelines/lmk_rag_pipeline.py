@@ -22,8 +22,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Pipeline settings in ``options.encoder`` that go to the store, not the encoder (the storage ones are the
 #: store's :data:`~lmk_rag.store.settings.STORAGE_KEYS`).
-STORE_SETTINGS = ("static_model", "prefetch_limit", "alpha", "oversampling", "quantization", "node_quantization",
-                  "on_disk", "hnsw_on_disk")
+STORE_SETTINGS = ("static_model", "prefetch_limit", "alpha", "oversampling", "exact", "quantization",
+                  "node_quantization", "on_disk", "hnsw_on_disk")
 #: The ``k`` of a product query, whose prefetch depth every search uses.
 PRODUCT_K = 10
 
@@ -35,7 +35,8 @@ class LmkRagPipeline:
     Document encodings come through the harness's states cache (shared with the other landmark
     pipelines); writing the store and building its index are timed in :meth:`index`. Besides encoder
     settings, ``options.encoder`` may hold ``static_model`` (for ``lmk-rag-static``) and the store's
-    ``prefetch_limit`` (default 100) and ``alpha``.
+    ``prefetch_limit`` (default 100), ``alpha``, ``oversampling`` and ``exact`` (brute-force search: rankings that
+    do not depend on how the HNSW graph was built, for comparing two versions of the code).
     """
 
     rerank = "chunks"
@@ -104,6 +105,7 @@ class LmkRagPipeline:
             static_encoder=static_encoder,
             prefetch_limit=self._prefetch_limit,
             oversampling=self._store_option("oversampling", None),
+            exact=bool(self._store_option("exact", False)),
             **{key: self.options.encoder[key] for key in STORAGE_KEYS if key in self.options.encoder},
         )
         weakref.finalize(self, _drop_store, self._store, folder)
