@@ -4,7 +4,16 @@ from lmk_rag.store.documents import clean_metadata
 from lmk_rag.store.filters import Condition, FieldCondition, Filter
 from lmk_rag.store.query import check_rerank
 from lmk_rag.store.store import LandmarkStore
-from lmk_rag.store.types import DEFAULT_BATCH_SIZE, Hit, NodeRecord, Rerank, StoreMode
+from lmk_rag.store.types import (
+    DEFAULT_BATCH_SIZE,
+    Hit,
+    NodeRecord,
+    Rerank,
+    SearchOptions,
+    ServerOptions,
+    StorageOptions,
+    StoreMode,
+)
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -15,6 +24,9 @@ __all__ = [
     "LandmarkStore",
     "NodeRecord",
     "Rerank",
+    "SearchOptions",
+    "ServerOptions",
+    "StorageOptions",
     "StoreMode",
     "check_rerank",
     "clean_metadata",

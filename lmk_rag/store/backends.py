@@ -171,6 +171,7 @@ def open_backend(
     url: str | None,
     api_key: str | None,
     client: Any,
+    aclient: Any,
     location: str | None,
     collection_name: str | None,
     create: bool,
@@ -180,6 +181,7 @@ def open_backend(
 ) -> OpenedBackend:
     """Open the backend the arguments name (see the module docstring).
 
+    :param aclient: a ``qdrant_client.AsyncQdrantClient`` for the async methods, or None.
     :param collection_name: the collection on a qdrant-client backend (None: :data:`DEFAULT_COLLECTION`).
     :param options: the qdrant-client backend's options (see :class:`ServerOptions`).
     :param batch_size: points per upsert request.
@@ -202,7 +204,7 @@ def open_backend(
                                 "give a store folder as path=")
     if len(chosen) > 1:
         raise InvalidInputError(f"give only one of path, url, client, location; got {', '.join(chosen)}")
-    if path is not None or not (chosen or options.aclient is not None):
+    if path is not None or not (chosen or aclient is not None):
         server_only = (["collection_name"] if collection_name is not None else []) + options.given()
         if server_only:
             raise InvalidInputError(
@@ -224,7 +226,7 @@ def open_backend(
         if key in _SHARED:
             raise StoreLockedError(f"{location} is already open in this process: close the other handle first "
                                    "(qdrant-client local mode cannot share a folder between clients)")
-        backend, lock = _locked(folder, read_only, lambda: ServerBackend(url, api_key, client, location,
+        backend, lock = _locked(folder, read_only, lambda: ServerBackend(url, api_key, client, aclient, location,
                                                                         collection_name, options, batch_size))
         shared = SharedBackend(backend, f"collection {collection_name!r}", lock, key)
         if key is not None:

@@ -32,7 +32,7 @@ from lmk_rag.store.types import (
     Quantization,
     QueryPlan,
     ScoredPointData,
-    SearchTuning,
+    SearchOptions,
     SparseVector,
 )
 
@@ -97,7 +97,7 @@ def edge_config(spec: CollectionSpec) -> qe.EdgeConfig:
     """
     storage = spec.storage
     vectors_memory = qe.Memory.Cold if storage.on_disk else None
-    hnsw = qe.HnswIndexConfig(m=spec.hnsw_m, ef_construct=spec.ef_construct, full_scan_threshold=10_000,
+    hnsw = qe.HnswIndexConfig(m=spec.storage.hnsw_m, ef_construct=spec.storage.ef_construct, full_scan_threshold=10_000,
                               memory=qe.Memory.Cold if storage.hnsw_on_disk else None)
     vectors, sparse = {}, {}
     for slot in vector_layout(spec):
@@ -132,14 +132,14 @@ def _quantization(kind: Quantization) -> Any:
     return qe.BinaryQuantizationConfig(memory=qe.Memory.Pinned)
 
 
-def _params(tuning: SearchTuning) -> Any:
+def _params(options: SearchOptions) -> Any:
     """The Edge search parameters of a plan's dense searches and its rerank: candidates scored with a quantized copy
     are always rescored with the original vectors (Qdrant's default is not the same for every quantization: it
     returns TurboQuant's own multivector scores), or an exact search skips the copies and the HNSW graph."""
-    if tuning.exact:
+    if options.exact:
         return qe.SearchParams(exact=True, quantization=qe.QuantizationSearchParams(ignore=True))
-    return qe.SearchParams(hnsw_ef=tuning.hnsw_ef, quantization=qe.QuantizationSearchParams(
-        rescore=True, oversampling=tuning.oversampling))
+    return qe.SearchParams(hnsw_ef=options.hnsw_ef, quantization=qe.QuantizationSearchParams(
+        rescore=True, oversampling=options.oversampling))
 
 
 class EdgeBackend(Backend):
@@ -333,7 +333,7 @@ class EdgeBackend(Backend):
     def _request(plan: QueryPlan, scorer: Branch, searched: list[Any] | None = None) -> Any:
         """The Edge request of one scorer (shared prefetch branches, a plain search without them, or an MMR pick);
         ``searched``, the plan's plain search already run, replaces its prefetch branch by its points' ids."""
-        params = _params(plan.tuning)
+        params = _params(plan.options)
         prefetches = [
             qe.Prefetch(
                 limit=plan.prefetch_limit,

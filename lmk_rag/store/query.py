@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lmk_rag.errors import CorruptStoreError, InvalidInputError
-from lmk_rag.store.types import Branch, QueryPlan, Rerank, ScoredPointData, SearchTuning, SparseVector
+from lmk_rag.store.types import Branch, QueryPlan, Rerank, ScoredPointData, SearchOptions, SparseVector
 
 DEFAULT_ALPHA = 0.7
 """Weight of the dense side in the final score; best mean nDCG@10 over the whole dev sets (docs/decisions.md)."""
@@ -61,7 +61,7 @@ def plan_search(
     prefetch_limit: int,
     filter: Any,
     payload_keys: list[str],
-    tuning: SearchTuning = SearchTuning(),
+    options: SearchOptions = SearchOptions(),
 ) -> QueryPlan:
     """The plan of one search.
 
@@ -73,7 +73,7 @@ def plan_search(
     :param prefetch_limit: candidates per prefetch branch.
     :param filter: the backend-native filter.
     :param payload_keys: payload keys returned with each scored point.
-    :param tuning: how the dense searches run.
+    :param options: how the dense searches run.
     :return: the plan; BM25 widens the prefetch whenever the query has BM25 terms; unless ``alpha`` is 1, a plain
         BM25 search of the same depth runs in the same call and gives the BM25 scores (a candidate outside its
         top scores 0); ``alpha`` 0 is a plain BM25 search of the whole store.
@@ -93,14 +93,14 @@ def plan_search(
         limit=prefetch_limit * max(1, len(prefetch)),
         filter=filter,
         payload_keys=payload_keys,
-        tuning=tuning,
+        options=options,
         search=lexical if lexical is not None and 0.0 < alpha < 1.0 else None,
     )
 
 
 def plan_mmr(
     vector: list[float], lambda_: float, candidates: int, k: int, filter: Any, payload_keys: list[str],
-    tuning: SearchTuning = SearchTuning(),
+    options: SearchOptions = SearchOptions(),
 ) -> QueryPlan:
     """The plan of a diverse search: maximal marginal relevance over the node vectors (no rerank, no BM25).
 
@@ -110,7 +110,7 @@ def plan_mmr(
     :param k: results.
     :param filter: the backend-native filter.
     :param payload_keys: payload keys returned with each scored point.
-    :param tuning: how the candidate search runs.
+    :param options: how the candidate search runs.
     :return: the plan; its results come in MMR order (see :attr:`QueryPlan.mmr_lambda`), not sorted by score.
     """
     return QueryPlan(
@@ -120,7 +120,7 @@ def plan_mmr(
         limit=k,
         filter=filter,
         payload_keys=payload_keys,
-        tuning=tuning,
+        options=options,
         mmr_lambda=check_alpha(lambda_, "lambda_"),
     )
 

@@ -40,7 +40,7 @@ from lmk_rag.store.query import (
 )
 from lmk_rag.store.query_vectors import QueryVectors
 from lmk_rag.store.settings import StoreEncoder, check_filter
-from lmk_rag.store.types import Branch, Hit, NodeRecord, Rerank, ScoredPointData, SearchTuning, StoreMode
+from lmk_rag.store.types import Branch, Hit, NodeRecord, Rerank, ScoredPointData, SearchOptions, StoreMode
 
 
 class Reader:
@@ -53,14 +53,13 @@ class Reader:
     :param encoder: the store's encoder (built on first use).
     :param ledger: the committed counts (for :meth:`check`).
     :param mode: the store's mode.
-    :param prefetch_limit: candidates per prefetch branch.
-    :param tuning: how the dense searches run (HNSW ``ef``, oversampling, exact search).
+    :param options: this handle's search options (prefetch depth, HNSW ``ef``, oversampling, exact search).
     :param alpha: this handle's weight of the rerank (None: the recorded one).
     :param access: keeps each search's engine calls apart from a write's, between threads.
     """
 
     def __init__(self, backend: Backend, where: str, settings: dict[str, Any], queries: QueryVectors,
-                 encoder: StoreEncoder, ledger: Ledger, mode: StoreMode, prefetch_limit: int, tuning: SearchTuning,
+                 encoder: StoreEncoder, ledger: Ledger, mode: StoreMode, options: SearchOptions,
                  alpha: float | None, access: ReadWriteLock) -> None:
         """Keep the store's collaborators."""
         self.access = access
@@ -70,8 +69,7 @@ class Reader:
         self.queries = queries
         self.encoder = encoder
         self.ledger = ledger
-        self.prefetch_limit = prefetch_limit
-        self.tuning = tuning
+        self.options = options
         self.bm25 = bool(settings.get("bm25"))
         self.alpha = alpha if alpha is not None else float(settings.get("alpha", DEFAULT_ALPHA if self.bm25 else 1.0))
         self.default_rerank = default_rerank(mode)
@@ -137,7 +135,7 @@ class Reader:
             prefetch_limit=prefetch_limit,
             filter=self._search_filter(filter),
             payload_keys=[] if self.backend.single_writer else rec.HIT_KEYS,
-            tuning=self.tuning,
+            options=self.options,
         )
         with self.access.reading():
             results = self.backend.query(plan)
@@ -218,7 +216,7 @@ class Reader:
         """Check ``k`` and return how many candidates a search takes: ``given`` (checked, named ``name``), else the
         store's ``prefetch_limit``, at least ``4 * k``."""
         check_count("k", k)
-        return max(self.prefetch_limit, 4 * k) if given is None else check_count(name, given)
+        return max(self.options.prefetch_limit, 4 * k) if given is None else check_count(name, given)
 
     def search_mmr(
         self,
@@ -246,7 +244,7 @@ class Reader:
             raise VectorSizeError(f"query vector of shape {vector.shape}, store expects ({self.dim},)")
         check_directions(vector, "query vector")
         plan = plan_mmr(vector.tolist(), lambda_, candidates, k, self._search_filter(filter),
-                        rec.HIT_KEYS, self.tuning)
+                        rec.HIT_KEYS, self.options)
         with self.access.reading():
             (picked,) = self.backend.query(plan)
         for point in picked:

@@ -38,7 +38,7 @@ from lmk_rag.store.types import (
     Quantization,
     QueryPlan,
     ScoredPointData,
-    SearchTuning,
+    SearchOptions,
     ServerOptions,
     SparseVector,
 )
@@ -116,7 +116,7 @@ def client_kwargs(url: str | None, api_key: str | None, location: str | None, op
 OWN_CLIENT_ARGUMENTS = ("url", "api_key", "location", "path", "prefer_grpc", "timeout", "host", "port")
 
 
-def check_options(options: ServerOptions, url: str | None, client: Any, location: str | None) -> None:
+def check_options(options: ServerOptions, url: str | None, client: Any, aclient: Any, location: str | None) -> None:
     """Refuse options that are malformed or would have no effect on this backend, before anything is opened.
 
     :raises InvalidInputError: for a count that is not a positive integer, a ``client_kwargs`` that is not a dict of
@@ -137,7 +137,6 @@ def check_options(options: ServerOptions, url: str | None, client: Any, location
         own = sorted(set(options.client_kwargs) & set(OWN_CLIENT_ARGUMENTS))
         if own:
             raise InvalidInputError(f"client_kwargs may not set {own}: give them as the store's own arguments")
-    aclient = options.aclient
     building = [name for name in ("prefer_grpc", "timeout", "client_kwargs") if getattr(options, name) is not None]
     if building and (client is not None or (aclient is not None and url is None)):
         raise InvalidInputError(f"{', '.join(building)}: for the clients the store builds for url= or location=; "
@@ -225,7 +224,7 @@ def create_collection_request(
     """
     storage = spec.storage
     vectors_memory = models.Memory.COLD if storage.on_disk else None
-    hnsw = models.HnswConfigDiff(m=spec.hnsw_m, ef_construct=spec.ef_construct,
+    hnsw = models.HnswConfigDiff(m=spec.storage.hnsw_m, ef_construct=spec.storage.ef_construct,
                                  memory=models.Memory.COLD if storage.hnsw_on_disk else None)
     vectors: dict[str, models.VectorParams] = {}
     sparse: dict[str, models.SparseVectorParams] = {}
@@ -273,15 +272,15 @@ def _quantization(kind: Quantization) -> Any:
     return models.BinaryQuantization(binary=models.BinaryQuantizationConfig(memory=models.Memory.PINNED))
 
 
-def _params(tuning: SearchTuning) -> models.SearchParams:
+def _params(options: SearchOptions) -> models.SearchParams:
     """qdrant-client search parameters of a plan's dense searches and its rerank: candidates scored with a
     quantized copy are always rescored with the original vectors (Qdrant's default is not the same for every
     quantization: it returns TurboQuant's own multivector scores), or an exact search skips the copies and the HNSW
     graph."""
-    if tuning.exact:
+    if options.exact:
         return models.SearchParams(exact=True, quantization=models.QuantizationSearchParams(ignore=True))
-    return models.SearchParams(hnsw_ef=tuning.hnsw_ef, quantization=models.QuantizationSearchParams(
-        rescore=True, oversampling=tuning.oversampling))
+    return models.SearchParams(hnsw_ef=options.hnsw_ef, quantization=models.QuantizationSearchParams(
+        rescore=True, oversampling=options.oversampling))
 
 
 def upload_request(
@@ -311,7 +310,7 @@ def query_requests(plan: QueryPlan, local: bool = False) -> list[models.QueryReq
         parameters: the requests carry none.
     :return: the requests, in scorer order, then the plan's plain search.
     """
-    params = None if local else _params(plan.tuning)
+    params = None if local else _params(plan.options)
     prefetch = [
         models.Prefetch(
             query=_query_value(branch),
@@ -370,15 +369,15 @@ class ServerBackend(Backend):
         url: str | None,
         api_key: str | None,
         client: QdrantClient | None,
+        aclient: AsyncQdrantClient | None,
         location: str | None,
         collection_name: str,
         options: ServerOptions,
         batch_size: int,
     ) -> None:
-        """Connect (or wrap ``client`` and ``options.aclient``)."""
-        check_options(options, url, client, location)
+        """Connect (or wrap ``client`` and ``aclient``)."""
+        check_options(options, url, client, aclient, location)
         self._owned: list[Any] = []
-        aclient = options.aclient
         if aclient is not None and (location is not None or _is_local(client)):
             warnings.warn(
                 "aclient= is not used: a local-mode client and async client never share their data, so the async "

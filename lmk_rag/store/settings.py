@@ -107,8 +107,6 @@ def create_settings(
         "text_keys": text_keys,
         "lowercase_metadata": True,
         "payload_indexes": dict(payload_indexes or {}),
-        "hnsw_m": spec.hnsw_m,
-        "ef_construct": spec.ef_construct,
     }
     backend.flush()
     backend.write_settings(settings)
@@ -303,20 +301,6 @@ def check_cluster(settings: Mapping[str, Any], given: Mapping[str, int], where: 
             f"{where} was created with other cluster settings ({'; '.join(differ)}): they apply to a new collection; "
             "change an existing one on the server (update_collection), and open it without them"
         )
-
-
-def check_storage(**given: Any) -> dict[str, Any]:
-    """A store's storage arguments (:data:`STORAGE_KEYS`), each None (as recorded) or a valid value.
-
-    :raises InvalidInputError: for an unknown quantization or a placement that is not a bool.
-    """
-    for key, value in given.items():
-        quantized = key in ("quantization", "node_quantization")
-        if value is not None and (value not in QUANTIZATIONS if quantized else not isinstance(value, bool)):
-            expected = f"one of {list(QUANTIZATIONS)} or None (as recorded)" if quantized else \
-                "True, False or None (as recorded)"
-            raise InvalidInputError(f"{key} must be {expected}, got {value!r}")
-    return given
 
 
 def new_storage(given: Mapping[str, Any]) -> Storage:

@@ -41,7 +41,6 @@ from lmk_rag.store.settings import (
     check_encoder,
     check_payload_indexes,
     check_settings,
-    check_storage,
     check_text_keys,
     create_settings,
     new_storage,
@@ -53,10 +52,10 @@ from lmk_rag.store.types import (
     DEFAULT_BATCH_SIZE,
     Hit,
     NodeRecord,
-    Quantization,
     Rerank,
-    SearchTuning,
+    SearchOptions,
     ServerOptions,
+    StorageOptions,
     StoreMode,
 )
 from lmk_rag.store.writes import Writer
@@ -66,16 +65,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-def check_oversampling(value: Any) -> float:
-    """The oversampling factor of quantized node vectors: a number from 1 to 100.
-
-    :raises InvalidInputError: for anything else.
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1 <= value <= 100:
-        raise InvalidInputError(f"oversampling must be a number from 1 to 100, got {value!r}")
-    return float(value)
 
 
 class LandmarkStore:
@@ -113,17 +102,6 @@ class LandmarkStore:
     :param alpha: weight of the rerank score against BM25 in the final score, in [0, 1] (1 = rerank alone, 0 =
         BM25 alone). None = as recorded (:data:`~lmk_rag.store.query.DEFAULT_ALPHA` for new stores); a value
         given for a new store is recorded, for an existing one it applies to this handle. ``search`` may override it.
-    :param quantization: a new store's compressed copy of its multivectors (``"int8"``, ``"binary"``,
-        ``"turbo4"`` or ``"none"``), pinned in RAM; candidates are rescored with the originals, so hits do not move
-        (see docs/store.md, "Scale"). None = as recorded (:data:`~lmk_rag.store.settings.DEFAULT_STORAGE` for new
-        stores).
-    :param node_quantization: the same for the node vectors, which the HNSW search then runs on (rescoring
-        ``oversampling`` times the candidates with the originals). None = as recorded (the default for new stores).
-    :param on_disk: a new store keeps its original vectors (node, chunks, static) and its payloads on disk,
-        memory-mapped and read through the OS page cache, instead of warming them into RAM when it opens; pair it
-        with ``node_quantization`` so the HNSW search reads the compressed copy in RAM. None = as recorded (the
-        default for new stores); qdrant-client local mode, which holds everything in memory, refuses True.
-    :param hnsw_on_disk: a new store keeps its HNSW graph on disk (memory-mapped). None = as recorded (the default).
     :param text_keys: metadata keys a new store indexes as full text: a ``text`` filter on them matches word
         prefixes in any case (``"6FTR78Y"`` finds ``"6ftr78yun"``); on other keys it matches whole words. None = as
         recorded (none for new stores).
@@ -135,25 +113,15 @@ class LandmarkStore:
         invisible), and every write raises :class:`StoreReadOnlyError`. An Edge folder another process holds (a
         writer, or the first reader) is read from a copy of this process's own, taken at the holder's last commit
         and taken again when it commits (see :meth:`refresh` and docs/store.md, "Concurrency").
-    :param prefetch_limit: candidates per prefetch branch (at least ``4 * k``).
-    :param hnsw_ef: HNSW ``ef`` of the dense prefetch (None: Qdrant's default).
-    :param oversampling: with quantized node vectors, how many times the prefetch's candidates are taken with the
-        compressed copy before rescoring with the originals (from 1 to 100; None:
-        :data:`~lmk_rag.store.settings.DEFAULT_OVERSAMPLING` on such a store).
-    :param exact: search by brute force over the original vectors (no HNSW, no quantized copies): the reference
-        to measure a store's approximate search against; slow on a large store.
     :param batch_size: points per upsert request (one update operation on Edge).
     :param document_batch_size: documents encoded and written per batch by :meth:`add_documents`, each batch
         durable before the next.
-    :param prefer_grpc: use gRPC for calls to ``url``.
-    :param timeout: request timeout in seconds for ``url``.
-    :param client_kwargs: other arguments of the ``QdrantClient`` (and ``AsyncQdrantClient``) built for ``url`` or
-        ``location``.
-    :param shard_number: shards of a new collection on a cluster.
-    :param replication_factor: copies of each shard of a new collection.
-    :param write_consistency_factor: replicas that must confirm a write, for a new collection.
-    :param parallel: processes uploading points to a server (``upload_points``); default 1.
-    :param max_retries: times a failed upsert request to a server is sent again (default 3).
+    :param storage: how a new store holds its vectors (:class:`~lmk_rag.store.types.StorageOptions`: quantized
+        copies, memory placement, HNSW ``m`` and ``ef_construct``); recorded, and checked against an existing store.
+    :param search: how this handle searches (:class:`~lmk_rag.store.types.SearchOptions`: prefetch depth, HNSW
+        ``ef``, oversampling, exact search).
+    :param server: how a qdrant-client backend talks to Qdrant (:class:`~lmk_rag.store.types.ServerOptions`:
+        gRPC, timeout, client arguments, shards and replicas of a new collection, parallel uploads, retries).
     :raises TypeError: for an argument this class does not take, naming the close ones.
     :raises InvalidInputError: for a bad value, or qdrant-client options on an Edge store.
     :raises StoreLockedError: when another process holds the store and this one would write it (or cannot copy it
@@ -180,34 +148,25 @@ class LandmarkStore:
         bm25: bool | None = None,
         bm25_language: str | None = None,
         alpha: float | None = None,
-        quantization: Quantization | None = None,
-        node_quantization: Quantization | None = None,
-        on_disk: bool | None = None,
-        hnsw_on_disk: bool | None = None,
         text_keys: Sequence[str] | None = None,
         payload_indexes: Sequence[Mapping[str, Any]] | None = None,
         create: bool = True,
         read_only: bool = False,
-        prefetch_limit: int = 100,
-        hnsw_ef: int | None = None,
-        oversampling: float | None = None,
-        exact: bool = False,
         batch_size: int = DEFAULT_BATCH_SIZE,
         document_batch_size: int = 8,
-        prefer_grpc: bool | None = None,
-        timeout: int | None = None,
-        client_kwargs: Mapping[str, Any] | None = None,
-        shard_number: int | None = None,
-        replication_factor: int | None = None,
-        write_consistency_factor: int | None = None,
-        parallel: int | None = None,
-        max_retries: int | None = None,
+        storage: StorageOptions | None = None,
+        search: SearchOptions | None = None,
+        server: ServerOptions | None = None,
         **unknown: Any,
     ) -> None:
         """Open or create the store (see the class docstring)."""
         refuse_unknown("LandmarkStore()", unknown, set(inspect.signature(LandmarkStore).parameters) - {"unknown"})
-        storage = check_storage(quantization=quantization, node_quantization=node_quantization, on_disk=on_disk,
-                                hnsw_on_disk=hnsw_on_disk)
+        for name, given, kind in (("storage", storage, StorageOptions), ("search", search, SearchOptions),
+                                  ("server", server, ServerOptions)):
+            if given is not None and not isinstance(given, kind):
+                raise InvalidInputError(f"{name} must be a {kind.__name__}, got {given!r}: e.g. "
+                                        f"{name}={kind.__name__}(...)")
+        storage = (storage or StorageOptions()).given()
         self._alpha = None if alpha is None else check_alpha(alpha)
         keys = None if text_keys is None else check_text_keys(text_keys)
         indexes = {} if payload_indexes is None else check_payload_indexes(payload_indexes)
@@ -225,21 +184,13 @@ class LandmarkStore:
                 )
         self._given_encoder = encoder
         self.static_encoder = static_encoder
-        self.prefetch_limit = check_count("prefetch_limit", prefetch_limit)
-        if not isinstance(exact, bool):
-            raise InvalidInputError(f"exact must be True or False, got {exact!r}")
-        self.tuning = SearchTuning(
-            hnsw_ef=None if hnsw_ef is None else check_count("hnsw_ef", hnsw_ef),
-            oversampling=None if oversampling is None else check_oversampling(oversampling),
-            exact=exact,
-        )
+        self.search_options = search or SearchOptions()
         self.document_batch_size = check_count("document_batch_size", document_batch_size)
         self.read_only = read_only
         create = create and not read_only  # a read-only open never creates anything, folder or collection
-        options = ServerOptions(aclient, prefer_grpc, timeout, client_kwargs, shard_number, replication_factor,
-                                write_consistency_factor, parallel, max_retries)
-        self._opened: OpenedBackend = open_backend(path, url, api_key, client, location, collection_name, create,
-                                                   options, check_count("batch_size", batch_size), read_only)
+        self._opened: OpenedBackend = open_backend(path, url, api_key, client, aclient, location, collection_name,
+                                                   create, server or ServerOptions(),
+                                                   check_count("batch_size", batch_size), read_only)
         self.where = self._opened.where
         try:
             with self._opened.shared.changing():  # a reader in another process copies before or after, not during
@@ -287,13 +238,13 @@ class LandmarkStore:
             if given is not None:
                 check_encoder(settings, given, where)
         quantized = recorded_storage(settings).node_quantized
-        if self.tuning.oversampling is not None and not quantized:
+        if self.search_options.oversampling is not None and not quantized:
             raise InvalidInputError(
                 f"oversampling applies to quantized node vectors, and {where} keeps none: create the store with "
                 "node_quantization='int8' (or another kind), or drop oversampling"
             )
-        if quantized and self.tuning.oversampling is None:
-            self.tuning = replace(self.tuning, oversampling=DEFAULT_OVERSAMPLING)
+        if quantized and self.search_options.oversampling is None:
+            self.search_options = replace(self.search_options, oversampling=DEFAULT_OVERSAMPLING)
         self._settings = encoder.settings = settings
         self._encoders = encoder
         vectors = NodeVectors.from_settings(settings, static_encoder, where)
@@ -310,7 +261,7 @@ class LandmarkStore:
         else:
             ledger.verify(fix=not read_only)
         self._reads = Reader(backend, where, settings, QueryVectors(vectors), encoder, ledger, self.mode,
-                              self.prefetch_limit, self.tuning, self._alpha, shared.access)
+                              self.search_options, self._alpha, shared.access)
         self._writer = Writer(backend, where, settings, vectors, ledger, encoder, read_only, self.document_batch_size,
                               shared.write_lock, shared.access)
 

@@ -10,6 +10,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from lmk_rag.checks import check_count
+from lmk_rag.errors import InvalidInputError
+
 Quantization = Literal["int8", "binary", "turbo4", "none"]
 QUANTIZATIONS: tuple[Quantization, ...] = ("int8", "binary", "turbo4", "none")
 """Compressed copies Qdrant keeps of a vector: int8 scalar (4x smaller), binary (32x), 4-bit TurboQuant (8x), or
@@ -23,9 +26,9 @@ DEFAULT_BATCH_SIZE = 64
 @dataclass(frozen=True)
 class ServerOptions:
     """How a store on a qdrant-client backend talks to Qdrant, and what a new collection is made with (the names
-    and meanings of ``QdrantClient`` and ``QdrantVectorStore``). None means "not given": the default applies.
+    and meanings of ``QdrantClient`` and ``QdrantVectorStore``); an Edge store refuses them. None means "not given":
+    the default applies. ``LandmarkStore(url=..., server=ServerOptions(timeout=30, shard_number=2))``.
 
-    :param aclient: a ``qdrant_client.AsyncQdrantClient`` the async methods call (built from ``url`` when not given).
     :param prefer_grpc: use gRPC for server calls (default False).
     :param timeout: request timeout in seconds.
     :param client_kwargs: other keyword arguments of the ``QdrantClient`` (and ``AsyncQdrantClient``) the store
@@ -37,7 +40,6 @@ class ServerOptions:
     :param max_retries: times a failed upsert request is sent again before the error is raised (default 3).
     """
 
-    aclient: Any = None
     prefer_grpc: bool | None = None
     timeout: int | None = None
     client_kwargs: Mapping[str, Any] | None = None
@@ -50,6 +52,91 @@ class ServerOptions:
     def given(self) -> list[str]:
         """The names of the options that were given (not None)."""
         return [option.name for option in fields(self) if getattr(self, option.name) is not None]
+
+
+@dataclass(frozen=True)
+class StorageOptions:
+    """How a new store holds its vectors (Qdrant's quantization, memory placement and HNSW settings). Recorded when
+    the store is created and fixed from then on: for an existing store each given option must equal the recorded
+    one. None means "not given": the recorded value, or :data:`~lmk_rag.store.settings.DEFAULT_STORAGE`'s for a new
+    store. ``LandmarkStore(path, storage=StorageOptions(node_quantization="int8", on_disk=True))``.
+
+    :param quantization: compressed copy of the ``chunks`` (and ``static``) multivectors (``"int8"``, ``"binary"``,
+        ``"turbo4"`` or ``"none"``), pinned in RAM; candidates are rescored with the originals, so hits do not move
+        (docs/store.md, "Scale").
+    :param node_quantization: the same for the node vectors, which the HNSW search then runs on (rescoring
+        ``oversampling`` times the candidates with the originals).
+    :param on_disk: keep the original vectors and the payloads on disk, memory-mapped and read through the OS page
+        cache, instead of warming them into RAM when the store opens; pair it with ``node_quantization``.
+        qdrant-client local mode, which holds everything in memory, refuses True.
+    :param hnsw_on_disk: keep the node vector's HNSW graph on disk (memory-mapped).
+    :param hnsw_m: HNSW ``m`` of the node vector (edges per node; 0 builds no graph: every search is a full scan).
+    :param ef_construct: HNSW ``ef_construct`` of the node vector (the candidate list while building the graph).
+    :raises InvalidInputError: for a value of the wrong kind.
+    """
+
+    quantization: Quantization | None = None
+    node_quantization: Quantization | None = None
+    on_disk: bool | None = None
+    hnsw_on_disk: bool | None = None
+    hnsw_m: int | None = None
+    ef_construct: int | None = None
+
+    def __post_init__(self) -> None:
+        """Check each given value."""
+        for name in ("quantization", "node_quantization"):
+            value = getattr(self, name)
+            if value is not None and value not in QUANTIZATIONS:
+                raise InvalidInputError(f"{name} must be one of {list(QUANTIZATIONS)} or None (as recorded), "
+                                        f"got {value!r}")
+        for name in ("on_disk", "hnsw_on_disk"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, bool):
+                raise InvalidInputError(f"{name} must be True, False or None (as recorded), got {value!r}")
+        if self.hnsw_m is not None:
+            check_count("hnsw_m", self.hnsw_m, minimum=0)
+        if self.ef_construct is not None:
+            check_count("ef_construct", self.ef_construct, minimum=4)
+
+    def given(self) -> dict[str, Any]:
+        """The options that were given (not None), by name."""
+        return {option.name: getattr(self, option.name) for option in fields(self)
+                if getattr(self, option.name) is not None}
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """How a store's searches run: how many candidates the prefetch takes and how its dense searches go. They
+    belong to a handle, not to the store: each open may choose its own.
+    ``LandmarkStore(path, search=SearchOptions(prefetch_limit=200, hnsw_ef=128))``.
+
+    :param prefetch_limit: candidates per prefetch branch (dense by node vector, BM25); a search of ``k`` hits takes
+        at least ``4 * k``.
+    :param hnsw_ef: HNSW ``ef`` of the node-vector search, or None for the backend's default.
+    :param oversampling: with quantized node vectors, how many times the candidates are taken with the compressed
+        copy before rescoring with the originals (from 1 to 100; None:
+        :data:`~lmk_rag.store.settings.DEFAULT_OVERSAMPLING` on such a store).
+    :param exact: search by brute force over the original vectors (no HNSW, no quantized copy): the reference an
+        approximate search is measured against; slow on a large store.
+    :raises InvalidInputError: for a value of the wrong kind.
+    """
+
+    prefetch_limit: int = 100
+    hnsw_ef: int | None = None
+    oversampling: float | None = None
+    exact: bool = False
+
+    def __post_init__(self) -> None:
+        """Check each value."""
+        check_count("prefetch_limit", self.prefetch_limit)
+        if self.hnsw_ef is not None:
+            check_count("hnsw_ef", self.hnsw_ef)
+        value = self.oversampling
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not 1 <= value <= 100):
+            raise InvalidInputError(f"oversampling must be a number from 1 to 100, got {value!r}")
+        if not isinstance(self.exact, bool):
+            raise InvalidInputError(f"exact must be True or False, got {self.exact!r}")
 
 
 class Rerank(str, Enum):
@@ -165,12 +252,16 @@ class Storage:
         store opens (``cached``); quantized copies, the BM25 index and payload indexes are not covered.
     :param hnsw_on_disk: the node vector's HNSW graph is memory-mapped from disk (``cold``) instead of being held
         in RAM.
+    :param hnsw_m: HNSW ``m`` of the node vector.
+    :param ef_construct: HNSW ``ef_construct`` of the node vector.
     """
 
     quantization: Quantization = "none"
     node_quantization: Quantization = "none"
     on_disk: bool = False
     hnsw_on_disk: bool = False
+    hnsw_m: int = 16
+    ef_construct: int = 100
 
     @property
     def node_quantized(self) -> bool:
@@ -184,22 +275,6 @@ class Storage:
 
 
 @dataclass(frozen=True)
-class SearchTuning:
-    """How a plan's dense searches run.
-
-    :param hnsw_ef: HNSW ``ef`` of the node-vector search, or None for the backend default.
-    :param oversampling: with quantized node vectors, how many times the requested candidates are taken with the
-        compressed copy before rescoring with the originals (None: Qdrant's default, 1).
-    :param exact: search by brute force over the original vectors (no HNSW, no quantized copy): the reference an
-        approximate search is measured against; slow on a large store.
-    """
-
-    hnsw_ef: int | None = None
-    oversampling: float | None = None
-    exact: bool = False
-
-
-@dataclass(frozen=True)
 class CollectionSpec:
     """What a backend creates: the named vectors and their index settings.
 
@@ -207,9 +282,7 @@ class CollectionSpec:
     :param static_dim: size of the static token vectors, or None for no static slot.
     :param chunks: whether to create the ``chunks`` multivector (not in a static store).
     :param bm25: whether to create the BM25 sparse vector (IDF modifier).
-    :param storage: compression and memory placement of the vectors.
-    :param hnsw_m: HNSW ``m`` of the node vector.
-    :param ef_construct: HNSW ``ef_construct`` of the node vector.
+    :param storage: compression, memory placement and HNSW settings of the vectors.
     """
 
     dim: int
@@ -217,8 +290,6 @@ class CollectionSpec:
     chunks: bool = True
     bm25: bool = False
     storage: Storage = Storage()
-    hnsw_m: int = 16
-    ef_construct: int = 100
 
 
 @dataclass(frozen=True)
@@ -249,7 +320,7 @@ class QueryPlan:
     :param limit: results per scorer.
     :param filter: a backend-native filter (already translated), or None.
     :param payload_keys: payload keys to return with each scorer's result (none: ids and scores only).
-    :param tuning: how the dense searches run (HNSW ``ef``, oversampling, exact search).
+    :param options: how the dense searches run (HNSW ``ef``, oversampling, exact search).
     :param search: a plain search of the whole store (``prefetch_limit`` points) in the same call, its list after
         the scorers'. It is also a prefetch branch, so the scorers already return each of its points with a
         payload: it returns ids and scores only (:func:`~lmk_rag.store.query.carry_payloads` gives them theirs).
@@ -265,6 +336,6 @@ class QueryPlan:
     limit: int
     filter: Any
     payload_keys: list[str]
-    tuning: SearchTuning = SearchTuning()
+    options: SearchOptions = SearchOptions()
     search: Branch | None = None
     mmr_lambda: float | None = None

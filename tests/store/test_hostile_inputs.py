@@ -32,7 +32,7 @@ from lmk_rag.errors import (
     StoreUnavailableError,
     VectorSizeError,
 )
-from lmk_rag.store import FieldCondition, Filter, LandmarkStore, NodeRecord
+from lmk_rag.store import FieldCondition, Filter, LandmarkStore, NodeRecord, ServerOptions, StorageOptions
 
 LMK_RAG = str(Path(sys.executable).parent / "lmk-rag")
 
@@ -228,9 +228,9 @@ def test_bad_store_openings(tmp_path: Path, minilm_encoder) -> None:
         (lambda: LandmarkStore(tmp_path / "missing", read_only=True), StoreError),
         (lambda: LandmarkStore(url="http://127.0.0.1:9", create=False), StoreUnavailableError),
         (lambda: LandmarkStore(tmp_path / "a", url="http://127.0.0.1:9"), InvalidInputError),
-        (lambda: LandmarkStore(tmp_path / "q", quantization="int4"), InvalidInputError),
+        (lambda: LandmarkStore(tmp_path / "q", storage=StorageOptions(quantization="int4")), InvalidInputError),
         (lambda: LandmarkStore(tmp_path / "al", alpha=2), InvalidInputError),
-        (lambda: LandmarkStore(tmp_path / "s", shard_number=2), InvalidInputError),
+        (lambda: LandmarkStore(tmp_path / "s", server=ServerOptions(shard_number=2)), InvalidInputError),
     ]
     for make, error in cases:
         with pytest.raises(error):

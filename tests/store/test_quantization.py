@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from lmk_rag.store import StorageOptions
+
 QUERIES = ["copy files between hosts", "print the lines that match a pattern", "show disk usage of a folder"]
 
 
@@ -13,7 +15,7 @@ QUERIES = ["copy files between hosts", "print the lines that match a pattern", "
 def test_quantized_multivectors_give_the_float32_hits_and_scores(open_store, doc_records, minilm_encoder,
                                                                  quantization: str) -> None:
     exact = open_store("float32")
-    quantized = open_store(f"q-{quantization}", quantization=quantization)
+    quantized = open_store(f"q-{quantization}", storage=StorageOptions(quantization=quantization))
     assert quantized.settings["quantization"] == quantization
     for store in (exact, quantized):
         for doc_id, records in doc_records.items():

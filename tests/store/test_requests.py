@@ -23,7 +23,7 @@ from lmk_rag.store.types import (
     CollectionSpec,
     PointData,
     ScoredPointData,
-    SearchTuning,
+    SearchOptions,
     ServerOptions,
     SparseVector,
     Storage,
@@ -157,16 +157,16 @@ def test_create_collection_request_places_and_compresses_each_vector():
 
 
 def test_search_tuning_becomes_the_dense_searches_params():
-    oversampled = query_requests(_plan(tuning=SearchTuning(hnsw_ef=32, oversampling=3.0)))
+    oversampled = query_requests(_plan(options=SearchOptions(hnsw_ef=32, oversampling=3.0)))
     (prefetch_node, prefetch_bm25), rerank = oversampled[0].prefetch, oversampled[0]
     assert prefetch_node.params.hnsw_ef == 32 and prefetch_node.params.quantization.oversampling == 3.0
     assert prefetch_node.params.quantization.rescore is True
     assert prefetch_bm25.params is None and rerank.params.quantization.rescore is True  # TurboQuant needs it said
-    exact = query_requests(_plan(tuning=SearchTuning(exact=True)))
+    exact = query_requests(_plan(options=SearchOptions(exact=True)))
     assert exact[0].prefetch[0].params.exact is True and exact[0].prefetch[0].params.quantization.ignore is True
     assert exact[0].params.exact is True  # the rerank skips the quantized copies too
     assert [r.params for r in query_requests(_plan())][1] is None  # the plain BM25 search
-    assert [r.params for r in query_requests(_plan(tuning=SearchTuning(hnsw_ef=8)), local=True)] == [None, None]
+    assert [r.params for r in query_requests(_plan(options=SearchOptions(hnsw_ef=8)), local=True)] == [None, None]
 
 
 def test_upload_request_is_batched_and_parallel():
@@ -196,7 +196,7 @@ def test_fused_plan_is_one_batch_of_the_rerank_and_a_plain_bm25_search():
     lexical = query_requests(_plan(alpha=0.0))  # BM25 alone over the whole collection
     assert [(r.using, r.prefetch) for r in lexical] == [("bm25", None)]
     plain = query_requests(_plan(sparse=None, scorer=Branch("node", [0.1, 0.2]),
-                                      tuning=SearchTuning(hnsw_ef=64)))
+                                      options=SearchOptions(hnsw_ef=64)))
     assert [(r.using, r.prefetch, r.params.hnsw_ef) for r in plain] == [("node", None, 64)]
     stop_words = query_requests(_plan(sparse=SparseVector([], [])))  # a query of stop words only: dense alone
     assert [r.using for r in stop_words] == ["chunks"] and [p.using for p in stop_words[0].prefetch] == ["node"]

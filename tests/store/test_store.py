@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, VectorSizeError
-from lmk_rag.store import FieldCondition, Filter, NodeRecord
+from lmk_rag.store import FieldCondition, Filter, NodeRecord, SearchOptions
 from lmk_rag.store.query import DEFAULT_ALPHA
 from lmk_rag.store.records import node_point_id
 
@@ -235,7 +235,7 @@ def test_hits_read_after_ranking_are_the_hits_of_one_call_and_never_a_marker(ope
     hits' payloads after (one call more); a server search gets them with the candidates. Both give the same hits.
     No search filters on ``kind``: a marker, which carries the document's metadata too, has no vectors, so even a
     search whose filter the markers match and whose candidates are every node returns nodes alone."""
-    store = open_store(prefetch_limit=1000)
+    store = open_store(search=SearchOptions(prefetch_limit=1000))
     _fill(store, doc_records)
     even = sum(len(records) for records in doc_records.values() if records[0].metadata["group"] == "even")
     searches = [{"k": 5}, {"k": 5, "doc_level": False, "rerank": "none"},
@@ -260,7 +260,7 @@ def test_reranked_hits_rank_ties_by_point_id(open_store, doc_records, docs) -> N
               for doc_id, records in doc_records.items() for tag in ("", "~a", "~b")}  # triplets: ties everywhere
     runs = []
     for name in ("first", "second"):
-        store = open_store(name, prefetch_limit=1000)
+        store = open_store(name, search=SearchOptions(prefetch_limit=1000))
         store.upsert_documents(copies.items())  # one write: Edge stores its points in a random internal order
         runs.append([[(h.node_id, h.score) for h in store.search(_first_sentence(text), k=5, doc_level=False)]
                      for text in docs.values()])
