@@ -44,7 +44,7 @@ from lmk_rag.eval.cache import cache_path
 from lmk_rag.eval.states import encode_states_cached, states_key
 from lmk_rag.nodes import group_chunks
 from lmk_rag.paths import user_cache_dir
-from lmk_rag.store import LandmarkStore, NodeRecord
+from lmk_rag.store import LandmarkStore, NodeRecord, SearchOptions, StorageOptions
 from lmk_rag.store.space import shard_bytes
 
 ROOT = Path(__file__).resolve().parent
@@ -108,7 +108,7 @@ def build(folder: Path, encoder: LandmarkEncoder, docs: list[list[NodeRecord]], 
           storage: dict[str, Any]) -> dict[str, float]:
     """Create a store, write ``size`` replicated nodes and build its index; timings and the size on disk."""
     load = os.getloadavg()[0]
-    with LandmarkStore(folder, encoder=encoder, **storage) as store:
+    with LandmarkStore(folder, encoder=encoder, storage=StorageOptions(**storage)) as store:
         start = time.perf_counter()
         written = store.upsert_documents(replicated(docs, size), document_batch_size=64)
         write_s = time.perf_counter() - start
@@ -144,7 +144,7 @@ def probe(folder: Path, queries_file: Path, oversampling: float | None, repeats:
     texts = json.loads(str(arrays["texts"]))
     queries = [SimpleNamespace(vector=arrays[f"v{i}"], chunk_vectors=arrays[f"c{i}"]) for i in range(len(texts))]
     row: dict[str, float] = {"load_query": os.getloadavg()[0]}
-    with LandmarkStore(folder, read_only=True, oversampling=oversampling) as store:
+    with LandmarkStore(folder, read_only=True, search=SearchOptions(oversampling=oversampling)) as store:
         row["open_RssAnon"] = memory()["RssAnon"]
         hits: dict[str, list[list[str]]] = {}
         for mode, (with_text, alpha) in TIMED.items():
@@ -161,7 +161,7 @@ def probe(folder: Path, queries_file: Path, oversampling: float | None, repeats:
             row[f"{mode}_p50"], row[f"{mode}_p95"] = np.percentile(times, 50), np.percentile(times, 95)
             row[f"{mode}_majflt"] = (resource.getrusage(resource.RUSAGE_SELF).ru_majflt - faults) / len(times)
         row.update(memory())
-        with LandmarkStore(folder, read_only=True, exact=True) as exact:
+        with LandmarkStore(folder, read_only=True, search=SearchOptions(exact=True)) as exact:
             for mode, with_text in (("fused", True), ("dense", False)):
                 overlaps = []
                 for query, text, got in zip(queries, texts, hits[mode]):

@@ -32,7 +32,7 @@ from lmk_rag.eval.sample import subsample
 from lmk_rag.eval.states import encode_states_cached
 from lmk_rag.nodes import group_chunks
 from lmk_rag.paths import user_cache_dir
-from lmk_rag.store import LandmarkStore, NodeRecord
+from lmk_rag.store import LandmarkStore, NodeRecord, StorageOptions
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 CACHE = user_cache_dir("eval")
@@ -194,7 +194,8 @@ def main() -> None:
             shutil.rmtree(folder, ignore_errors=True)
         if size == min(args.sizes) and reference is not None:
             folder = tempfile.mkdtemp(prefix="lmk_bench_int8_")
-            with LandmarkStore(folder, encoder=encoder, quantization="int8", bm25=False) as store:
+            int8 = StorageOptions(quantization="int8")
+            with LandmarkStore(folder, encoder=encoder, storage=int8, bm25=False) as store:
                 build(store, docs, size)
                 p50, p95, results = latencies(store, queries, query_texts, "dense", 1)
             shutil.rmtree(folder, ignore_errors=True)

@@ -24,7 +24,7 @@ from lmk_rag.cli.files import DEFAULT_GLOBS, SourceFile, collect_files, read_tex
 from lmk_rag.cli.root import app
 from lmk_rag.cli.runtime import backend_option, dtype_option, runtime_settings
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, StoreNotFoundError
-from lmk_rag.store.types import DEFAULT_COLLECTION, Hit
+from lmk_rag.store.types import DEFAULT_COLLECTION, Hit, StorageOptions
 
 EVERYDAY = "Everyday commands"
 #: ``--filter`` values read as numbers (see :func:`filter_value`).
@@ -211,10 +211,10 @@ def ingest(
 
             encoder = LandmarkEncoder(**runtime_settings(backend, dtype))
         mode = "static" if static else None
-        storage = {"quantization": quantization, "node_quantization": node_quantization, "on_disk": on_disk,
-                   "hnsw_on_disk": hnsw_on_disk}
+        storage = StorageOptions(quantization=quantization, node_quantization=node_quantization, on_disk=on_disk,
+                                 hnsw_on_disk=hnsw_on_disk)
         with open_store(store, url, location, collection_name, bm25=bm25, encoder=encoder, mode=mode,
-                        **storage) as target:
+                        storage=storage) as target:
             changes = target.changes(documents)
             gone = _gone(target, [p for p in paths if p.is_dir()]) if sync else []
             nodes = target.add_documents(documents, document_batch_size=document_batch_size, show_progress_bar=True,

@@ -14,7 +14,7 @@ import inspect
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -160,6 +160,11 @@ class LandmarkStore:
         **unknown: Any,
     ) -> None:
         """Open or create the store (see the class docstring)."""
+        for name, kind in (("storage", StorageOptions), ("search", SearchOptions), ("server", ServerOptions)):
+            grouped = sorted(set(unknown) & {option.name for option in fields(kind)})
+            if grouped:
+                raise TypeError(f"LandmarkStore() takes {', '.join(grouped)} in {name}={kind.__name__}(...), e.g. "
+                                f"{name}={kind.__name__}({grouped[0]}=...)")
         refuse_unknown("LandmarkStore()", unknown, set(inspect.signature(LandmarkStore).parameters) - {"unknown"})
         for name, given, kind in (("storage", storage, StorageOptions), ("search", search, SearchOptions),
                                   ("server", server, ServerOptions)):

@@ -96,12 +96,12 @@ def test_an_edge_store_has_no_client_and_refuses_server_options(tmp_path: Path, 
 ])
 def test_server_options_that_cannot_apply_are_refused(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidInputError, match=message):
-        LandmarkStore(location=":memory:", **kwargs)
+        LandmarkStore(location=":memory:", server=ServerOptions(**kwargs))
 
 
 def test_client_options_beside_a_ready_client_are_refused() -> None:
     with pytest.raises(InvalidInputError, match="configured already"):
-        LandmarkStore(client=QdrantClient(":memory:"), client_kwargs={"https": True})
+        LandmarkStore(client=QdrantClient(":memory:"), server=ServerOptions(client_kwargs={"https": True}))
 
 
 @pytest.mark.parametrize("kwargs", [{"enable_hybrid": "yes"}, {"index_doc_id": 0}, {"text_key": 5}],
@@ -141,7 +141,7 @@ def test_batch_size_is_points_per_upsert_request(embed_model: LandmarkEmbedding)
 
 def test_failed_upserts_are_sent_again_max_retries_times(monkeypatch, caplog) -> None:
     monkeypatch.setattr(server, "RETRY_PAUSE", 0.0)
-    unreachable = server.ServerBackend("http://127.0.0.1:9", None, None, None, "docs",
+    unreachable = server.ServerBackend("http://127.0.0.1:9", None, None, None, None, "docs",
                                        ServerOptions(max_retries=2, timeout=1,
                                                      client_kwargs={"check_compatibility": False}), 64)
     point = server.PointData("6f1d3c52-7f4e-4a55-9a38-5b1f0c2d9e10", {}, {})

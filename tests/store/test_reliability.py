@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from lmk_rag.cli import app
 from lmk_rag.cli.store import filter_value
 from lmk_rag.errors import CorruptStoreError, InvalidInputError
-from lmk_rag.store import FieldCondition, Filter, LandmarkStore
+from lmk_rag.store import FieldCondition, Filter, LandmarkStore, SearchOptions
 
 
 @pytest.fixture
@@ -38,7 +38,6 @@ def _state(store: LandmarkStore) -> tuple[Any, ...]:
 
 @pytest.mark.parametrize("kwargs", [
     {"node_tokens": 0}, {"node_tokens": True}, {"node_tokens": "256"}, {"node_tokens": -1},
-    {"hnsw_ef": -1}, {"hnsw_ef": "x"}, {"hnsw_ef": 0}, {"prefetch_limit": "x"}, {"prefetch_limit": 0},
     {"batch_size": -1}, {"batch_size": 0}, {"batch_size": "8"}, {"batch_size": 2.0},
     {"document_batch_size": 0}, {"document_batch_size": "8"}, {"bm25": "yes"}, {"bm25": 1},
 ], ids=lambda kwargs: "-".join(f"{k}={v!r}" for k, v in kwargs.items()))
@@ -48,6 +47,14 @@ def test_bad_constructor_numbers_are_refused_before_anything_is_created(tmp_path
     with pytest.raises(InvalidInputError, match=name):
         LandmarkStore(tmp_path / "new", encoder=minilm_encoder, **kwargs)
     assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("kwargs", [{"hnsw_ef": -1}, {"hnsw_ef": "x"}, {"hnsw_ef": 0}, {"prefetch_limit": "x"},
+                                    {"prefetch_limit": 0}],
+                         ids=lambda kwargs: "-".join(f"{k}={v!r}" for k, v in kwargs.items()))
+def test_bad_search_numbers_are_refused_when_the_options_are_made(kwargs) -> None:
+    with pytest.raises(InvalidInputError, match=next(iter(kwargs))):
+        SearchOptions(**kwargs)
 
 
 @pytest.mark.parametrize("batch_size", [-1, 0, "8", True])
@@ -575,7 +582,7 @@ def test_bm25_speaks_the_stores_language(tmp_path: Path, minilm_encoder) -> None
                          ids=["typo", "collection", "enable_hybrid"])
 def test_unknown_keyword_arguments_are_a_type_error_naming_the_valid_ones(tmp_path: Path, kwargs, hint) -> None:
     """LandmarkVectorStore's own: tests/integrations/test_constructor.py."""
-    with pytest.raises(TypeError, match=r"LandmarkStore\(\) got unexpected keyword argument.*prefer_grpc") as caught:
+    with pytest.raises(TypeError, match=r"LandmarkStore\(\) got unexpected keyword argument.*search, server") as caught:
         LandmarkStore(tmp_path / "s", **kwargs)
     assert hint in str(caught.value) and "Backend" not in str(caught.value)
     assert not (tmp_path / "s").exists()

@@ -5,6 +5,7 @@ never moves a hit: Qdrant rescores the candidates with the original vectors."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,15 @@ def test_bad_options_are_refused_when_made(options: type, given: dict, message: 
 def test_options_of_the_wrong_kind_are_refused_before_anything_is_made(tmp_path: Path, given: dict) -> None:
     name = next(iter(given))
     with pytest.raises(InvalidInputError, match=f"{name} must be a .*Options, got .*: e.g. {name}="):
+        LandmarkStore(tmp_path / "s", **given)
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize("given, home", [({"quantization": "int8"}, "storage=StorageOptions"),
+                                         ({"prefetch_limit": 50, "exact": True}, "search=SearchOptions"),
+                                         ({"timeout": 5}, "server=ServerOptions")])
+def test_a_grouped_option_given_flat_names_its_option_object(tmp_path: Path, given: dict, home: str) -> None:
+    with pytest.raises(TypeError, match=re.escape(home)):
         LandmarkStore(tmp_path / "s", **given)
     assert not (tmp_path / "s").exists()
 

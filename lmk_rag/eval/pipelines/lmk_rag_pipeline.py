@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Pipeline settings in ``options.encoder`` that go to the store, not the encoder (the storage ones are the
 #: store's :data:`~lmk_rag.store.settings.STORAGE_KEYS`).
 STORE_SETTINGS = ("static_model", "prefetch_limit", "alpha", "oversampling", "exact", "quantization",
-                  "node_quantization", "on_disk", "hnsw_on_disk")
+                  "node_quantization", "on_disk", "hnsw_on_disk", "hnsw_m", "ef_construct")
 #: The ``k`` of a product query, whose prefetch depth every search uses.
 PRODUCT_K = 10
 
@@ -85,6 +85,7 @@ class LmkRagPipeline:
         from lmk_rag.store import LandmarkStore
         from lmk_rag.store.cutting import records_from_encoding
         from lmk_rag.store.settings import STORAGE_KEYS
+        from lmk_rag.store.types import SearchOptions, StorageOptions
 
         self._encoder = landmark_encoder(
             self.options, {key: value for key, value in self.options.encoder.items() if key not in STORE_SETTINGS}
@@ -103,10 +104,11 @@ class LmkRagPipeline:
             bm25=self.bm25,
             alpha=self._store_option("alpha", self.alpha),
             static_encoder=static_encoder,
-            prefetch_limit=self._prefetch_limit,
-            oversampling=self._store_option("oversampling", None),
-            exact=bool(self._store_option("exact", False)),
-            **{key: self.options.encoder[key] for key in STORAGE_KEYS if key in self.options.encoder},
+            search=SearchOptions(prefetch_limit=self._prefetch_limit,
+                                 oversampling=self._store_option("oversampling", None),
+                                 exact=bool(self._store_option("exact", False))),
+            storage=StorageOptions(**{key: self.options.encoder[key] for key in STORAGE_KEYS
+                                      if key in self.options.encoder}),
         )
         weakref.finalize(self, _drop_store, self._store, folder)
 

@@ -53,13 +53,14 @@ class StaticStorePipeline:
         :return: the time to encode, write and index (never cached).
         """
         from lmk_rag.static.documents import StaticDocumentEncoder
-        from lmk_rag.store import LandmarkStore
+        from lmk_rag.store import LandmarkStore, SearchOptions
 
         settings = {key: self.options.encoder[key] for key in ENCODER_SETTINGS if key in self.options.encoder}
         start = time.perf_counter()
         folder = tempfile.mkdtemp(prefix="lmk_rag_eval_static_store_")
         self._store = LandmarkStore(folder, encoder=StaticDocumentEncoder(**settings),
-                                    alpha=self.options.encoder.get("alpha"), prefetch_limit=self._prefetch_limit)
+                                    alpha=self.options.encoder.get("alpha"),
+                                    search=SearchOptions(prefetch_limit=self._prefetch_limit))
         weakref.finalize(self, _drop_store, self._store, folder)
         documents = [(str(index), text, None) for index, text in enumerate(docs)]
         self._store.add_documents(documents, show_progress_bar=self.options.show_progress, skip_unchanged=False)

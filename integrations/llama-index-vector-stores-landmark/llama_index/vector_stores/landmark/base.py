@@ -6,7 +6,7 @@ import inspect
 import logging
 import warnings
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -42,6 +42,9 @@ from lmk_rag.store import (
     LandmarkStore,
     NodeRecord,
     Rerank,
+    SearchOptions,
+    ServerOptions,
+    StorageOptions,
     StoreMode,
     check_rerank,
     clean_metadata,
@@ -93,6 +96,15 @@ UNSUPPORTED = {
 }
 """``QdrantVectorStore`` arguments with no meaning here, and why (given, even as None, they raise
 ``NotImplementedError``)."""
+
+
+def _open_store(embed_model: LandmarkEmbedding | None, arguments: dict[str, Any]) -> LandmarkStore:
+    """The :class:`LandmarkStore` the flat arguments describe: storage, search and server options grouped into the
+    store's option objects."""
+    grouped = {name: kind(**{key: arguments.pop(key) for key in [field.name for field in fields(kind)]
+                             if key in arguments})
+               for name, kind in (("storage", StorageOptions), ("search", SearchOptions), ("server", ServerOptions))}
+    return LandmarkStore(encoder=embed_model.encoder if embed_model is not None else None, **arguments, **grouped)
 
 
 def refuse_unsupported(arguments: dict[str, Any]) -> None:
@@ -252,10 +264,8 @@ class LandmarkVectorStore(BasePydanticVectorStore):
             raise InvalidInputError(f"give either store= or the arguments that open one ({', '.join(given)}), not both")
         super().__init__(rerank=None if rerank is None else check_rerank(rerank))
         self._owns_store = store is None
-        self._store = store or LandmarkStore(
-            encoder=embed_model.encoder if embed_model is not None else None,
-            **{name: value for name, value in opening.items() if value is not None},
-        )
+        self._store = store or _open_store(embed_model, {name: value for name, value in opening.items()
+                                                         if value is not None})
         self._embed_model = embed_model
         self._hybrid_fusion_fn = hybrid_fusion_fn
         given = {"payload_indexes": payload_indexes, "prefer_grpc": prefer_grpc, "timeout": timeout,
