@@ -240,6 +240,12 @@ def evaluate(corpus: Corpus, rankings: list[list[int]]) -> dict[str, dict[str, f
     return per_query_metrics(data.qrels, run)
 
 
+def ndcg_per_query(corpus: Corpus, rankings: dict[str, list[list[int]]]) -> dict[str, dict[str, float]]:
+    """Each variant's nDCG@10 by query id, from its document rankings (one per query, in the set's query order)."""
+    return {name: {qid: row["ndcg@10"] for qid, row in evaluate(corpus, ranked).items()}
+            for name, ranked in rankings.items()}
+
+
 def print_against_base(per_query: dict[str, dict[str, float]]) -> None:
     """Print each variant's mean and its paired difference to ``base`` [95% interval], one line each.
 

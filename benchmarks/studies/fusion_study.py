@@ -24,19 +24,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import common
 import numpy as np
-from common import (
-    SETS,
-    Bm25Index,
-    Corpus,
-    chunk_maxsim,
-    corpus_of,
-    doc_ranking,
-    document_chunk_sums,
-    evaluate,
-    query_terms,
-    store_ranking,
-)
 
 from lmk_rag.eval.beir import load_beir
 
@@ -86,13 +75,13 @@ def tokenizers() -> dict[str, Callable[[str], dict]]:
 
 
 def counts_index(counts: Sequence[dict], avg_len: float | None = None, k1: float = 1.2, b: float = 0.75
-                 ) -> Bm25Index:
+                 ) -> common.Bm25Index:
     """BM25 of raw term counts at the store's k1 and b and a chosen average length (None: the true one), for the
     variants the store's BM25 model does not offer (other tokenisations, the true average length)."""
     lengths = np.array([sum(terms.values()) for terms in counts], dtype=np.float64)
     average = avg_len or max(1.0, lengths.mean())
     norms = k1 * (1 - b + b * lengths / average)
-    return Bm25Index.of_rows([{term: n * (k1 + 1) / (n + norm) for term, n in terms.items()}
+    return common.Bm25Index.of_rows([{term: n * (k1 + 1) / (n + norm) for term, n in terms.items()}
                               for terms, norm in zip(counts, norms)])
 
 
@@ -120,7 +109,7 @@ def fuse(kind: str, alpha: float, dense: np.ndarray, bm25: np.ndarray) -> np.nda
     raise ValueError(kind)
 
 
-def study(corpus: Corpus, prefetch: int, alphas: Sequence[float], kinds: Sequence[str]) -> dict[str, dict]:
+def study(corpus: common.Corpus, prefetch: int, alphas: Sequence[float], kinds: Sequence[str]) -> dict[str, dict]:
     """Every variant's per-query nDCG@10 and R@1."""
     toks = tokenizers()
     contexts_for = ("edge-english", "edge-code")
@@ -150,17 +139,18 @@ def study(corpus: Corpus, prefetch: int, alphas: Sequence[float], kinds: Sequenc
     for q in range(len(corpus.data.query_ids)):
         dense_all = corpus.node_vectors @ corpus.query_vectors[q]
         dense_top = np.argsort(-dense_all, kind="stable")[:prefetch]
-        ms = chunk_maxsim(corpus, corpus.query_chunks[q])
-        add("alpha1 (dense prefetch only)", doc_ranking(dense_top, ms[dense_top], corpus.node_doc))
+        ms = common.chunk_maxsim(corpus, corpus.query_chunks[q])
+        add("alpha1 (dense prefetch only)", common.doc_ranking(dense_top, ms[dense_top], corpus.node_doc))
         for name in node_idx:
             node_bm25 = node_idx[name].scores(queries[name][q])
             doc_bm25 = doc_idx[name].scores(queries[name][q])
             bm_top = np.argsort(-node_bm25, kind="stable")[:prefetch]
             bm_top = bm_top[node_bm25[bm_top] > 0]
             cand = np.union1d(dense_top, bm_top)
-            add(f"{name} node-bm25 alone (top {prefetch})", doc_ranking(bm_top, node_bm25[bm_top], corpus.node_doc))
+            add(f"{name} node-bm25 alone (top {prefetch})",
+                common.doc_ranking(bm_top, node_bm25[bm_top], corpus.node_doc))
             add(f"{name} doc-bm25 alone", list(np.argsort(-doc_bm25, kind="stable")[:10]))
-            add(f"{name} alpha1 (union prefetch)", doc_ranking(cand, ms[cand], corpus.node_doc))
+            add(f"{name} alpha1 (union prefetch)", common.doc_ranking(cand, ms[cand], corpus.node_doc))
             # document BM25 restricted to its top `prefetch` documents (a doc-level text query's list)
             doc_top = np.argsort(-doc_bm25, kind="stable")[:prefetch]
             doc_known = np.zeros(n_docs)
@@ -169,27 +159,27 @@ def study(corpus: Corpus, prefetch: int, alphas: Sequence[float], kinds: Sequenc
                 for alpha in alphas:
                     for level, bm25 in (("node", node_bm25[cand]), ("doc", doc_known[corpus.node_doc[cand]])):
                         if kind == "max":
-                            ranking = store_ranking(cand, ms[cand], bm25, corpus.query_chunks[q], alpha,
+                            ranking = common.store_ranking(cand, ms[cand], bm25, corpus.query_chunks[q], alpha,
                                                     corpus.node_doc)
                         else:
-                            ranking = doc_ranking(cand, fuse(kind, alpha, ms[cand], bm25), corpus.node_doc)
+                            ranking = common.doc_ranking(cand, fuse(kind, alpha, ms[cand], bm25), corpus.node_doc)
                         add(f"{name} {level} {kind} a={alpha}", ranking)
     out = {}
     for name, rankings in variants.items():
-        per_query = evaluate(corpus, rankings)
+        per_query = common.evaluate(corpus, rankings)
         out[name] = {qid: [m["ndcg@10"], m["recall@1"]] for qid, m in per_query.items()}
     return out
 
 
-def decide(corpus: Corpus, depths: Sequence[int], alphas: Sequence[float]) -> dict[str, dict]:
+def decide(corpus: common.Corpus, depths: Sequence[int], alphas: Sequence[float]) -> dict[str, dict]:
     """The store's own choices at the product's settings: Qdrant's BM25 vectors (average length 256, as the
     store writes them) with word or code tokens, ``max`` fusion, prefetch depth, the document-vector branch."""
     tokenizer = {"edge-english": "word", "edge-code": "code"}  # the store's BM25 model (average length 256)
     names = list(tokenizer)
-    node_idx = {name: Bm25Index.of_store(corpus.node_texts, tokenizer[name]) for name in names}
-    queries = {name: query_terms(corpus.data.query_texts, tokenizer[name]) for name in names}
-    pair_idx = Bm25Index.of_store(corpus.pair_texts, "code")
-    doc_vectors, _ = document_chunk_sums(corpus)
+    node_idx = {name: common.Bm25Index.of_store(corpus.node_texts, tokenizer[name]) for name in names}
+    queries = {name: common.query_terms(corpus.data.query_texts, tokenizer[name]) for name in names}
+    pair_idx = common.Bm25Index.of_store(corpus.pair_texts, "code")
+    doc_vectors, _ = common.document_chunk_sums(corpus)
     doc_vectors /= np.linalg.norm(doc_vectors, axis=1, keepdims=True)
     node_doc_vectors = doc_vectors[corpus.node_doc]
     variants: dict[str, list[list[int]]] = {}
@@ -200,11 +190,11 @@ def decide(corpus: Corpus, depths: Sequence[int], alphas: Sequence[float]) -> di
     for q in range(len(corpus.data.query_ids)):
         dense_all = corpus.node_vectors @ corpus.query_vectors[q]
         by_doc = node_doc_vectors @ corpus.query_vectors[q]
-        ms = chunk_maxsim(corpus, corpus.query_chunks[q])
+        ms = common.chunk_maxsim(corpus, corpus.query_chunks[q])
         for depth in depths:
             dense_top = np.argsort(-dense_all, kind="stable")[:depth]
             doc_top = np.argsort(-by_doc, kind="stable")[:depth]
-            add(f"dense only, depth {depth}", doc_ranking(dense_top, ms[dense_top], corpus.node_doc))
+            add(f"dense only, depth {depth}", common.doc_ranking(dense_top, ms[dense_top], corpus.node_doc))
             for name in names:
                 bm25 = node_idx[name].scores(queries[name][q])
                 bm_top = np.argsort(-bm25, kind="stable")[:depth]
@@ -215,30 +205,33 @@ def decide(corpus: Corpus, depths: Sequence[int], alphas: Sequence[float]) -> di
                     known[bm_top] = bm25[bm_top]
                     for alpha in alphas:
                         add(f"edge-code bm25-top-only depth {depth} a={alpha}",
-                            store_ranking(cand, ms[cand], known[cand], corpus.query_chunks[q], alpha, corpus.node_doc))
+                            common.store_ranking(cand, ms[cand], known[cand], corpus.query_chunks[q], alpha,
+                                                 corpus.node_doc))
                     pair = np.maximum(bm25, pair_idx.scores(queries[name][q]))
                     pair_top = np.argsort(-pair, kind="stable")[:depth]
                     cand = np.union1d(dense_top, pair_top[pair[pair_top] > 0])
                     for alpha in alphas:
                         add(f"edge-code max(node, pair) depth {depth} a={alpha}",
-                            store_ranking(cand, ms[cand], pair[cand], corpus.query_chunks[q], alpha, corpus.node_doc))
+                            common.store_ranking(cand, ms[cand], pair[cand], corpus.query_chunks[q], alpha,
+                                                 corpus.node_doc))
                 for docs in (False, True):
                     cand = np.union1d(dense_top, bm_top)
                     cand = np.union1d(cand, doc_top) if docs else cand
                     tag = f"{name} depth {depth}{' +document' if docs else ''}"
                     for alpha in alphas:
                         add(f"{tag} a={alpha}",
-                            store_ranking(cand, ms[cand], bm25[cand], corpus.query_chunks[q], alpha, corpus.node_doc))
+                            common.store_ranking(cand, ms[cand], bm25[cand], corpus.query_chunks[q], alpha,
+                                                 corpus.node_doc))
     out = {}
     for name, rankings in variants.items():
-        per_query = evaluate(corpus, rankings)
+        per_query = common.evaluate(corpus, rankings)
         out[name] = {qid: [m["ndcg@10"], m["recall@1"]] for qid, m in per_query.items()}
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("sets", nargs="+", choices=sorted(SETS))
+    parser.add_argument("sets", nargs="+", choices=sorted(common.SETS))
     parser.add_argument("--prefetch", type=int, default=100)
     parser.add_argument("--alphas", default="0.3,0.4,0.5,0.6,0.7,0.8,0.9")
     parser.add_argument("--kinds", default="minmax,max,z")
@@ -252,7 +245,7 @@ def main() -> None:
     for name in args.sets:
         start = time.perf_counter()
         settings = {} if args.granularity is None else {"granularity": args.granularity}
-        corpus = corpus_of(load_beir(SETS[name]), **settings)
+        corpus = common.corpus_of(load_beir(common.SETS[name]), **settings)
         print(f"{name}: {len(corpus.data.doc_texts)} docs, {len(corpus.node_doc)} nodes, "
               f"{len(corpus.data.query_ids)} queries ({time.perf_counter() - start:.0f} s)", flush=True)
         if args.decide:

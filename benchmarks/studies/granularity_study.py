@@ -27,21 +27,8 @@ import json
 import time
 from pathlib import Path
 
+import common
 import numpy as np
-from common import (
-    SETS,
-    Bm25Index,
-    Corpus,
-    chunk_maxsim,
-    corpus_of,
-    doc_ranking,
-    document_chunk_sums,
-    evaluate,
-    print_against_base,
-    query_terms,
-    store_candidates,
-    store_scores,
-)
 
 from lmk_rag.eval.beir import load_beir
 from lmk_rag.store.query import DEFAULT_ALPHA
@@ -61,11 +48,11 @@ GATES = ((0.5, 0.02, 0.08), (0.5, 0.03, 0.12), (0.75, 0.02, 0.08), (0.75, 0.03, 
 class Study:
     """A set's nodes with their BM25 index and document vectors."""
 
-    def __init__(self, corpus: Corpus) -> None:
+    def __init__(self, corpus: common.Corpus) -> None:
         self.corpus = corpus
-        self.bm25 = Bm25Index.of_store(corpus.node_texts)
-        self.query_terms = query_terms(corpus.data.query_texts)
-        sums, _ = document_chunk_sums(corpus)
+        self.bm25 = common.Bm25Index.of_store(corpus.node_texts)
+        self.query_terms = common.query_terms(corpus.data.query_texts)
+        sums, _ = common.document_chunk_sums(corpus)
         self.rows = self.bm25.weights.tocsr()
         self.coverages: list[float] = []
         self.doc_vectors = sums / np.maximum(np.linalg.norm(sums, axis=1), 1e-12)[:, None]
@@ -89,10 +76,10 @@ class Study:
         corpus = self.corpus
         vector, chunks = corpus.query_vectors[query], corpus.query_chunks[query]
         bm25 = self.bm25.scores(self.query_terms[query])
-        nodes = store_candidates(corpus.node_vectors, vector, bm25)
-        chunk = chunk_maxsim(corpus, chunks)[nodes]
+        nodes = common.store_candidates(corpus.node_vectors, vector, bm25)
+        chunk = common.chunk_maxsim(corpus, chunks)[nodes]
         lexical = bm25[nodes]
-        base = store_scores(nodes, chunk, lexical, chunks, DEFAULT_ALPHA, corpus.node_doc)
+        base = common.store_scores(nodes, chunk, lexical, chunks, DEFAULT_ALPHA, corpus.node_doc)
         node = corpus.node_vectors[nodes] @ vector
         doc = self.doc_vectors[corpus.node_doc[nodes]] @ vector
         top_bm25 = lexical.max() if lexical.max() > 0 else 1.0
@@ -125,34 +112,33 @@ class Study:
         return {name: (nodes, values) for name, values in out.items()}
 
 
-def study(corpus: Corpus) -> dict[str, dict[str, float]]:
+def study(corpus: common.Corpus) -> dict[str, dict[str, float]]:
     """Every variant's per-query nDCG@10, by query id."""
     scorer = Study(corpus)
     rankings: dict[str, list[list[int]]] = {}
     for query in range(len(corpus.data.query_ids)):
         for name, (nodes, values) in scorer.scores(query).items():
-            rankings.setdefault(name, []).append(doc_ranking(nodes, np.round(values, 6), corpus.node_doc))
+            rankings.setdefault(name, []).append(common.doc_ranking(nodes, np.round(values, 6), corpus.node_doc))
     print("  coverage of the best BM25 node, percentiles 10/25/50/75/90:",
           np.percentile(scorer.coverages, [10, 25, 50, 75, 90]).round(3), flush=True)
-    return {name: {qid: row["ndcg@10"] for qid, row in evaluate(corpus, ranked).items()}
-            for name, ranked in rankings.items()}
+    return common.ndcg_per_query(corpus, rankings)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("sets", nargs="+", choices=sorted(SETS))
+    parser.add_argument("sets", nargs="+", choices=sorted(common.SETS))
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     for name in args.sets:
         start = time.perf_counter()
-        corpus = corpus_of(load_beir(SETS[name]))
+        corpus = common.corpus_of(load_beir(common.SETS[name]))
         print(f"{name}: {len(corpus.data.doc_texts)} docs, {len(corpus.node_doc)} nodes, "
               f"{len(corpus.data.query_ids)} queries ({time.perf_counter() - start:.0f} s)", flush=True)
         per_query = study(corpus)
         results[name] = per_query
         args.out.write_text(json.dumps(results))
-        print_against_base(per_query)
+        common.print_against_base(per_query)
 
 
 if __name__ == "__main__":

@@ -40,23 +40,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import common
 import numpy as np
-from common import (
-    BENCHMARKS,
-    DATA,
-    SETS,
-    Bm25Index,
-    Corpus,
-    chunk_maxsim,
-    corpus_of,
-    doc_ranking,
-    document_chunk_sums,
-    evaluate,
-    print_against_base,
-    query_terms,
-    store_candidates,
-    store_scores,
-)
 
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.encoder.projection import SHIPPED_PROJECTION_DIR, LinearProjection
@@ -71,8 +56,8 @@ if TYPE_CHECKING:
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
-TRAIN = {"manpages-train": DATA / "manpages-train" / "pairs.jsonl",
-         "perldoc-train": BENCHMARKS / "data" / "perldoc-train" / "pairs.jsonl"}
+TRAIN = {"manpages-train": common.DATA / "manpages-train" / "pairs.jsonl",
+         "perldoc-train": common.BENCHMARKS / "data" / "perldoc-train" / "pairs.jsonl"}
 #: The weights tried: of the document cosine, and of the other two terms.
 DOC_WEIGHTS = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
 WEIGHTS = (0.05, 0.1, 0.2)
@@ -95,12 +80,12 @@ def pairs_dataset(name: str, path: Path) -> BeirDataset:
 class Scored:
     """A set's corpus with what every query's candidates need: BM25, document vectors, static tokens."""
 
-    def __init__(self, corpus: Corpus, static: StaticTokenEncoder) -> None:
+    def __init__(self, corpus: common.Corpus, static: StaticTokenEncoder) -> None:
         self.corpus = corpus
-        self.bm25 = Bm25Index.of_store(corpus.node_texts)
+        self.bm25 = common.Bm25Index.of_store(corpus.node_texts)
         self.bm25_rows = self.bm25.weights.tocsr()
-        self.query_terms = query_terms(corpus.data.query_texts)
-        doc_vectors, counts = document_chunk_sums(corpus)
+        self.query_terms = common.query_terms(corpus.data.query_texts)
+        doc_vectors, counts = common.document_chunk_sums(corpus)
         norms = np.linalg.norm(doc_vectors, axis=1)
         self.doc_vectors = doc_vectors / norms[:, None]
         #: How much a document's chunks agree: the length of their mean vector (1 = all alike; a haystack of
@@ -139,9 +124,9 @@ class Scored:
         """The store's candidates for a query's vector, chunk vectors and BM25 scores (of every node): the
         candidates, their chunk MaxSim and their fused scores."""
         corpus = self.corpus
-        nodes = store_candidates(corpus.node_vectors, vector, bm25)
-        chunk = chunk_maxsim(corpus, chunks)[nodes]
-        return nodes, chunk, store_scores(nodes, chunk, bm25[nodes], chunks, alpha, corpus.node_doc)
+        nodes = common.store_candidates(corpus.node_vectors, vector, bm25)
+        chunk = common.chunk_maxsim(corpus, chunks)[nodes]
+        return nodes, chunk, common.store_scores(nodes, chunk, bm25[nodes], chunks, alpha, corpus.node_doc)
 
     def features(self, query: int, alpha: float = DEFAULT_ALPHA) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The store's candidates for a query, their fused scores and their features (:data:`FEATURES`)."""
@@ -192,7 +177,7 @@ def load(name: str, data: BeirDataset, static: StaticTokenEncoder, query_setting
     """Encode (or load from the eval cache) a set and prepare its scores (``query_settings``: the queries' encoder
     settings where they differ from the documents')."""
     start = time.perf_counter()
-    scored = Scored(corpus_of(data, **encoder_settings), static)
+    scored = Scored(common.corpus_of(data, **encoder_settings), static)
     corpus = scored.corpus
     if query_settings is not None:
         queries = LandmarkEncoder(**query_settings).encode_queries(list(data.query_texts))
@@ -277,16 +262,15 @@ def variants(scored: Scored, combiners: dict[str, Combiner]) -> dict[str, dict[s
         searches = {name: (candidates, values) for name, values in scores.items()}
         searches.update(scored.feedback(q, candidates, fused))
         for name, (nodes, values) in searches.items():
-            rankings.setdefault(name, []).append(doc_ranking(nodes, np.round(values, 6), corpus.node_doc))
+            rankings.setdefault(name, []).append(common.doc_ranking(nodes, np.round(values, 6), corpus.node_doc))
     print("  document-to-node ratio of the best candidate, percentiles 10/25/50/75/90:",
           np.percentile(ratios, [10, 25, 50, 75, 90]).round(3), flush=True)
-    return {name: {qid: m["ndcg@10"] for qid, m in evaluate(corpus, ranked).items()}
-            for name, ranked in rankings.items()}
+    return common.ndcg_per_query(corpus, rankings)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("sets", nargs="+", choices=sorted(SETS))
+    parser.add_argument("sets", nargs="+", choices=sorted(common.SETS))
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--no-combiner", action="store_true", help="skip the learned combiner (no training sets)")
     parser.add_argument("--max-length", type=int, default=None, help="the encoder's window (default: the encoder's)")
@@ -310,11 +294,11 @@ def main() -> None:
         combiners = {name: fit_combiner(train, columns) for name, columns in COMBINERS.items()}
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     for name in args.sets:
-        scored = load(name, load_beir(SETS[name]), static, query_settings, **settings)
+        scored = load(name, load_beir(common.SETS[name]), static, query_settings, **settings)
         per_query = variants(scored, combiners)
         results[name] = per_query
         args.out.write_text(json.dumps(results))
-        print_against_base(per_query)
+        common.print_against_base(per_query)
 
 
 if __name__ == "__main__":
