@@ -191,7 +191,7 @@ def main() -> None:
     go.add_argument("--limit-queries", type=int, default=None, help="tiny CPU test: cap queries and docs per set")
     sc = commands.add_parser("score", help="score fetched run files (here)")
     sc.add_argument("runs", type=Path)
-    sc.add_argument("--output", type=Path, default=REPO / "benchmarks" / "results" / "runs" / "finetune_gpu.json")
+    sc.add_argument("--output", type=Path, default=REPO / "benchmarks" / "results" / "finetune_gpu.json")
     args = parser.parse_args()
     if args.command == "prepare":
         prepare(args.carry, args.model)

@@ -72,7 +72,7 @@ STOCK = ["bm25", "llamaindex-chunked", "llamaindex-chunked-bm25", "llamaindex-hy
 TUNED = "llamaindex-fused-tuned"
 TUNED_WEIGHTS = tuple(round(0.3 + 0.05 * step, 2) for step in range(11))
 #: What a reader compares: the stock pipelines, the tuned stock fusion, LlamaIndex's default, the best
-#: single-vector pipeline (mean pooling, see baselines.md), the product before fusion and the product.
+#: single-vector pipeline (mean pooling, see studies/results/baselines.md), the product before fusion and the product.
 PIPELINES = [*STOCK, TUNED, "llamaindex-default", "mean", "lmk-rag-alpha1", "lmk-rag"]
 #: The product before the shipped projection (docs/decisions.md, "quality: a linear projection"): its runs of
 #: 2026-11-30 and 2026-12-01, kept in quality.json under this label; the report pairs today's product with it.

@@ -1,27 +1,24 @@
-"""Fixtures for the tests of benchmarks/ scripts."""
+"""Fixtures for the tests of the research studies in benchmarks/studies/."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+STUDIES = Path(__file__).resolve().parents[2] / "benchmarks" / "studies"
 
 
 @pytest.fixture(scope="session")
-def benchmark_script() -> Callable[[str], ModuleType]:
-    """Load a script of benchmarks/ as a module, by its name (``"fusion_study"``)."""
-
-    def load(name: str) -> ModuleType:
-        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        return module
-
-    return load
+def study_module() -> Iterator[Callable[[str], ModuleType]]:
+    """Import a module of benchmarks/studies/ by its name (``"common"``, ``"score_study"``) with that folder on
+    ``sys.path``, as ``python benchmarks/studies/NAME.py`` imports ``common``."""
+    sys.path.insert(0, str(STUDIES))
+    try:
+        yield importlib.import_module
+    finally:
+        sys.path.remove(str(STUDIES))

@@ -1,5 +1,5 @@
-"""benchmarks/score_study.py re-mixes the shipped projection's fit: at the shipped mix it is the shipped projection,
-at 0 it is none, and the fit itself lies twice as far from the identity as the shipped mix of 0.5."""
+"""benchmarks/studies/score_study.py re-mixes the shipped projection's fit: at the shipped mix it is the shipped
+projection, at 0 it is none, and the fit itself lies twice as far from the identity as the shipped mix of 0.5."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from lmk_rag.encoder.projection import SHIPPED_PROJECTION_DIR, LinearProjection
 
 
 @pytest.fixture(scope="module")
-def score_study(benchmark_script):
-    return benchmark_script("score_study")
+def score_study(study_module):
+    return study_module("score_study")
 
 
 def test_the_shipped_fit_re_mixed(score_study, tmp_path: Path) -> None:

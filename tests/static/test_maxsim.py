@@ -85,7 +85,7 @@ def _old_heldout_maxsim(queries: np.ndarray, chunk_sets: Sequence[np.ndarray]) -
 
 
 def _old_fusion_maxsim(chunk_vectors: np.ndarray, chunk_starts: np.ndarray, query: np.ndarray
-                       ) -> np.ndarray:  # benchmarks/fusion_study.py
+                       ) -> np.ndarray:  # benchmarks/studies/fusion_study.py
     best = np.maximum.reduceat(chunk_vectors @ query.T, chunk_starts, axis=0)
     return best.mean(axis=1)
 

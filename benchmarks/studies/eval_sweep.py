@@ -1,20 +1,27 @@
-"""Run the eval baselines and the encoder-default sweep in one process; one JSON per run.
+"""Run the eval baselines and the encoder-default sweep (issue 3) in one process; one JSON per run.
 
-Each run writes ``benchmarks/results/runs/<dataset>__<pipeline>__<setting>.json`` (the same object
-as ``lmk-rag eval --json``) and is skipped when that file exists, so the script resumes.
+Each run goes through the eval harness (:func:`lmk_rag.eval.run.evaluate`, the code behind ``lmk-rag eval``) on a
+seeded subsample and writes ``benchmarks/studies/results/runs/<dataset>__<pipeline>__<setting>.json`` (the same
+object as ``lmk-rag eval --json``); a run whose file exists is skipped, so the script resumes. Tables:
+``eval_table.py``::
 
-    python benchmarks/eval_sweep.py baselines
-    python benchmarks/eval_sweep.py sweep-document
-    python benchmarks/eval_sweep.py sweep-chunk
+    python benchmarks/studies/eval_sweep.py baselines
+    python benchmarks/studies/eval_sweep.py sweep-document sweep-chunk overlap
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from pathlib import Path
 
-from report import CACHE, DATA, Cell, evaluate_cell  # benchmarks/report.py: one way to run a cell
+from common import DATA
+
+from lmk_rag.eval.beir import load_beir
+from lmk_rag.eval.pipelines import PipelineOptions
+from lmk_rag.eval.run import evaluate
+from lmk_rag.eval.sample import subsample
+from lmk_rag.paths import user_cache_dir
 
 OUT = Path(__file__).parent / "results" / "runs"
 #: (folder, max_queries, max_docs): subsampled to fit a shared 2-core CPU.
@@ -33,10 +40,13 @@ def run(folder: str, max_queries: int, max_docs: int, pipeline: str, encoder: di
     path = OUT / f"{folder.replace('/', '-')}__{pipeline}__{setting}.json"
     if path.exists():
         return
-    report = evaluate_cell(Cell(folder, max_queries, max_docs, pipeline), DATA, CACHE, encoder)
+    dataset = subsample(load_beir(DATA / folder), max_queries, max_docs, seed=0)
+    options = PipelineOptions(cache_dir=user_cache_dir("eval"), encoder=encoder)
+    report = evaluate(dataset, pipeline, options, keep_per_query=True)
+    report.update({"max_queries": max_queries, "max_docs": max_docs, "seed": 0})
     path.write_text(json.dumps(report, indent=1) + "\n")
-    print(f"{path.name}: ndcg@10={report['ndcg@10']:.4f} encode_s={report['encode_s']} "
-          f"cached={report['cached']} wall_s={report['wall_s']}", flush=True)
+    print(f"{path.name}: ndcg@10={report['ndcg@10']:.4f} encode_s={report['encode_s']} cached={report['cached']}",
+          flush=True)
 
 
 def main(stage: str) -> None:
@@ -59,5 +69,7 @@ def main(stage: str) -> None:
 
 
 if __name__ == "__main__":
-    for name in sys.argv[1:]:
-        main(name)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("stages", nargs="+", choices=["baselines", "sweep-document", "sweep-chunk", "overlap"])
+    for stage in parser.parse_args().stages:
+        main(stage)

@@ -1,13 +1,14 @@
-"""Print markdown tables from the JSON runs in ``benchmarks/results/runs/``.
+"""Print markdown tables from the JSON runs of ``eval_sweep.py`` in ``benchmarks/studies/results/runs/``
+(``results/baselines.md``).
 
-    python benchmarks/eval_table.py baselines   # every pipeline at the encoder defaults, per set
-    python benchmarks/eval_table.py sweep       # granularity x context x chunk vector, best-chunk scoring
+    python benchmarks/studies/eval_table.py baselines   # every pipeline at the encoder defaults, per set
+    python benchmarks/studies/eval_table.py sweep       # granularity x context x chunk vector, best-chunk scoring
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from pathlib import Path
 
 RUNS = Path(__file__).parent / "results" / "runs"
@@ -79,4 +80,6 @@ def sweep(runs: list[dict]) -> None:
 
 
 if __name__ == "__main__":
-    {"baselines": baselines, "sweep": sweep}[sys.argv[1]](load())
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("table", choices=["baselines", "sweep"])
+    {"baselines": baselines, "sweep": sweep}[parser.parse_args().table](load())

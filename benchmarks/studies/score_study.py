@@ -3,7 +3,7 @@ per-node scores, on whole dev sets, from the eval harness's cached encodings.
 
 Per query, the store's candidates (the top 100 nodes by node vector and the top 100 by BM25: Qdrant's BM25 with
 code tokens at average length 256, as the store writes it) get the store's fused score, from the store's own code
-(``fusion_study.store_scores``). The variants add ``w * term`` to it:
+(``common.store_scores``). The variants add ``w * term`` to it:
 
 - ``doc``: the cosine of the query vector and the document vector (the normalised mean of the document's chunk
   vectors: the design's document-level LMK mean);
@@ -26,48 +26,42 @@ projection's fit with the identity (0: none, 0.5: the shipped projection, 1: the
 the queries apart. Prints nDCG@10 per variant with the paired difference to the product (``base``) and writes
 per-query values::
 
-    python benchmarks/score_study.py perldoc-longdoc manpages-short --out results/score_study.json
+    cd benchmarks/studies && python score_study.py perldoc-longdoc manpages-short --out results/score_study.json
+
+The learned combiner needs scikit-learn (``benchmarks/studies/requirements.txt``).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import common
 import numpy as np
-from sklearn.linear_model import LogisticRegression
-from sklearn.preprocessing import StandardScaler
 
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.encoder.projection import SHIPPED_PROJECTION_DIR, LinearProjection
 from lmk_rag.eval.beir import BeirDataset, load_beir
 from lmk_rag.static import StaticTokenEncoder
 from lmk_rag.static.encoder import tokens_in_chunks
+from lmk_rag.static.maxsim import maxsim_matrix
 from lmk_rag.store.query import DEFAULT_ALPHA
-from lmk_rag.vectors import l2_normalize, maxsim_scores
+from lmk_rag.vectors import l2_normalize
 
-HERE = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("fusion_study", HERE / "fusion_study.py")
-fs = importlib.util.module_from_spec(_spec)
-sys.modules["fusion_study"] = fs
-_spec.loader.exec_module(fs)
+if TYPE_CHECKING:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
 
-#: Where each dev set lives (shared manual-page sets, the committed perldoc sets).
-SETS = {name: fs.DATA / name for name in ("manpages-longdoc", "manpages-short", "manpages-needle/L2048",
-                                          "manpages-needle/L8192", "manpages-needle/L32768")}
-SETS.update({name: HERE / "data" / name for name in ("perldoc-longdoc", "perldoc-ref")})
-TRAIN = {"manpages-train": fs.DATA / "manpages-train" / "pairs.jsonl",
-         "perldoc-train": HERE / "data" / "perldoc-train" / "pairs.jsonl"}
+TRAIN = {"manpages-train": common.DATA / "manpages-train" / "pairs.jsonl",
+         "perldoc-train": common.BENCHMARKS / "data" / "perldoc-train" / "pairs.jsonl"}
 #: The weights tried: of the document cosine, and of the other two terms.
 DOC_WEIGHTS = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
 WEIGHTS = (0.05, 0.1, 0.2)
 FEATURES = ("chunk MaxSim", "BM25 / best", "doc cosine", "static MaxSim", "best other node", "doc coherence")
-PREFETCH = 100
 #: Pseudo-relevance feedback: (nodes fed back, weight) of the dense and of the BM25 variant; terms added to BM25.
 PRF_DENSE = ((1, 0.3), (1, 0.6), (3, 0.3), (3, 0.6))
 PRF_BM25 = ((3, 0.1), (3, 0.3))
@@ -86,13 +80,12 @@ def pairs_dataset(name: str, path: Path) -> BeirDataset:
 class Scored:
     """A set's corpus with what every query's candidates need: BM25, document vectors, static tokens."""
 
-    def __init__(self, corpus: fs.Corpus, static: StaticTokenEncoder) -> None:
+    def __init__(self, corpus: common.Corpus, static: StaticTokenEncoder) -> None:
         self.corpus = corpus
-        tokenize = fs.tokenizers()["edge-code"]
-        self.bm25 = fs.Bm25Index([tokenize(t) for t in corpus.node_texts], avg_len=256)
+        self.bm25 = common.Bm25Index.of_store(corpus.node_texts)
         self.bm25_rows = self.bm25.weights.tocsr()
-        self.query_terms = [tokenize(q) for q in corpus.data.query_texts]
-        doc_vectors, counts = fs.document_chunk_sums(corpus)
+        self.query_terms = common.query_terms(corpus.data.query_texts)
+        doc_vectors, counts = common.document_chunk_sums(corpus)
         norms = np.linalg.norm(doc_vectors, axis=1)
         self.doc_vectors = doc_vectors / norms[:, None]
         #: How much a document's chunks agree: the length of their mean vector (1 = all alike; a haystack of
@@ -121,26 +114,19 @@ class Scored:
     def static_maxsim(self, query: int, candidates: np.ndarray) -> np.ndarray:
         """The candidates' static token MaxSim, divided by the query's token count."""
         q = self.static_queries[query]
-        out = np.zeros(len(candidates))
         if len(q) == 0:
-            return out
-        for i, node in enumerate(candidates):
-            rows = self.static_tokens[node]
-            if len(rows):
-                out[i] = (q @ rows.astype(np.float32).T).max(axis=1).mean()
-        return out
+            return np.zeros(len(candidates))
+        rows = [self.static_tokens[node].astype(np.float32) for node in candidates]
+        return maxsim_matrix([q], rows)[0] / len(q)
 
     def search(self, vector: np.ndarray, chunks: np.ndarray, bm25: np.ndarray,
                alpha: float = DEFAULT_ALPHA) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The store's candidates for a query's vector, chunk vectors and BM25 scores (of every node): the
         candidates, their chunk MaxSim and their fused scores."""
         corpus = self.corpus
-        dense_top = np.argsort(-(corpus.node_vectors @ vector), kind="stable")[:PREFETCH]
-        bm_top = np.argsort(-bm25, kind="stable")[:PREFETCH]
-        candidates = np.union1d(dense_top, bm_top[bm25[bm_top] > 0])
-        chunk = maxsim_scores([chunks], corpus.chunk_vectors, corpus.chunk_starts, mean=True)[0][candidates]
-        fused = fs.store_scores(candidates, chunk, bm25[candidates], chunks, alpha, corpus.node_doc)
-        return candidates, chunk, fused
+        nodes = common.store_candidates(corpus.node_vectors, vector, bm25)
+        chunk = common.chunk_maxsim(corpus, chunks)[nodes]
+        return nodes, chunk, common.store_scores(nodes, chunk, bm25[nodes], chunks, alpha, corpus.node_doc)
 
     def features(self, query: int, alpha: float = DEFAULT_ALPHA) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The store's candidates for a query, their fused scores and their features (:data:`FEATURES`)."""
@@ -191,7 +177,7 @@ def load(name: str, data: BeirDataset, static: StaticTokenEncoder, query_setting
     """Encode (or load from the eval cache) a set and prepare its scores (``query_settings``: the queries' encoder
     settings where they differ from the documents')."""
     start = time.perf_counter()
-    scored = Scored(fs.corpus_of(data, **encoder_settings), static)
+    scored = Scored(common.corpus_of(data, **encoder_settings), static)
     corpus = scored.corpus
     if query_settings is not None:
         queries = LandmarkEncoder(**query_settings).encode_queries(list(data.query_texts))
@@ -218,12 +204,15 @@ def remixed_projection(mix: float, folder: Path) -> Path | None:
 #: training positive is one or two nodes, so its document cosine and other node say little about long documents).
 COMBINERS = {"combiner (all 5)": (0, 1, 2, 3, 4), "combiner (chunk, BM25, static)": (0, 1, 3)}
 
-Combiner = tuple[tuple[int, ...], StandardScaler, LogisticRegression]
+Combiner = tuple[tuple[int, ...], "StandardScaler", "LogisticRegression"]
 
 
 def fit_combiner(train: list[Scored], columns: tuple[int, ...]) -> Combiner:
     """A logistic regression of a candidate node's features (``columns`` of :data:`FEATURES`) -> its document is
     relevant, on the training pairs."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
     rows, labels = [], []
     for scored in train:
         corpus = scored.corpus
@@ -273,16 +262,15 @@ def variants(scored: Scored, combiners: dict[str, Combiner]) -> dict[str, dict[s
         searches = {name: (candidates, values) for name, values in scores.items()}
         searches.update(scored.feedback(q, candidates, fused))
         for name, (nodes, values) in searches.items():
-            rankings.setdefault(name, []).append(fs.doc_ranking(nodes, np.round(values, 6), corpus.node_doc))
+            rankings.setdefault(name, []).append(common.doc_ranking(nodes, np.round(values, 6), corpus.node_doc))
     print("  document-to-node ratio of the best candidate, percentiles 10/25/50/75/90:",
           np.percentile(ratios, [10, 25, 50, 75, 90]).round(3), flush=True)
-    return {name: {qid: m["ndcg@10"] for qid, m in fs.evaluate(corpus, ranked).items()}
-            for name, ranked in rankings.items()}
+    return common.ndcg_per_query(corpus, rankings)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("sets", nargs="+", choices=sorted(SETS))
+    parser.add_argument("sets", nargs="+", choices=sorted(common.SETS))
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--no-combiner", action="store_true", help="skip the learned combiner (no training sets)")
     parser.add_argument("--max-length", type=int, default=None, help="the encoder's window (default: the encoder's)")
@@ -306,11 +294,11 @@ def main() -> None:
         combiners = {name: fit_combiner(train, columns) for name, columns in COMBINERS.items()}
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     for name in args.sets:
-        scored = load(name, load_beir(SETS[name]), static, query_settings, **settings)
+        scored = load(name, load_beir(common.SETS[name]), static, query_settings, **settings)
         per_query = variants(scored, combiners)
         results[name] = per_query
         args.out.write_text(json.dumps(results))
-        fs.print_against_base(per_query)
+        common.print_against_base(per_query)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ Run files are named ``TAG__SET__PIPELINE.json`` (SET with ``/`` as ``_``), e.g. 
     lmk-rag eval DATA/manpages-needle/L2048 -p maxsim-landmark --model DIR --max-queries 100 --max-docs 100 \\
         --json > runs/finetune/run4__manpages-needle_L2048__maxsim-landmark.json
 
-    python benchmarks/finetune_table.py benchmarks/results/runs/finetune
+    python benchmarks/studies/finetune_table.py benchmarks/studies/results/runs/finetune
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Per query, the store's candidates (the top 100 nodes by node vector and the top 100 by BM25, Qdrant's BM25 with
 code tokens at average length 256, as the store writes it) get the store's fused score from the store's own code
-(``fusion_study.store_scores``: ``alpha * chunk MaxSim + (1 - alpha) * BM25 / best BM25``, ``base``). The variants
+(``common.store_scores``: ``alpha * chunk MaxSim + (1 - alpha) * BM25 / best BM25``, ``base``). The variants
 change the dense side only, so BM25 keeps its share ``1 - alpha``:
 
 - ``node g``: ``(1 - g) * chunk MaxSim + g * node cosine`` (the node vector the dense prefetch searches);
@@ -17,7 +17,7 @@ change the dense side only, so BM25 keeps its share ``1 - alpha``:
 Documents rank by their best node. Prints nDCG@10 per variant with the paired difference to ``base`` and writes
 the per-query values::
 
-    python benchmarks/granularity_study.py perlfaq-answers perldoc-ref --out results/granularity_study.json
+    python benchmarks/studies/granularity_study.py perlfaq-answers perldoc-ref --out granularity_study.json
 """
 
 from __future__ import annotations
@@ -27,31 +27,12 @@ import json
 import time
 from pathlib import Path
 
+import common
 import numpy as np
-from fusion_study import (
-    DATA,
-    Bm25Index,
-    Corpus,
-    corpus_of,
-    doc_ranking,
-    document_chunk_sums,
-    evaluate,
-    print_against_base,
-    store_scores,
-    tokenizers,
-)
 
 from lmk_rag.eval.beir import load_beir
 from lmk_rag.store.query import DEFAULT_ALPHA
-from lmk_rag.vectors import maxsim_scores
 
-HERE = Path(__file__).resolve().parent
-#: Where each dev set lives (the shared manual-page sets, the committed perl sets).
-SETS = {name: DATA / name for name in ("manpages-longdoc", "manpages-short", "manpages-needle/L2048",
-                                       "manpages-needle/L8192", "manpages-needle/L32768")}
-SETS.update({name: HERE / "data" / name
-             for name in ("perldoc-longdoc", "perldoc-ref", "perlfaq-answers", "perlfaq-longdoc")})
-PREFETCH = 100
 NODE_WEIGHTS = (0.25, 0.5, 0.75, 1.0)
 DOC_WEIGHTS = (0.25, 0.5)
 #: The dense side's weight, against the store's 0.7 (1: MaxSim alone over the same candidates).
@@ -67,12 +48,11 @@ GATES = ((0.5, 0.02, 0.08), (0.5, 0.03, 0.12), (0.75, 0.02, 0.08), (0.75, 0.03, 
 class Study:
     """A set's nodes with their BM25 index and document vectors."""
 
-    def __init__(self, corpus: Corpus) -> None:
+    def __init__(self, corpus: common.Corpus) -> None:
         self.corpus = corpus
-        tokenize = tokenizers()["edge-code"]
-        self.bm25 = Bm25Index([tokenize(text) for text in corpus.node_texts], avg_len=256)
-        self.query_terms = [tokenize(query) for query in corpus.data.query_texts]
-        sums, _ = document_chunk_sums(corpus)
+        self.bm25 = common.Bm25Index.of_store(corpus.node_texts)
+        self.query_terms = common.query_terms(corpus.data.query_texts)
+        sums, _ = common.document_chunk_sums(corpus)
         self.rows = self.bm25.weights.tocsr()
         self.coverages: list[float] = []
         self.doc_vectors = sums / np.maximum(np.linalg.norm(sums, axis=1), 1e-12)[:, None]
@@ -96,15 +76,12 @@ class Study:
         corpus = self.corpus
         vector, chunks = corpus.query_vectors[query], corpus.query_chunks[query]
         bm25 = self.bm25.scores(self.query_terms[query])
-        node_cos_all = corpus.node_vectors @ vector
-        dense_top = np.argsort(-node_cos_all, kind="stable")[:PREFETCH]
-        bm_top = np.argsort(-bm25, kind="stable")[:PREFETCH]
-        candidates = np.union1d(dense_top, bm_top[bm25[bm_top] > 0])
-        chunk = maxsim_scores([chunks], corpus.chunk_vectors, corpus.chunk_starts, mean=True)[0][candidates]
-        lexical = bm25[candidates]
-        base = store_scores(candidates, chunk, lexical, chunks, DEFAULT_ALPHA, corpus.node_doc)
-        node = node_cos_all[candidates]
-        doc = self.doc_vectors[corpus.node_doc[candidates]] @ vector
+        nodes = common.store_candidates(corpus.node_vectors, vector, bm25)
+        chunk = common.chunk_maxsim(corpus, chunks)[nodes]
+        lexical = bm25[nodes]
+        base = common.store_scores(nodes, chunk, lexical, chunks, DEFAULT_ALPHA, corpus.node_doc)
+        node = corpus.node_vectors[nodes] @ vector
+        doc = self.doc_vectors[corpus.node_doc[nodes]] @ vector
         top_bm25 = lexical.max() if lexical.max() > 0 else 1.0
         bm25_part = (1 - DEFAULT_ALPHA) * lexical / top_bm25  # the store's BM25 share, as it fuses it
 
@@ -120,7 +97,8 @@ class Study:
                 out[f"node {g} doc {d}"] = mixed((1 - g - d) * chunk + g * node + d * doc) if g + d <= 1 else base
         for alpha in ALPHAS:
             out[f"alpha {alpha}"] = alpha * chunk + (1 - alpha) * lexical / top_bm25
-        coverage = self.coverage(query, int(bm_top[0])) if bm25[bm_top[0]] > 0 else 0.0
+        best_bm25 = int(np.argmax(bm25))  # the first of the best, as the BM25 prefetch ranks them
+        coverage = self.coverage(query, best_bm25) if bm25[best_bm25] > 0 else 0.0
         self.coverages.append(coverage)
         for high_alpha, low, high in COVERAGE_GATES:
             lean = float(np.clip((high - coverage) / (high - low), 0, 1))
@@ -131,37 +109,36 @@ class Study:
         for g, low, high in GATES:
             weight = g * float(np.clip((high - gap) / (high - low), 0, 1))
             out[f"gate {g} {low}-{high}"] = mixed((1 - weight) * chunk + weight * node)
-        return {name: (candidates, values) for name, values in out.items()}
+        return {name: (nodes, values) for name, values in out.items()}
 
 
-def study(corpus: Corpus) -> dict[str, dict[str, float]]:
+def study(corpus: common.Corpus) -> dict[str, dict[str, float]]:
     """Every variant's per-query nDCG@10, by query id."""
     scorer = Study(corpus)
     rankings: dict[str, list[list[int]]] = {}
     for query in range(len(corpus.data.query_ids)):
         for name, (nodes, values) in scorer.scores(query).items():
-            rankings.setdefault(name, []).append(doc_ranking(nodes, np.round(values, 6), corpus.node_doc))
+            rankings.setdefault(name, []).append(common.doc_ranking(nodes, np.round(values, 6), corpus.node_doc))
     print("  coverage of the best BM25 node, percentiles 10/25/50/75/90:",
           np.percentile(scorer.coverages, [10, 25, 50, 75, 90]).round(3), flush=True)
-    return {name: {qid: row["ndcg@10"] for qid, row in evaluate(corpus, ranked).items()}
-            for name, ranked in rankings.items()}
+    return common.ndcg_per_query(corpus, rankings)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("sets", nargs="+", choices=sorted(SETS))
+    parser.add_argument("sets", nargs="+", choices=sorted(common.SETS))
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     for name in args.sets:
         start = time.perf_counter()
-        corpus = corpus_of(load_beir(SETS[name]))
+        corpus = common.corpus_of(load_beir(common.SETS[name]))
         print(f"{name}: {len(corpus.data.doc_texts)} docs, {len(corpus.node_doc)} nodes, "
               f"{len(corpus.data.query_ids)} queries ({time.perf_counter() - start:.0f} s)", flush=True)
         per_query = study(corpus)
         results[name] = per_query
         args.out.write_text(json.dumps(results))
-        print_against_base(per_query)
+        common.print_against_base(per_query)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ defaults) and reports, per needle position, how many needles cross a window or n
 run file for each case, and the recall@1 of each position's queries against the isolated needle passages (how
 hard the queries are in themselves)::
 
-    python benchmarks/boundary_study.py manpages-needle/L2048 --run lmk-rag=runs/L2048.lmk-rag.run --run bm25=...
+    python benchmarks/studies/boundary_study.py manpages-needle/L2048 --run lmk-rag=L2048.lmk-rag.run --run bm25=...
 
 Diagnostics only (reads query metadata and qrels); no pipeline uses it.
 """
@@ -21,6 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+from common import DATA
 
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.eval.beir import load_beir
@@ -28,7 +29,6 @@ from lmk_rag.eval.states import encode_states_cached
 from lmk_rag.paths import user_cache_dir
 from lmk_rag.store.cutting import records_from_encoding
 
-DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else Path("../shared/data")
 SHINGLE = 6
 WORD = re.compile(r"\w+")
 

@@ -1,0 +1,42 @@
+"""The studies of benchmarks/studies/ run: each imports and answers ``--help``; and ``common.store_ranking`` ranks by
+the store's own fusion: the documents that ``alpha * chunk MaxSim + (1 - alpha) * BM25 / best BM25`` ranks, best
+node per document, ties by node."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+STUDIES = Path(__file__).resolve().parents[2] / "benchmarks" / "studies"
+SCRIPTS = sorted(path.name for path in STUDIES.glob("*.py") if path.name != "common.py")
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_study_imports_and_shows_its_help(study_module, script: str, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(sys, "argv", [script, "--help"])
+    with pytest.raises(SystemExit) as exit_info:
+        runpy.run_path(str(STUDIES / script), run_name="__main__")
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: {script}")
+
+
+@pytest.mark.parametrize("alpha", [0.3, 0.7, 0.9])
+def test_store_ranking_is_the_store_fusion_of_the_engine_scores(study_module, alpha: float) -> None:
+    common = study_module("common")
+    rng = np.random.default_rng(7)
+    candidates = np.array([3, 5, 8, 11, 14, 20, 21, 30])
+    node_doc = np.arange(40) // 3  # three nodes per document
+    dense = rng.uniform(-0.2, 0.9, len(candidates))
+    lexical = np.where(rng.uniform(size=len(candidates)) < 0.6, rng.uniform(0, 12, len(candidates)), 0.0)
+    query_chunks = rng.normal(size=(4, 8)).astype(np.float32)
+    expected_scores = alpha * dense + (1 - alpha) * lexical / lexical.max()
+    expected: list[int] = []
+    for index in sorted(range(len(candidates)), key=lambda i: (-round(expected_scores[i], 6), candidates[i])):
+        doc = int(node_doc[candidates[index]])
+        if doc not in expected:
+            expected.append(doc)
+    assert common.store_ranking(candidates, dense, lexical, query_chunks, alpha, node_doc, k=10) == expected
