@@ -50,8 +50,9 @@ class FinetuneConfig:
     :param batch_tokens: the most padded tokens whose activations are held at once; None: no bound (each step runs
         its queries, passages and haystacks as one forward pass each, and backpropagates them together). Set, a
         step whose passes hold more padded tokens in all runs them in micro-batches of at most this many tokens,
-        twice (gradient caching, see :meth:`Trainer.backward`): the same batch and loss, one more forward pass. At
-        least ``max_length`` (a window must fit one micro-batch).
+        twice (gradient caching, see :meth:`Trainer.backward`): the same batch and loss, one more forward pass,
+        rather than fewer pairs, which would cut the in-batch negatives of long texts. At least ``max_length`` (a
+        window must fit one micro-batch).
     :param learning_rate: AdamW peak learning rate.
     :param warmup_ratio: share of steps with linear warmup; the rate then decays linearly to 0.
     :param weight_decay: AdamW weight decay.
