@@ -6,7 +6,10 @@
    its image already has torch, transformers, numpy, typer, tqdm and filelock; nothing else is needed.
 2. ``run`` (there, through ``benchmarks/gpu_finetune.sh``): fine-tune within a time budget, encode the
    eval sets with the zero-shot and the fine-tuned model, write the rankings (run files) and the
-   training log to ``$OUT`` (3 files, a few MiB).
+   training log to ``$OUT`` (3 files, a few MiB). Training runs in bf16 autocast on the GPU (the trainer's default
+   there) and holds at most ``--batch-tokens`` padded tokens of activations at once (65536: MiniLM's steps of 64
+   pairs in 256-token windows hold 52-59k padded tokens and mostly run whole, as without a budget; a long model's
+   8192-token haystacks run in micro-batches of 8 windows; docs/finetune.md).
 3. ``score`` (here): score the run files with the eval harness (pytrec_eval) against the local qrels.
 
     python benchmarks/gpu_finetune.py prepare [--model FOLDER_OR_HUB_ID]
@@ -97,9 +100,13 @@ def _rank(dataset: Any, pipeline: str, model: str | None, cache: Path, batch_siz
     }
 
 
-def run(carry: Path, out: Path, max_steps: int, max_seconds: float, batch_size: int, hard_negatives: int,
-        sets: list[str], encode_batch_size: int, limit_queries: int | None) -> None:
-    """Fine-tune, then rank every set with every pipeline for both models; write ``$OUT`` files."""
+def run(carry: Path, out: Path, max_steps: int, max_seconds: float, batch_size: int, batch_tokens: int | None,
+        hard_negatives: int, sets: list[str], encode_batch_size: int, limit_queries: int | None) -> None:
+    """Fine-tune, then rank every set with every pipeline for both models; write ``$OUT`` files.
+
+    :param batch_tokens: the most padded tokens of activations training holds at once (``FinetuneConfig``); None:
+        no bound.
+    """
     import torch
 
     from lmk_rag.eval.beir import load_beir
@@ -116,6 +123,7 @@ def run(carry: Path, out: Path, max_steps: int, max_seconds: float, batch_size: 
         max_steps=max_steps,
         max_seconds=max_seconds,
         batch_size=batch_size,
+        batch_tokens=batch_tokens,
         hard_negatives=hard_negatives,
         eval_every=max(max_steps // 4, 1),
         checkpoint_every=0,
@@ -185,6 +193,8 @@ def main() -> None:
     go.add_argument("--max-steps", type=int, default=600)
     go.add_argument("--max-seconds", type=float, default=240.0, help="training time budget")
     go.add_argument("--batch-size", type=int, default=64)
+    go.add_argument("--batch-tokens", type=int, default=65536,
+                    help="most padded tokens of activations held at once (micro-batches above it); 0: no bound")
     go.add_argument("--hard-negatives", type=int, default=1)
     go.add_argument("--sets", nargs="+", default=list(SETS))
     go.add_argument("--encode-batch-size", type=int, default=256)
@@ -196,8 +206,8 @@ def main() -> None:
     if args.command == "prepare":
         prepare(args.carry, args.model)
     elif args.command == "run":
-        run(args.carry, args.out, args.max_steps, args.max_seconds, args.batch_size, args.hard_negatives,
-            args.sets, args.encode_batch_size, args.limit_queries)
+        run(args.carry, args.out, args.max_steps, args.max_seconds, args.batch_size, args.batch_tokens or None,
+            args.hard_negatives, args.sets, args.encode_batch_size, args.limit_queries)
     else:
         score(args.runs, args.output)
 

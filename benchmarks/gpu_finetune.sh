@@ -4,7 +4,7 @@
 # then call the device tool with: command="bash benchmarks/gpu_finetune.sh", carry=[".gpu_carry"], timeout_s=540
 # and score the fetched file here: python benchmarks/gpu_finetune.py score <files_at>/runs.json.gz
 # Uses only the device image's packages (torch, transformers, numpy, typer, tqdm, filelock); no registry.
-# CPU smoke test: OUT=/tmp/gpu_out GPU_FT_ARGS="--max-steps 2 --batch-size 4 --hard-negatives 1 --limit-queries 4 --sets manpages-needle/L2048" bash benchmarks/gpu_finetune.sh
+# CPU smoke test: OUT=/tmp/gpu_out GPU_FT_ARGS="--max-steps 2 --max-seconds 1200 --batch-size 4 --batch-tokens 512 --hard-negatives 1 --limit-queries 4 --sets manpages-needle/L2048" bash benchmarks/gpu_finetune.sh
 set -euo pipefail
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 OUT="${OUT:?set OUT to the folder for the results}"

@@ -18,6 +18,9 @@ def finetune(
     max_steps: int = typer.Option(100, help="Optimiser steps."),
     max_seconds: float = typer.Option(None, help="Stop training after this many seconds (the model is still saved)."),
     batch_size: int = typer.Option(16, help="Pairs per step; the other pairs of a batch are its negatives."),
+    batch_tokens: int = typer.Option(
+        None, help="Most padded tokens whose activations are held at once: larger steps run in micro-batches "
+        "(gradient caching: same loss, one more forward pass). Default: no bound. At least the model window."),
     learning_rate: float = typer.Option(1e-4, help="AdamW peak learning rate (linear warmup, then linear decay)."),
     warmup_ratio: float = typer.Option(0.1, help="Share of steps spent warming up."),
     temperature: float = typer.Option(0.02, help="InfoNCE temperature."),
@@ -44,6 +47,7 @@ def finetune(
             max_steps=max_steps,
             max_seconds=max_seconds,
             batch_size=batch_size,
+            batch_tokens=batch_tokens,
             learning_rate=learning_rate,
             warmup_ratio=warmup_ratio,
             temperature=temperature,

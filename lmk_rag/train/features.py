@@ -57,6 +57,61 @@ class TokenBatch:
             n_texts=self.n_texts,
         )
 
+    @property
+    def padded_tokens(self) -> int:
+        """The tokens the model runs on, padding included: windows x the longest window."""
+        return self.input_ids.numel()
+
+    def split(self, batch_tokens: int) -> list[MicroBatch]:
+        """Split the windows into micro-batches of at most ``batch_tokens`` padded tokens each.
+
+        Windows are sorted longest first (as the encoder batches them) so that little padding is run, and each
+        micro-batch is padded to its own longest window only.
+
+        :param batch_tokens: the most padded tokens of one micro-batch, at least the longest window.
+        :return: micro-batches covering every window and every landmark once.
+        :raises InvalidInputError: when one window alone is longer than ``batch_tokens``.
+        """
+        lengths = self.attention_mask.sum(dim=1).tolist()
+        if max(lengths) > batch_tokens:
+            raise InvalidInputError(f"a {max(lengths)}-token window does not fit batch_tokens={batch_tokens}")
+        groups: list[list[int]] = []
+        for window in sorted(range(len(lengths)), key=lambda index: -lengths[index]):
+            if groups and (len(groups[-1]) + 1) * lengths[groups[-1][0]] <= batch_tokens:
+                groups[-1].append(window)
+            else:
+                groups.append([window])
+        return [self._micro_batch(group, lengths[group[0]]) for group in groups]
+
+    def _micro_batch(self, windows: list[int], longest: int) -> MicroBatch:
+        """The micro-batch of some windows (the longest of them ``longest`` tokens), trimmed to that length."""
+        rows = torch.tensor(windows, dtype=torch.long, device=self.input_ids.device)
+        row_of_window = torch.full((len(self.input_ids),), -1, dtype=torch.long, device=rows.device)
+        row_of_window[rows] = torch.arange(len(windows), device=rows.device)
+        landmarks = torch.nonzero(row_of_window[self.landmark_window] >= 0).flatten()
+        tokens = TokenBatch(
+            input_ids=self.input_ids[rows, :longest],
+            attention_mask=self.attention_mask[rows, :longest],
+            landmark_window=row_of_window[self.landmark_window[landmarks]],
+            landmark_position=self.landmark_position[landmarks],
+            landmark_text=self.landmark_text[landmarks],
+            n_texts=self.n_texts,
+        )
+        return MicroBatch(tokens, landmarks)
+
+
+@dataclass(frozen=True)
+class MicroBatch:
+    """Some windows of a :class:`TokenBatch`, run by the model on their own.
+
+    :param tokens: the windows, padded to their own longest; ``landmark_window`` indexes these windows, and
+        ``landmark_text`` and ``n_texts`` are the whole batch's.
+    :param landmarks: where the micro-batch's landmarks are in the whole batch's landmark list, shape (n,).
+    """
+
+    tokens: TokenBatch
+    landmarks: torch.Tensor
+
 
 def build_token_batch(
     tokenizer: Any, texts: Sequence[str], granularities: Sequence[int], max_length: int

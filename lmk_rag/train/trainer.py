@@ -47,6 +47,12 @@ class FinetuneConfig:
     :param max_steps: optimiser steps.
     :param max_seconds: stop training (and save) after this many seconds even before ``max_steps``; None: no limit.
     :param batch_size: pairs per step (in-batch negatives: ``batch_size - 1`` per query).
+    :param batch_tokens: the most padded tokens whose activations are held at once; None: no bound (each step runs
+        its queries, passages and haystacks as one forward pass each, and backpropagates them together). Set, a
+        step whose passes hold more padded tokens in all runs them in micro-batches of at most this many tokens,
+        twice (gradient caching, see :meth:`Trainer.backward`): the same batch and loss, one more forward pass,
+        rather than fewer pairs, which would cut the in-batch negatives of long texts. At least ``max_length`` (a
+        window must fit one micro-batch).
     :param learning_rate: AdamW peak learning rate.
     :param warmup_ratio: share of steps with linear warmup; the rate then decays linearly to 0.
     :param weight_decay: AdamW weight decay.
@@ -76,6 +82,7 @@ class FinetuneConfig:
     max_steps: int = 100
     max_seconds: float | None = None
     batch_size: int = 16
+    batch_tokens: int | None = None
     learning_rate: float = 1e-4
     warmup_ratio: float = 0.1
     weight_decay: float = 0.01
@@ -101,6 +108,8 @@ class FinetuneConfig:
     def __post_init__(self) -> None:
         """Check the numbers a run cannot start with."""
         check_count("max_steps", self.max_steps)
+        if self.batch_tokens is not None:
+            check_count("batch_tokens", self.batch_tokens)
         check_positive("learning_rate", self.learning_rate)
         check_positive("temperature", self.temperature)
         if Path(self.output).is_file():
@@ -132,6 +141,11 @@ class Trainer:
         self.tokenizer = self.encoder.tokenizer
         self.device = self.encoder.device
         self.max_length = self.encoder.max_length
+        if config.batch_tokens is not None and config.batch_tokens < self.max_length:
+            raise InvalidInputError(
+                f"batch_tokens {config.batch_tokens} is less than the model window of {self.max_length} tokens: "
+                f"give at least {self.max_length} (or a smaller max_length)"
+            )
         on_cuda = self.device.type == "cuda"
         self.bf16 = on_cuda if config.bf16 is None else config.bf16
         if config.gradient_checkpointing if config.gradient_checkpointing is not None else on_cuda:
@@ -180,32 +194,93 @@ class Trainer:
 
     # ---- one step -------------------------------------------------------------------------------
 
-    def _encode(self, texts: list[str], granularities: list[int]) -> tuple[torch.Tensor, TokenBatch]:
-        """The landmark states of texts (with grad), shape (n_landmarks, dim), and their token batch."""
-        batch = build_token_batch(self.tokenizer, texts, granularities, self.max_length).to(self.device)
-        with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-            hidden = hidden_states(self.model, batch)
-        return landmark_states(hidden, batch), batch
-
-    def losses(self, batch: Batch) -> dict[str, torch.Tensor]:
-        """The losses of one batch (with grad).
-
-        :param batch: the texts and granularities of the step.
-        :return: ``{"loss", "nce"}``, plus ``"landmark"`` with haystacks.
-        """
-        config = self.config
-        query_states, query_batch = self._encode(batch.queries, batch.query_granularity)
-        queries = lmk_vectors(query_states, query_batch)
-        passage_states, passage_batch = self._encode(batch.passages, batch.passage_granularity)
-        result = {"nce": info_nce(queries, lmk_vectors(passage_states, passage_batch), config.temperature)}
-        total = result["nce"]
+    def _token_batches(self, batch: Batch) -> list[TokenBatch]:
+        """The model input of a step's passes, on the device: queries, passages, and haystacks when there are any."""
+        passes = [(batch.queries, batch.query_granularity), (batch.passages, batch.passage_granularity)]
         if batch.haystacks:
-            haystack_states, haystack_batch = self._encode(batch.haystacks, batch.haystack_granularity)
-            landmarks, mask = landmark_matrix(haystack_states, haystack_batch)
+            passes.append((batch.haystacks, batch.haystack_granularity))
+        return [
+            build_token_batch(self.tokenizer, texts, granularities, self.max_length).to(self.device)
+            for texts, granularities in passes
+        ]
+
+    def _landmark_states(self, tokens: TokenBatch) -> torch.Tensor:
+        """The landmark states of a token batch (with grad unless disabled), shape (n_landmarks, dim)."""
+        with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+            hidden = hidden_states(self.model, tokens)
+        return landmark_states(hidden, tokens)
+
+    def _losses(self, states: list[torch.Tensor], tokens: list[TokenBatch]) -> dict[str, torch.Tensor]:
+        """The losses of a step from the landmark states of its passes (:meth:`_token_batches`' order)."""
+        config = self.config
+        queries = lmk_vectors(states[0], tokens[0])
+        result = {"nce": info_nce(queries, lmk_vectors(states[1], tokens[1]), config.temperature)}
+        total = result["nce"]
+        if len(tokens) == 3:
+            landmarks, mask = landmark_matrix(states[2], tokens[2])
             result["landmark"] = landmark_maxsim_nce(queries, landmarks, mask, config.temperature)
             total = total + config.landmark_loss_weight * result["landmark"]
         result["loss"] = total
         return result
+
+    def losses(self, batch: Batch) -> dict[str, torch.Tensor]:
+        """The losses of one batch (with grad), each pass run whole.
+
+        :param batch: the texts and granularities of the step.
+        :return: ``{"loss", "nce"}``, plus ``"landmark"`` with haystacks.
+        """
+        tokens = self._token_batches(batch)
+        return self._losses([self._landmark_states(pass_tokens) for pass_tokens in tokens], tokens)
+
+    def backward(self, batch: Batch) -> dict[str, float]:
+        """Compute the losses of a batch and add their gradients to the model's.
+
+        Within ``batch_tokens`` (or without it) the passes run whole and backpropagate together, so the
+        activations of all of them are held at once. A step whose passes hold more padded tokens than
+        ``batch_tokens`` uses gradient caching instead (Gao et al. 2021): every pass runs without grad in
+        micro-batches of at most ``batch_tokens`` padded tokens (:meth:`TokenBatch.split`), the losses are
+        backpropagated to the landmark states alone, and then each micro-batch runs again, with grad, and
+        backpropagates its share of those gradients before the next one runs. The activations held at once are
+        those of one micro-batch, yet the gradient is the whole batch's, in-batch negatives included. Dropout is
+        seeded per micro-batch from ``(seed, step)``, so both runs of a micro-batch draw the same masks.
+
+        :param batch: the texts and granularities of the step.
+        :return: the losses as floats.
+        """
+        tokens = self._token_batches(batch)
+        budget = self.config.batch_tokens
+        if budget is None or sum(pass_tokens.padded_tokens for pass_tokens in tokens) <= budget:
+            losses = self._losses([self._landmark_states(pass_tokens) for pass_tokens in tokens], tokens)
+            losses["loss"].backward()
+            return {name: float(value.detach()) for name, value in losses.items()}
+        micro_batches = [pass_tokens.split(budget) for pass_tokens in tokens]
+        states = []
+        number = 0
+        with torch.no_grad():
+            for pass_micro in micro_batches:
+                pieces = []
+                for micro in pass_micro:
+                    self._seed_micro_batch(number)
+                    pieces.append(self._landmark_states(micro.tokens))
+                    number += 1
+                order = torch.cat([micro.landmarks for micro in pass_micro])
+                stacked = torch.cat(pieces)  # in micro-batch order: put back in the pass's landmark order
+                states.append(torch.empty_like(stacked).index_copy_(0, order, stacked))
+        for pass_states in states:
+            pass_states.requires_grad_()
+        losses = self._losses(states, tokens)
+        losses["loss"].backward()  # to the landmark states only: they were computed without grad
+        number = 0
+        for pass_micro, pass_states in zip(micro_batches, states):
+            for micro in pass_micro:
+                self._seed_micro_batch(number)
+                self._landmark_states(micro.tokens).backward(pass_states.grad[micro.landmarks])
+                number += 1
+        return {name: float(value.detach()) for name, value in losses.items()}
+
+    def _seed_micro_batch(self, number: int) -> None:
+        """Seed dropout for micro-batch ``number`` of this step (the same for its run without and with grad)."""
+        torch.manual_seed(int(np.random.SeedSequence([self.config.seed, self.step, number]).generate_state(1)[0]))
 
     def train_step(self) -> dict[str, float]:
         """Run one optimiser step on the batch of ``self.step`` and advance the step.
@@ -216,14 +291,14 @@ class Trainer:
         """
         self.model.train()
         torch.manual_seed(self.config.seed * 1_000_003 + self.step)
-        losses = self.losses(self.sampler.batch(self.step))
+        batch = self.sampler.batch(self.step)
         self.optimizer.zero_grad(set_to_none=True)
-        losses["loss"].backward()
+        losses = self.backward(batch)
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm)
         self.optimizer.step()
         self.scheduler.step()
         self.step += 1
-        return {name: float(value.detach()) for name, value in losses.items()}
+        return losses
 
     # ---- evaluation, mining ----------------------------------------------------------------------
 

@@ -224,8 +224,10 @@ def test_the_worked_example_of_docs_models_runs(toys, capsys):
 
 
 @pytest.mark.slow
-def test_finetune_takes_any_model_folder(toys, fixture_data, tmp_path):
-    """A CPU dry run of ``lmk-rag finetune`` on the ModernBERT toy: two steps, an LMK-trained model it loads."""
+@pytest.mark.parametrize("budget", [[], ["--batch-tokens", "512"]], ids=["whole-steps", "token-budget"])
+def test_finetune_takes_any_model_folder(budget, toys, fixture_data, tmp_path):
+    """A CPU dry run of ``lmk-rag finetune`` on the ModernBERT toy: two steps, an LMK-trained model it loads; with a
+    token budget below a step's tokens (four 256-token haystacks), the steps run in micro-batches."""
     from typer.testing import CliRunner
 
     from lmk_rag.cli import app
@@ -237,7 +239,7 @@ def test_finetune_takes_any_model_folder(toys, fixture_data, tmp_path):
     output = tmp_path / "tuned"
     result = CliRunner().invoke(app, ["finetune", "--train", str(pairs), "--output", str(output), "--model",
                                       str(toys["modernbert"].folder), "--max-steps", "2", "--batch-size", "4",
-                                      "--eval-every", "0", "--device", "cpu", "--max-length", "256"])
+                                      "--eval-every", "0", "--device", "cpu", "--max-length", "256", *budget])
     assert result.exit_code == 0, result.output
     tuned = LandmarkEncoder(output, projection=None, device="cpu")
     assert tuned.lmk_trained and tuned.pooling == "lmk" and tuned.query_prompt == "" and tuned.max_length == 256
