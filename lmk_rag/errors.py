@@ -127,7 +127,8 @@ class StoreClosedError(StoreError):
 
 
 class CorruptStoreError(StoreError):
-    """The store folder is damaged, foreign or was written by an incompatible version."""
+    """The store folder is damaged or foreign, or (:class:`StoreFormatError`) of a store format this version does not
+    read."""
 
 
 class StoreFormatError(CorruptStoreError):
