@@ -25,6 +25,7 @@ __all__ = [
     "SettingsMismatchError",
     "StoreClosedError",
     "StoreError",
+    "StoreFormatError",
     "StoreFullError",
     "StoreLockedError",
     "StoreNotFoundError",
@@ -124,7 +125,13 @@ class StoreClosedError(StoreError):
 
 
 class CorruptStoreError(StoreError):
-    """The store folder is damaged, foreign or was written by an incompatible version."""
+    """The store folder is damaged or foreign, or (:class:`StoreFormatError`) of a store format this version does not
+    read."""
+
+
+class StoreFormatError(CorruptStoreError):
+    """The store was written by another lmk-rag version, in a store format this one does not read (or its settings
+    record lacks a field the format requires): re-ingest its documents into a new store folder."""
 
 
 class SettingsMismatchError(StoreError, ValueError):

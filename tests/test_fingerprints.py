@@ -1,5 +1,6 @@
-"""Fingerprints are recorded by stores and caches: the one recipe (lmk_rag.hashing.short_hash) gives the values the
-four recipes it replaced gave, pinned here for the shipped static model and mixer and the packaged MiniLM."""
+"""Fingerprints are recorded by stores and caches: the one recipe (lmk_rag.hashing.short_hash) gives the values
+pinned here for the shipped static model and mixer and the packaged MiniLM. A change of a pinned value makes every
+store recorded with the old one unreadable: it comes with a new store format (lmk_rag.store.settings.FORMAT_VERSION)."""
 
 from __future__ import annotations
 
@@ -29,9 +30,9 @@ def test_the_encoder_fingerprints_are_unchanged(minilm_path, minilm_encoder) -> 
     from lmk_rag.encoder.resolve import model_digest
 
     assert model_digest(minilm_path) == "2e8a342051c55cb0"
-    # without a projection: the fingerprints of encoders made before projections existed, so their stores open
-    assert LandmarkEncoder(granularity=32, context="document", projection=None).fingerprint == "5f2e32f0328f64f2"
-    assert LandmarkEncoder(projection=None).fingerprint == "5ae3176a85300f0f"
+    # the hash of every setting that decides the vectors (issue 45: store format 3)
+    assert LandmarkEncoder(granularity=32, context="document", projection=None).fingerprint == "7b290efe8a097d54"
+    assert LandmarkEncoder(projection=None).fingerprint == "747ec896a59d7ca0"
     # with the shipped projection (the default for the packaged MiniLM): what the demo store records
-    assert minilm_encoder.fingerprint == "83eb1f99eca1c92b"  # granularity 32, document context
-    assert LandmarkEncoder().fingerprint == "b91b0138e1c1a66d"
+    assert minilm_encoder.fingerprint == "da9a020007a14eea"  # granularity 32, document context
+    assert LandmarkEncoder().fingerprint == "e1ec6a1d3ad4811b"

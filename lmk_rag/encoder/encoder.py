@@ -239,19 +239,16 @@ class LandmarkEncoder:
 
     @functools.cached_property
     def fingerprint(self) -> str:
-        """A short hash of the settings, the model files' content, what its sentence-transformers files say (prompts,
-        pooling, ``do_lower_case``: :attr:`ModelConfig.recorded`) and the projection's weights (for caches and stores).
-
-        Without a projection it is the fingerprint of an encoder made before projections existed, so their stores open;
-        a model whose sentence-transformers files say nothing beyond mean pooling keeps the fingerprint it had before
-        lmk-rag read them, and a store refuses the model once its prompts or pooling change.
-        """
-        settings = {**self.settings, "model_name": None}
-        del settings["projection"]
-        if self.projection is not None:
-            settings["projection"] = self.projection.fingerprint
-        if self.model_config.recorded:
-            settings["model_config"] = self.model_config.recorded
+        """A short hash of what decides the vectors, for caches and stores: the settings (the model by its files'
+        content, not its name), what its sentence-transformers files say (prompts, pooling, ``do_lower_case``:
+        :attr:`ModelConfig.recorded`) and the projection's weights (None without one). A store refuses the model once
+        any of them changes."""
+        settings = {
+            **self.settings,
+            "model_name": None,
+            "projection": None if self.projection is None else self.projection.fingerprint,
+            "model_config": self.model_config.recorded,
+        }
         return short_hash([f"{json.dumps(settings, sort_keys=True)}:{self.model_digest}".encode()])
 
     @overload

@@ -86,19 +86,15 @@ class ModelConfig:
 
     @property
     def recorded(self) -> dict[str, Any]:
-        """What was read that changes lmk-rag's vectors, for the encoder's fingerprint: only the values that differ
-        from a plain mean-pooled model without prompts, so such a model's fingerprint is the one it had before lmk-rag
-        read these files. ``normalize`` is left out: lmk-rag's vectors are L2-normalised either way."""
-        read = {
+        """What was read that changes lmk-rag's vectors, for the encoder's fingerprint. ``normalize`` is left out:
+        lmk-rag's vectors are L2-normalised either way."""
+        return {
             "prompts": dict(sorted(self.prompts.items())),
             "default_prompt_name": self.default_prompt_name,
             "pooling": self.pooling,
             "include_prompt": self.include_prompt,
             "do_lower_case": self.do_lower_case,
         }
-        plain = {"prompts": {}, "default_prompt_name": None, "pooling": "mean", "include_prompt": True,
-                 "do_lower_case": False}
-        return {key: value for key, value in read.items() if value != plain[key]}
 
 
 def read_model_config(model_path: Path) -> ModelConfig:

@@ -8,22 +8,18 @@ tokenizer; see docs/decisions.md ("store: BM25 evidence in the final score") for
 
 from __future__ import annotations
 
-from typing import Literal
-
 from lmk_rag.errors import InvalidInputError, needs_extra
 from lmk_rag.store.types import SparseVector
 
-Bm25Tokenizer = Literal["word", "code"]
-BM25_TOKENIZERS: tuple[str, ...] = ("word", "code")
-BM25_TOKENIZER: Bm25Tokenizer = "code"
-"""The tokens of new stores: Qdrant's code tokenizer keeps an identifier (``dry_run``, ``CamelCase``, dotted
-names) and also its parts, with English stop words and stemming. Level with ``"word"`` (Qdrant's default, which
-keeps ``dry_run`` whole) on the whole dev sets, so the identifiers of technical text decided (docs/decisions.md);
-a settings record that names another tokenizer is refused as edited or damaged."""
+BM25_TOKENIZER = "code"
+"""The tokens of every store, recorded as its ``bm25_tokenizer``: Qdrant's code tokenizer keeps an identifier
+(``dry_run``, ``CamelCase``, dotted names) and also its parts, with English stop words and stemming. Level with
+Qdrant's default word tokenizer (which keeps ``dry_run`` whole) on the whole dev sets, so the identifiers of technical
+text decided (docs/decisions.md); a settings record that names another tokenizer is refused as edited or damaged."""
 
 
 BM25_LANGUAGE = "english"
-"""The stop words and stemmer of new stores (and of stores written before the language was recorded)."""
+"""The stop words and stemmer of new stores when none is given."""
 
 
 def bm25_languages() -> list[str]:
@@ -45,26 +41,21 @@ def check_language(language: str) -> str:
 
 
 class Bm25Encoder:
-    """Qdrant's BM25 model: term-frequency vectors of documents (k=1.2, b=0.75, average length 256 tokens)
-    and binary query vectors.
+    """Qdrant's BM25 model with the code tokenizer (:data:`BM25_TOKENIZER`): term-frequency vectors of documents
+    (k=1.2, b=0.75, average length 256 tokens) and binary query vectors.
 
-    :param tokenizer: ``"word"`` or ``"code"``.
     :param language: the stop words and stemmer (:func:`bm25_languages`; a language without a Snowball stemmer
         gets stop words only).
-    :raises InvalidInputError: for an unknown tokenizer or language.
+    :raises InvalidInputError: for an unknown language.
     :raises MissingExtraError: when ``qdrant-edge-py`` (which ships the model) is not installed.
     """
 
-    def __init__(self, tokenizer: Bm25Tokenizer = BM25_TOKENIZER, language: str = BM25_LANGUAGE) -> None:
+    def __init__(self, language: str = BM25_LANGUAGE) -> None:
         """Build the model."""
-        if tokenizer not in BM25_TOKENIZERS:
-            raise InvalidInputError(f"bm25 tokenizer must be one of {BM25_TOKENIZERS}, got {tokenizer!r}")
         with needs_extra("BM25 (Qdrant's BM25 model)"):
             import qdrant_edge as qe
-        kind = qe.TokenizerType.Code if tokenizer == "code" else qe.TokenizerType.Word
-        self.tokenizer = tokenizer
         self.language = check_language(language)
-        self._model = qe.Bm25(qe.Bm25Config(tokenizer=kind, language=self.language))
+        self._model = qe.Bm25(qe.Bm25Config(tokenizer=qe.TokenizerType.Code, language=self.language))
 
     def embed_document(self, text: str) -> SparseVector:
         """A node's BM25 vector (term-frequency weights)."""

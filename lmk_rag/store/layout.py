@@ -57,19 +57,19 @@ def vector_layout(spec: CollectionSpec) -> list[VectorSlot]:
 
 
 def store_mode(settings: dict[str, Any]) -> StoreMode:
-    """The mode a store's settings record (stores from before modes were recorded: ``transformer``).
+    """The mode a store's settings record.
 
     :raises CorruptStoreError: for a mode this version does not know.
     """
     try:
-        return StoreMode(settings.get("mode", StoreMode.TRANSFORMER.value))
+        return StoreMode(settings["mode"])
     except ValueError:
-        raise CorruptStoreError(f"unknown store mode {settings.get('mode')!r} in the settings record") from None
+        raise CorruptStoreError(f"unknown store mode {settings['mode']!r} in the settings record") from None
 
 
 def recorded_vectors(settings: dict[str, Any]) -> set[str]:
     """The names of the vectors a store's settings record says its collection holds."""
     names = {"node"} if store_mode(settings) == StoreMode.STATIC else {"node", "chunks"}
-    names |= {"static"} if settings.get("static") else set()
-    names |= {"bm25"} if settings.get("bm25") else set()
+    names |= {"static"} if settings["static"] else set()
+    names |= {"bm25"} if settings["bm25"] else set()
     return names

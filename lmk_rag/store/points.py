@@ -9,7 +9,7 @@ import numpy as np
 
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import records as rec
-from lmk_rag.store.bm25 import BM25_LANGUAGE, Bm25Encoder
+from lmk_rag.store.bm25 import Bm25Encoder
 from lmk_rag.store.layout import recorded_vectors
 from lmk_rag.store.types import NodeRecord, PointData
 
@@ -43,10 +43,8 @@ class NodeVectors:
     @classmethod
     def from_settings(cls, settings: dict[str, Any], static_encoder: TokenEncoder | None, where: str) -> NodeVectors:
         """The vectors a store's settings record names (checked by ``settings.validate_settings``)."""
-        bm25 = None
-        if settings.get("bm25"):
-            bm25 = Bm25Encoder(settings["bm25_tokenizer"], settings.get("bm25_language") or BM25_LANGUAGE)
-        static_dim = None if settings.get("static") is None else int(settings["static"]["dim"])
+        bm25 = Bm25Encoder(settings["bm25_language"]) if settings["bm25"] else None
+        static_dim = None if settings["static"] is None else int(settings["static"]["dim"])
         chunks = "chunks" in recorded_vectors(settings)
         return cls(int(settings["encoder"]["dim"]), static_dim, static_encoder, bm25, where, chunks)
 

@@ -39,7 +39,7 @@ from lmk_rag.store.query import (
     plan_search,
 )
 from lmk_rag.store.query_vectors import QueryVectors
-from lmk_rag.store.settings import StoreEncoder, check_filter
+from lmk_rag.store.settings import StoreEncoder
 from lmk_rag.store.types import Branch, Hit, NodeRecord, Rerank, ScoredPointData, SearchOptions, StoreMode
 
 
@@ -178,14 +178,11 @@ class Reader:
             page *= 2
 
     def _nodes_filter(self, filter: FilterLike, node_ids: Sequence[str] | None = None) -> Any:
-        """The native filter of the nodes a reader may see that a caller's filter (and node ids) select, once the
-        store can answer it (:func:`~lmk_rag.store.settings.check_filter`)."""
-        check_filter(self.settings, filter, self.where)
+        """The native filter of the nodes a reader may see that a caller's filter (and node ids) select."""
         return visibility.shown_filter(self.backend, filter, node_ids)
 
     def _search_filter(self, filter: FilterLike) -> Any:
         """:meth:`_nodes_filter` for a search by vector (:func:`~lmk_rag.store.visibility.searched_filter`)."""
-        check_filter(self.settings, filter, self.where)
         return visibility.searched_filter(self.backend, filter)
 
     def search_vector(

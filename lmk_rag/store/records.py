@@ -27,7 +27,7 @@ NODE, DOC, STORE = "node", "doc", "store"
 #: (:class:`~lmk_rag.store.reads.Reader`).
 HIT_KEYS = ["doc_id", "node_id", "version", "text", "span", "meta"]
 #: The payload key of a node that says whether its version was committed: false when written, true once its
-#: document's marker points at its version (nodes of stores from before it lack the key and count as live).
+#: document's marker points at its version.
 LIVE = "live"
 #: The payload indexes of every store: what the write protocol and searches filter on.
 PAYLOAD_INDEXES = (("kind", "keyword"), ("doc_id", "keyword"), ("node_id", "keyword"), ("version", "integer"),
@@ -51,15 +51,15 @@ def marker_point_id(doc_id: str) -> str:
 
 def marker_payload(
     doc_id: str,
-    version: int | None,
-    slot: int | None,
+    version: int,
+    slot: int,
     n_nodes: int,
     metadata: dict[str, Any],
     pending: int | None = None,
     content_hash: str | None = None,
     source: str | None = None,
 ) -> dict[str, Any]:
-    """A document marker's payload; ``version`` None means no visible version.
+    """A document marker's payload: its visible ``version``, held in id ``slot``, of ``n_nodes`` nodes.
 
     :param content_hash: the hash of what the visible version was made from (see
         :func:`lmk_rag.store.documents.content_hash`); None for nodes written pre-encoded.

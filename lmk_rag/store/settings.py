@@ -12,16 +12,16 @@ from lmk_rag.errors import (
     InvalidInputError,
     ModelNotFoundError,
     SettingsMismatchError,
+    StoreFormatError,
     StoreNotFoundError,
     StoreReadOnlyError,
 )
 from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.bm25 import BM25_LANGUAGE, BM25_TOKENIZER
-from lmk_rag.store.filters import RESERVED_KEYS, FilterLike, payload_key, uses_operator
-from lmk_rag.store.layout import recorded_vectors, store_mode
-from lmk_rag.store.records import LIVE, PAYLOAD_INDEXES
+from lmk_rag.store.filters import RESERVED_KEYS, payload_key
+from lmk_rag.store.layout import recorded_vectors
+from lmk_rag.store.records import PAYLOAD_INDEXES
 from lmk_rag.store.types import QUANTIZATIONS, CollectionSpec, Storage, StoreMode
-from lmk_rag.store.visibility import pending_filter
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder
@@ -34,11 +34,17 @@ STORAGE_KEYS = tuple(field.name for field in fields(Storage))
 DEFAULT_STORAGE = Storage()
 #: A handle's oversampling of quantized node vectors where it gives none.
 DEFAULT_OVERSAMPLING = 2.0
-#: The store format this lmk-rag writes: 2, whose nodes carry ``live`` (see :mod:`lmk_rag.store.versions`).
-FORMAT_VERSION = 2
-#: The formats it opens: 1 (nodes without ``live``; a read shows them all) is upgraded by the first open that may
-#: write (:func:`upgrade_format`).
-READABLE_FORMATS = (1, FORMAT_VERSION)
+#: The store format this lmk-rag writes, and the only one it opens: 3, whose nodes carry ``live`` (see
+#: :mod:`lmk_rag.store.versions`) and a lower-cased copy of their metadata, whose record holds every field of
+#: :data:`REQUIRED`, and whose encoder fingerprint hashes every setting that decides the vectors. A store of another
+#: format is refused (:class:`~lmk_rag.errors.StoreFormatError`): re-ingest it (CHANGELOG.md).
+FORMAT_VERSION = 3
+#: The fields every settings record of :data:`FORMAT_VERSION` holds (``committed`` comes with the first change).
+REQUIRED = ("mode", "encoder", "static", "node_tokens", "bm25", "bm25_tokenizer", "bm25_language", "alpha",
+            *STORAGE_KEYS, "cluster", "text_keys", "payload_indexes")
+#: How to rebuild a store this lmk-rag does not read, as its messages say it.
+REINGEST = ("re-ingest its documents into a new store folder (lmk-rag ingest DOCS --store NEW_FOLDER, or "
+            "LandmarkStore(NEW_FOLDER) and add them again): CHANGELOG.md says which versions changed the format")
 
 
 def create_settings(
@@ -105,7 +111,6 @@ def create_settings(
         **{key: getattr(storage, key) for key in STORAGE_KEYS},
         "cluster": dict(backend.cluster),
         "text_keys": text_keys,
-        "lowercase_metadata": True,
         "payload_indexes": dict(payload_indexes or {}),
     }
     backend.flush()
@@ -186,30 +191,6 @@ def add_payload_indexes(backend: Backend, settings: dict[str, Any], indexes: dic
     backend.write_settings(settings)
 
 
-def upgrade_format(backend: Backend, settings: dict[str, Any], where: str, read_only: bool) -> None:
-    """Bring a store of format 1 (nodes without ``live``) to :data:`FORMAT_VERSION`: index ``live`` and record the
-    format (after the open's repair). Its nodes are not rewritten: a node without ``live`` is shown, and format 1
-    kept no node of another version once repaired.
-
-    :param settings: the store's settings record (updated in place).
-    :raises StoreReadOnlyError: for a read-only open of a format-1 store with an interrupted write: its half-written
-        version carries no ``live`` to hide it, and a reader cannot finish it.
-    """
-    if settings.get("format_version") == FORMAT_VERSION:
-        return
-    if read_only:
-        if backend.count(pending_filter(backend)):
-            raise StoreReadOnlyError(
-                f"{where}: an older lmk-rag's write to this store was interrupted and a read-only open cannot finish "
-                "it: open the store once without read_only=True (or run lmk-rag ingest on it)"
-            )
-        return
-    backend.create_payload_index(LIVE, "bool")
-    settings["format_version"] = FORMAT_VERSION
-    backend.flush()
-    backend.write_settings(settings)
-
-
 def check_settings(
     settings: dict[str, Any],
     backend: Backend,
@@ -234,19 +215,19 @@ def check_settings(
     if not backend.exists():
         raise CorruptStoreError(f"{where}: settings recorded but the vector data is missing")
     check_static(settings, static_encoder, where)
-    if bm25 is not None and bm25 != bool(settings.get("bm25")):
+    if bm25 is not None and bm25 != settings["bm25"]:
         raise SettingsMismatchError(_bm25_mismatch(where, bm25))
-    recorded_language = (settings.get("bm25_language") or BM25_LANGUAGE) if settings.get("bm25") else None
+    recorded_language = settings["bm25_language"]
     if bm25_language is not None and bm25_language != recorded_language:
         raise SettingsMismatchError(
             f"{where} was built with bm25_language={recorded_language!r}, given {bm25_language!r}: the language is "
             "chosen when a store is created"
         )
-    if node_tokens is not None and settings.get("node_tokens") != node_tokens:
-        raise SettingsMismatchError(f"{where} cuts nodes of {settings.get('node_tokens')} tokens, given {node_tokens}")
-    if text_keys is not None and text_keys != settings.get("text_keys", []):
+    if node_tokens is not None and settings["node_tokens"] != node_tokens:
+        raise SettingsMismatchError(f"{where} cuts nodes of {settings['node_tokens']} tokens, given {node_tokens}")
+    if text_keys is not None and text_keys != settings["text_keys"]:
         raise SettingsMismatchError(
-            f"{where} indexes the metadata keys {settings.get('text_keys', [])} as full text, given {text_keys}: "
+            f"{where} indexes the metadata keys {settings['text_keys']} as full text, given {text_keys}: "
             "text indexes are declared when a store is created"
         )
     check_cluster(settings, backend.cluster, where)
@@ -273,7 +254,7 @@ def check_dimensions(settings: Mapping[str, Any], sizes: Mapping[str, int], wher
     """
     dim = settings["encoder"]["dim"]
     recorded = {"node": ("encoder.dim", dim), "chunks": ("encoder.dim", dim)}
-    if settings.get("static"):
+    if settings["static"]:
         recorded["static"] = ("static.dim", settings["static"].get("dim"))
     differ = {key: (value, sizes[name]) for name, (key, value) in recorded.items()
               if name in sizes and value != sizes[name]}
@@ -293,7 +274,7 @@ def check_cluster(settings: Mapping[str, Any], given: Mapping[str, int], where: 
 
     :raises SettingsMismatchError: naming each that differs.
     """
-    recorded = settings.get("cluster") or {}
+    recorded = settings["cluster"]
     differ = [f"{key}: store={recorded.get(key, 'the server default')!r} given={value!r}"
               for key, value in given.items() if recorded.get(key) != value]
     if differ:
@@ -309,58 +290,59 @@ def new_storage(given: Mapping[str, Any]) -> Storage:
 
 
 def recorded_storage(settings: Mapping[str, Any]) -> Storage:
-    """The storage a store was created with (a store recorded before a setting existed has Qdrant's default: no
-    quantized copy, recorded as null, and everything in memory)."""
-    recorded = {key: settings[key] for key in STORAGE_KEYS if settings.get(key) is not None}
-    return Storage(**recorded)
-
-
-def check_filter(settings: dict[str, Any], filter: FilterLike, where: str) -> None:
-    """Refuse a filter this store cannot answer rightly: ``substring_any_case`` searches the lower-cased metadata
-    copy on each node (``meta_lower``), which nodes written before it existed lack (they would never match).
-
-    :raises SettingsMismatchError: for ``substring_any_case`` on a store created without that copy.
-    """
-    if not settings.get("lowercase_metadata") and uses_operator(filter, "substring_any_case"):
-        raise SettingsMismatchError(
-            f"{where} was created before nodes kept a lower-cased copy of their metadata, so substring_any_case "
-            "(LlamaIndex's TEXT_MATCH_INSENSITIVE) cannot see its nodes: re-ingest into a new store folder, or use "
-            "substring (case-sensitive)"
-        )
+    """The storage a store was created with (its record, as :func:`validate_settings` accepted it)."""
+    return Storage(**{key: settings[key] for key in STORAGE_KEYS})
 
 
 def validate_settings(settings: Any, where: str) -> dict[str, Any]:
-    """Check that a settings record is one of ours and readable by this version.
+    """Check that a settings record is one of ours, of :data:`FORMAT_VERSION`, complete and holding values this
+    version writes.
 
-    :raises CorruptStoreError: for a foreign, damaged or newer record.
+    :raises StoreFormatError: for a record of another format, or one that lacks a field the format requires (written
+        by an earlier lmk-rag, or edited).
+    :raises CorruptStoreError: for a foreign record, or one holding values this version never writes.
     """
     if not isinstance(settings, dict) or settings.get("format") != FORMAT:
         raise CorruptStoreError(f"{where}: not a lmk-rag store (foreign settings record)")
-    if settings.get("format_version") not in READABLE_FORMATS:
-        raise CorruptStoreError(
-            f"{where}: store format version {settings.get('format_version')!r}, this lmk-rag reads "
-            f"{' and '.join(map(str, READABLE_FORMATS))}: open it with the lmk-rag that wrote it, or re-ingest into a "
-            "new store"
+    version = settings.get("format_version")
+    if version != FORMAT_VERSION:
+        newer = _count(version) and version > FORMAT_VERSION
+        raise StoreFormatError(
+            f"{where} was written by {'a newer' if newer else 'an earlier'} lmk-rag (store format {version!r}; this "
+            f"lmk-rag reads format {FORMAT_VERSION} only): "
+            + ("upgrade lmk-rag, or " if newer else "")
+            + REINGEST
         )
     encoder = settings.get("encoder")
-    if not isinstance(encoder, dict) or not {"settings", "fingerprint", "dim"} <= set(encoder):
-        raise CorruptStoreError(f"{where}: the store's settings record lacks its encoder settings")
+    missing = [key for key in REQUIRED if key not in settings]
+    if isinstance(encoder, dict):
+        missing += [f"encoder.{key}" for key in ("settings", "fingerprint", "dim") if key not in encoder]
+        if isinstance(encoder.get("settings"), dict) and settings.get("mode") == StoreMode.TRANSFORMER.value and \
+                "projection" not in encoder["settings"]:
+            missing.append("encoder.settings.projection")
+    if missing:
+        raise StoreFormatError(
+            f"{where}: its settings record (lmk_rag.json in a store folder) lacks {', '.join(missing)}, which every "
+            f"store of format {FORMAT_VERSION} records: it was written by an earlier lmk-rag, or edited; " + REINGEST
+        )
+    if not isinstance(encoder, dict):
+        raise CorruptStoreError(f"{where}: the settings record holds encoder={encoder!r}, not its encoder settings")
     problems = [f"{key}={settings.get(key)!r} ({rule})" for key, (valid, rule) in RECORDED.items()
                 if key in settings and not valid(settings[key])]
     if not isinstance(encoder["settings"], dict):
         problems.append(f"encoder.settings={encoder['settings']!r} (a JSON object)")
     if isinstance(encoder["dim"], bool) or not isinstance(encoder["dim"], int) or encoder["dim"] < 1:
         problems.append(f"encoder.dim={encoder['dim']!r} (an integer >= 1)")
-    if settings.get("bm25") is True and settings.get("bm25_tokenizer") != BM25_TOKENIZER:
-        problems.append(f"bm25_tokenizer={settings.get('bm25_tokenizer')!r} ({BM25_TOKENIZER!r}, the BM25 tokenizer "
+    if settings["bm25"] is True and settings["bm25_tokenizer"] != BM25_TOKENIZER:
+        problems.append(f"bm25_tokenizer={settings['bm25_tokenizer']!r} ({BM25_TOKENIZER!r}, the BM25 tokenizer "
                         "every store with BM25 is written with)")
+    if settings["bm25"] is True and not isinstance(settings["bm25_language"], str):
+        problems.append(f"bm25_language={settings['bm25_language']!r} (a language name, with BM25)")
     if problems:
         raise CorruptStoreError(
             f"{where}: the settings record holds values this lmk-rag never writes: {'; '.join(problems)}. It was "
             "edited or damaged: restore the original value, or re-ingest into a new store"
         )
-    if store_mode(settings) == StoreMode.TRANSFORMER and "projection" not in encoder["settings"]:
-        encoder["settings"]["projection"] = None  # recorded before encoders had projections: it has none
     return settings
 
 
@@ -383,8 +365,8 @@ RECORDED: dict[str, tuple[Callable[[Any], bool], str]] = {
     "node_tokens": (_count, "an integer >= 1"),
     "bm25": (lambda v: isinstance(v, bool), "true or false"),
     "alpha": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1, "a number in [0, 1]"),
-    "quantization": (lambda v: v is None or v in QUANTIZATIONS, f"null or one of {list(QUANTIZATIONS)}"),
-    "node_quantization": (lambda v: v is None or v in QUANTIZATIONS, f"null or one of {list(QUANTIZATIONS)}"),
+    "quantization": (lambda v: v in QUANTIZATIONS, f"one of {list(QUANTIZATIONS)}"),
+    "node_quantization": (lambda v: v in QUANTIZATIONS, f"one of {list(QUANTIZATIONS)}"),
     "on_disk": (lambda v: isinstance(v, bool), "true or false"),
     "hnsw_on_disk": (lambda v: isinstance(v, bool), "true or false"),
     "cluster": (lambda v: isinstance(v, dict) and all(_count(n) for n in v.values()), "{setting: count}"),
@@ -392,7 +374,6 @@ RECORDED: dict[str, tuple[Callable[[Any], bool], str]] = {
     "payload_indexes": (lambda v: isinstance(v, dict) and all(isinstance(k, str) and k and kind in PAYLOAD_SCHEMAS
                                                               for k, kind in v.items()), "{key: index kind}"),
     "bm25_language": (lambda v: v is None or isinstance(v, str), "null or a language name"),
-    "lowercase_metadata": (lambda v: isinstance(v, bool), "true or false"),
     "committed": (_committed, '{"documents": n, "nodes": n}'),
 }
 

@@ -45,7 +45,6 @@ from lmk_rag.store.settings import (
     create_settings,
     new_storage,
     recorded_storage,
-    upgrade_format,
     validate_settings,
 )
 from lmk_rag.store.types import (
@@ -256,7 +255,6 @@ class LandmarkStore:
         repaired = 0 if read_only else versions.repair(backend)
         if repaired:
             logger.warning("%s: repaired %d document(s) an interrupted write left pending", where, repaired)
-        upgrade_format(backend, settings, where, read_only)
         if shared.ledger is None:
             shared.settings, shared.ledger = settings, Ledger(backend, settings, where)
         ledger = shared.ledger

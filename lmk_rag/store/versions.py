@@ -65,11 +65,11 @@ def write_documents(
     :return: the number of nodes written.
     """
     unique = {write.doc_id: write for write in writes}
-    version = max([time.time_ns(), *[(markers[d].get("version") or 0) + 1 for d in unique if d in markers]])
+    version = max([time.time_ns(), *[markers[d]["version"] + 1 for d in unique if d in markers]])
     nodes, committed, done = [], [], []
     for doc_id, write in unique.items():
         before = markers.get(doc_id)
-        slot = 0 if before is None or before.get("slot") is None else 1 - int(before["slot"])
+        slot = 0 if before is None else 1 - int(before["slot"])
         nodes.extend(node_points(write.records, version, slot))
         n_nodes, content_hash, source = len(write.records), write.content_hash, write.source
         committed.append(rec.marker_payload(doc_id, version, slot, n_nodes, write.metadata, version, content_hash,
@@ -133,8 +133,7 @@ def record_sources(backend: Backend, markers: dict[str, dict[str, Any]], sources
     :return: the number of markers rewritten.
     """
     changed = [{**markers[doc_id], "source": source} for doc_id, source in sources.items()
-               if doc_id in markers and markers[doc_id].get("version") is not None
-               and markers[doc_id].get("source") != source]
+               if doc_id in markers and markers[doc_id].get("source") != source]
     if changed:
         backend.upsert([rec.marker_point(payload) for payload in changed])
         backend.flush()
@@ -146,19 +145,15 @@ def write_delta(markers: dict[str, dict[str, Any]], writes: Sequence[DocumentWri
 
     :param markers: the documents' markers as they are now.
     """
-    visible_before = {doc_id: int(marker.get("n_nodes") or 0) for doc_id, marker in markers.items()
-                      if marker.get("version") is not None}
+    visible_before = {doc_id: int(marker["n_nodes"]) for doc_id, marker in markers.items()}
     documents = sum(1 for write in writes if write.doc_id not in visible_before)
     nodes = sum(len(write.records) for write in writes) - sum(visible_before.get(w.doc_id, 0) for w in writes)
     return documents, nodes
 
 
-def delete_delta(marker: dict[str, Any]) -> tuple[int, int] | None:
-    """What deleting the document of this marker adds to the store: one document and its nodes fewer (None when the
-    marker holds no version: a format-1 write or delete was interrupted, its nodes are not counted)."""
-    if marker.get("version") is None:
-        return None
-    return -1, -int(marker.get("n_nodes") or 0)
+def delete_delta(marker: dict[str, Any]) -> tuple[int, int]:
+    """What deleting the document of this marker adds to the store: one document and its nodes fewer."""
+    return -1, -int(marker["n_nodes"])
 
 
 def delete_document(backend: Backend, doc_id: str) -> None:
@@ -213,18 +208,12 @@ def repair(backend: Backend) -> int:
     """Finish the commits a crash interrupted (markers with ``pending``: show the marker's version, drop the
     others), then drop the nodes of writes that never committed (``live`` false).
 
-    A marker with ``pending`` and no ``version`` comes from a store of format 1 (``lmk_rag.json``'s
-    ``format_version``), whose writes and deletes marked a document before changing its nodes: its nodes go.
-
     :return: the number of documents repaired.
     """
     found = list(scroll(backend, pending_filter(backend), False))
     for marker in found:
         payload = marker.payload
         doc_id = payload["doc_id"]
-        if payload.get("version") is None:
-            _delete_points(backend, doc_id)
-            continue
         _show(backend, [doc_id], int(payload["version"]))
         _drop_other_versions(backend, [doc_id], int(payload["version"]))
         backend.upsert([rec.marker_point({k: v for k, v in payload.items() if k != "pending"})])

@@ -35,8 +35,8 @@ def markers(backend: Backend, doc_ids: Sequence[str], page: int = MARKER_PAGE) -
 
 
 def stored_hashes(found: dict[str, dict[str, Any]]) -> dict[str, str | None]:
-    """The content hash each stored (visible) document's marker records (None when written without one)."""
-    return {doc_id: marker.get("hash") for doc_id, marker in found.items() if marker.get("version") is not None}
+    """The content hash each stored document's marker records (None when written without one)."""
+    return {doc_id: marker.get("hash") for doc_id, marker in found.items()}
 
 
 def latest(results: Sequence[Sequence[Any]]) -> list[list[Any]]:
@@ -95,9 +95,9 @@ def hidden_filter(backend: Backend) -> Any:
 
 
 def documents_filter(backend: Backend) -> Any:
-    """The native filter of the markers of stored (visible) documents."""
+    """The native filter of the markers of stored documents."""
     b = backend.builder
-    return every(b, b.match("kind", rec.DOC), but_not=[b.is_empty("version")])
+    return every(b, b.match("kind", rec.DOC))
 
 
 def pending_filter(backend: Backend) -> Any:

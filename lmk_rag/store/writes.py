@@ -32,7 +32,7 @@ from lmk_rag.store.documents import (
 from lmk_rag.store.filters import FilterLike
 from lmk_rag.store.ledger import Ledger
 from lmk_rag.store.points import NodeVectors
-from lmk_rag.store.settings import StoreEncoder, check_filter
+from lmk_rag.store.settings import StoreEncoder
 from lmk_rag.store.types import NodeRecord
 
 Markers = dict[str, dict[str, Any]]
@@ -205,8 +205,7 @@ class Writer:
         marker = visibility.markers(self.backend, [doc_id]).get(doc_id)
         if marker is None:
             return False
-        delta = versions.delete_delta(marker)
-        upcoming = None if delta is None else self.ledger.after(delta)
+        upcoming = self.ledger.after(versions.delete_delta(marker))
         with self.access.writing(), self.ledger.change(upcoming):
             versions.delete_document(self.backend, doc_id)
         return True
@@ -218,7 +217,6 @@ class Writer:
             deleted = self.backend.count(visibility.nodes_filter(self.backend, None))
             self.clear()
             return deleted
-        check_filter(self.settings, filter, self.where)
         wanted = visibility.shown_filter(self.backend, filter, node_ids)
         self._check_writable()
         with self.access.writing(), self.ledger.change(None):

@@ -2,8 +2,7 @@
 vector and chunk vectors (``tests/fixtures/query_encodings.json``, recorded at commit 0d35bcc, before the cold-start
 work of issue 27 item 8), the default encoder's fingerprint, and that a store reopened as the CLI opens it
 rebuilds that encoder from its record. The recording predates the shipped projection: it is the default encoder with
-``projection=None``, and a store written before projections existed (no ``projection`` in its record) opens without
-one."""
+``projection=None``; a record without ``projection`` (written before projections existed) is refused."""
 
 from __future__ import annotations
 
@@ -74,13 +73,13 @@ def test_a_read_only_open_rebuilds_the_recorded_encoder(tmp_path: Path, default_
 
 
 @pytest.mark.slow
-def test_a_store_recorded_before_projections_opens_without_one(tmp_path: Path, default_encoder, recorded) -> None:
-    from lmk_rag.errors import SettingsMismatchError
+def test_a_record_without_projection_is_refused_as_an_earlier_format(tmp_path: Path, default_encoder,
+                                                                     recorded) -> None:
+    from lmk_rag.errors import StoreFormatError
     from lmk_rag.store.edge import EdgeBackend
 
-    short, long = (query["text"] for query in recorded["queries"])
     with LandmarkStore(tmp_path / "store", encoder=default_encoder) as store:
-        store.add_documents([("page", long, None)])
+        store.add_documents([("page", recorded["queries"][1]["text"], None)])
         settings = store.settings
     old = {key: value for key, value in settings["encoder"]["settings"].items() if key != "projection"}
     backend = EdgeBackend(tmp_path / "store")
@@ -88,8 +87,5 @@ def test_a_store_recorded_before_projections_opens_without_one(tmp_path: Path, d
         backend.write_settings({**settings, "encoder": {**settings["encoder"], "settings": old}})
     finally:
         backend.close()
-    with LandmarkStore(tmp_path / "store", read_only=True) as store:
-        assert store.encoder.settings["projection"] is None and store.encoder.fingerprint == recorded["fingerprint"]
-        assert [hit.doc_id for hit in store.search(short, k=1)] == ["page"]
-    with pytest.raises(SettingsMismatchError, match="projection is not set in the store but 'shipped' here"):
-        _ = LandmarkStore(tmp_path / "store", encoder=LandmarkEncoder()).encoder
+    with pytest.raises(StoreFormatError, match=r"lacks encoder\.settings\.projection.*re-ingest"):
+        LandmarkStore(tmp_path / "store", read_only=True)

@@ -144,7 +144,13 @@ def _edited_copy(store: Path, folder: Path, edit) -> Path:
      ["the model its settings record names is not here", "restore its encoder.settings.model_name"]),
     (lambda record: record.update(bm25_tokenizer="word"),
      ["bm25_tokenizer='word'", "edited or damaged", "restore the original value"]),
-], ids=["dim", "granularity", "model-name", "bm25-tokenizer"])
+    (lambda record: record.update(quantization=None),
+     ["quantization=None", "edited or damaged", "restore the original value"]),
+    (lambda record: record.update(format_version=1),
+     ["written by an earlier lmk-rag (store format 1", "lmk-rag ingest DOCS --store NEW_FOLDER", "CHANGELOG.md"]),
+    (lambda record: record.pop("text_keys"),
+     ["lacks text_keys", "written by an earlier lmk-rag, or edited", "lmk-rag ingest DOCS --store NEW_FOLDER"]),
+], ids=["dim", "granularity", "model-name", "bm25-tokenizer", "null-storage", "format-1", "missing-field"])
 def test_an_edited_settings_record_is_named_by_query_and_check(cli_store, tmp_path, edit, words) -> None:
     folder = _edited_copy(cli_store, tmp_path / "edited", edit)
     runner = CliRunner()

@@ -1,62 +1,63 @@
-"""Stores written before nodes carried ``live`` (store format 1) open: read as they are, finished and upgraded by
-the first open that may write; a read-only open of one a crash cut short says how to finish it (Qdrant Edge)."""
+"""A store of another format than the one this lmk-rag writes (an earlier lmk-rag's, or a newer one's), or whose
+settings record lacks a field the format requires, is refused with one typed error naming the fix, and left as it
+is (Qdrant Edge)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
-import qdrant_edge as qe
 
-from lmk_rag.errors import StoreReadOnlyError
+from lmk_rag.errors import CorruptStoreError, StoreFormatError
 from lmk_rag.store import LandmarkStore, NodeRecord
-from lmk_rag.store import records as rec
+from lmk_rag.store.settings import FORMAT_VERSION
 
 
-def _as_format_1(folder: Path, deleting: dict | None = None) -> None:
-    """Turn a closed Edge store into what format 1 wrote: nodes without ``live``, no ``live`` index, the record's
-    ``format_version`` 1; with ``deleting``, also a format-1 delete cut short (its marker without a version, its
-    nodes still there). Done with the engine itself, as the older lmk-rag left it."""
-    shard = qe.EdgeShard.load(str(folder / "shard"))
-    nodes = qe.Filter(must=[qe.FieldCondition(key="kind", match=qe.MatchValue(rec.NODE))])
-    shard.update(qe.UpdateOperation.delete_payload_by_filter(nodes, [rec.LIVE]))
-    shard.update(qe.UpdateOperation.delete_field_index(rec.LIVE))
-    if deleting is not None:
-        payload = {**deleting, "version": None, "pending": 0}
-        shard.update(qe.UpdateOperation.upsert_points([qe.Point(id=rec.marker_point_id(payload["doc_id"]), vector={},
-                                                                payload=payload)]))
-    shard.flush()
-    shard.close()
-    meta = {**json.loads((folder / "lmk_rag.json").read_text()), "format_version": 1}
-    if deleting is not None:  # the ledger of a delete under way
-        meta["committed"] = {**meta["committed"], "next": "unknown"}
-    (folder / "lmk_rag.json").write_text(json.dumps(meta))
+def _edit_record(folder: Path, edit) -> str:
+    """Edit a closed store's settings record (``lmk_rag.json``) with ``edit(record)``; return the text written."""
+    record = json.loads((folder / "lmk_rag.json").read_text())
+    edit(record)
+    text = json.dumps(record)
+    (folder / "lmk_rag.json").write_text(text)
+    return text
 
 
-def test_a_format_1_store_is_read_as_it_is_and_upgraded_by_a_writer(tmp_path: Path, minilm_encoder,
-                                                                     doc_records: dict[str, list[NodeRecord]]) -> None:
+@pytest.fixture
+def written(tmp_path: Path, minilm_encoder, doc_records: dict[str, list[NodeRecord]]) -> Path:
+    """A store folder holding one document, closed."""
     folder = tmp_path / "s"
-    names = list(doc_records)[:3]
+    name = next(iter(doc_records))
     with LandmarkStore(folder, encoder=minilm_encoder) as store:
-        store.upsert_documents([(name, doc_records[name]) for name in names])
-        deleting = store.backend.retrieve([rec.marker_point_id(names[2])], False)[0].payload
-    total = sum(len(doc_records[name]) for name in names)
-    query = np.asarray(doc_records[names[0]][0].vector)
-    _as_format_1(folder)
-    with LandmarkStore(folder, read_only=True) as reader:  # read as it is: a node without live is shown
-        assert reader.settings["format_version"] == 1
-        assert len(reader.get_nodes()) == total and reader.search_vector(query, k=1)[0].doc_id == names[0]
-    _as_format_1(folder, deleting)
-    with pytest.raises(StoreReadOnlyError, match="open the store once without read_only"):
-        LandmarkStore(folder, read_only=True)
-    with LandmarkStore(folder, encoder=minilm_encoder) as writer:  # finishes the delete, then upgrades
-        assert writer.settings["format_version"] == 2
-        assert writer.doc_ids() == sorted(names[:2]) and writer.check() == []
-        writer.upsert_nodes(names[0], doc_records[names[0]][:1])  # a write of format 2 beside format-1 nodes
-        assert writer.count() == 1 + len(doc_records[names[1]])
-        assert {h.doc_id for h in writer.search_vector(query, k=5)} == set(names[:2])
-    assert json.loads((folder / "lmk_rag.json").read_text())["format_version"] == 2
-    with LandmarkStore(folder, read_only=True) as reader:
-        assert reader.count_documents() == 2 and reader.check() == []
+        store.upsert_nodes(name, doc_records[name])
+        assert store.settings["format_version"] == FORMAT_VERSION
+    return folder
+
+
+@pytest.mark.parametrize("version", [1, FORMAT_VERSION - 1, None])
+def test_a_store_of_an_earlier_format_is_refused_and_left_as_it_is(written: Path, minilm_encoder, version) -> None:
+    text = _edit_record(written, lambda record: record.update(format_version=version))
+    for opened in ({"read_only": True}, {"encoder": minilm_encoder}):
+        with pytest.raises(StoreFormatError) as raised:
+            LandmarkStore(written, **opened)
+        said = str(raised.value)
+        assert f"written by an earlier lmk-rag (store format {version!r}" in said, said
+        assert f"reads format {FORMAT_VERSION} only" in said and "re-ingest" in said, said
+        assert "lmk-rag ingest DOCS --store NEW_FOLDER" in said and "CHANGELOG.md" in said, said
+        assert isinstance(raised.value, CorruptStoreError)  # what callers caught before
+    assert (written / "lmk_rag.json").read_text() == text  # no upgrade, no repair: the store is as it was
+
+
+def test_a_store_of_a_newer_format_says_to_upgrade(written: Path) -> None:
+    _edit_record(written, lambda record: record.update(format_version=FORMAT_VERSION + 1))
+    with pytest.raises(StoreFormatError, match=f"a newer lmk-rag \\(store format {FORMAT_VERSION + 1}.*upgrade "
+                                               "lmk-rag, or re-ingest"):
+        LandmarkStore(written, read_only=True)
+
+
+@pytest.mark.parametrize("field", ["bm25_language", "quantization", "payload_indexes", "mode", "static"])
+def test_a_record_that_lacks_a_field_of_the_format_is_refused(written: Path, field: str) -> None:
+    _edit_record(written, lambda record: record.pop(field))
+    with pytest.raises(StoreFormatError, match=f"lacks {field}, which every store of format {FORMAT_VERSION} "
+                                               "records: it was written by an earlier lmk-rag, or edited; re-ingest"):
+        LandmarkStore(written, read_only=True)

@@ -3,7 +3,6 @@ body per backend (Edge on disk, qdrant-client local, real server if set)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from typing import Any
 
@@ -11,7 +10,7 @@ import numpy as np
 import pytest
 
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError
-from lmk_rag.store import FieldCondition, Filter, LandmarkStore, NodeRecord
+from lmk_rag.store import FieldCondition, Filter, NodeRecord
 
 IDENTIFIERS = ["6FTR78Yun", "6FTR78Ygl", "6FTR78Ztl"]
 
@@ -112,29 +111,6 @@ def test_substring_filters_match_inside_words_on_any_key(open_store, doc_records
         FieldCondition("doc_id", "substring_any_case", "a")
     with pytest.raises(InvalidInputError, match="substring: value must be a string"):
         FieldCondition("identifier", "substring", 5)
-
-
-def test_case_insensitive_substring_on_a_store_made_before_lowercase_copies_names_the_fix(
-        tmp_path, minilm_encoder, doc_records) -> None:
-    store = LandmarkStore(tmp_path / "old", encoder=minilm_encoder)
-    records = _typed(doc_records)
-    for doc_id, nodes in records.items():
-        store.upsert_nodes(doc_id, nodes)
-    store.close()
-    record = tmp_path / "old" / "lmk_rag.json"  # as an earlier lmk-rag wrote it: no lowercase_metadata
-    meta = json.loads(record.read_text())
-    del meta["lowercase_metadata"]
-    record.write_text(json.dumps(meta))
-    with LandmarkStore(tmp_path / "old", encoder=minilm_encoder) as store:
-        condition = Filter(must=(FieldCondition("identifier", "substring_any_case", "r78y"),))
-        with pytest.raises(SettingsMismatchError, match="re-ingest into a new store folder"):
-            store.get_nodes(filter=condition)
-        with pytest.raises(SettingsMismatchError, match="substring_any_case"):
-            store.search("a query", filter=condition)
-        with pytest.raises(SettingsMismatchError, match="substring_any_case"):
-            store.delete_nodes(filter=condition)
-        assert store.count() == sum(len(nodes) for nodes in records.values())  # nothing was deleted
-        assert _docs(store, FieldCondition("identifier", "substring", "R78Y"))  # case-sensitive still works
 
 
 def test_text_keys_match_word_prefixes_in_any_case(open_store, doc_records, backend) -> None:

@@ -98,15 +98,13 @@ def test_mode_and_encoder_must_agree(tmp_path, minilm_encoder) -> None:
         assert store.mode == StoreMode.STATIC and store.settings["encoder"]["settings"]["mixer"] is None
 
 
-def test_existing_transformer_stores_open_unchanged(tmp_path, minilm_encoder, doc_records) -> None:
-    folder = tmp_path / "old"
+def test_a_transformer_store_reopens_as_one_and_refuses_static(tmp_path, minilm_encoder, doc_records) -> None:
+    folder = tmp_path / "transformer"
     with LandmarkStore(folder, encoder=minilm_encoder) as store:
         doc_id, records = next(iter(doc_records.items()))
         store.upsert_nodes(doc_id, records)
         assert store.backend.vector_names() == {"node", "chunks", "bm25"}
-    meta = json.loads((folder / "lmk_rag.json").read_text())
-    assert meta.pop("mode") == "transformer"
-    (folder / "lmk_rag.json").write_text(json.dumps(meta))  # as stores made before modes were recorded
+    assert json.loads((folder / "lmk_rag.json").read_text())["mode"] == "transformer"
     with LandmarkStore(folder, encoder=minilm_encoder) as store:
         assert store.mode == StoreMode.TRANSFORMER and store.default_rerank == Rerank.CHUNKS
         assert store.search(records[0].text[:200], k=1)[0].doc_id == doc_id
