@@ -369,6 +369,8 @@ RECORDED: dict[str, tuple[Callable[[Any], bool], str]] = {
     "node_quantization": (lambda v: v in QUANTIZATIONS, f"one of {list(QUANTIZATIONS)}"),
     "on_disk": (lambda v: isinstance(v, bool), "true or false"),
     "hnsw_on_disk": (lambda v: isinstance(v, bool), "true or false"),
+    "hnsw_m": (lambda v: _count(v, minimum=0), "an integer >= 0"),
+    "ef_construct": (lambda v: _count(v, minimum=4), "an integer >= 4"),
     "cluster": (lambda v: isinstance(v, dict) and all(_count(n) for n in v.values()), "{setting: count}"),
     "text_keys": (lambda v: isinstance(v, list) and all(isinstance(k, str) and k for k in v), "a list of keys"),
     "payload_indexes": (lambda v: isinstance(v, dict) and all(isinstance(k, str) and k and kind in PAYLOAD_SCHEMAS

@@ -206,6 +206,7 @@ def test_cli_filters_match_stored_numbers_and_booleans(tmp_path: Path, minilm_en
     ({"node_tokens": -1}, "node_tokens=-1"), ({"bm25": "yes"}, "bm25='yes'"), ({"mode": "fast"}, "mode='fast'"),
     ({"mode": "static"}, "says 'static' but names encoder settings"),
     ({"text_keys": "title"}, "text_keys='title'"), ({"quantization": "int4"}, "quantization='int4'"),
+    ({"hnsw_m": "16"}, "hnsw_m='16'"),
 ], ids=lambda e: str(e) if isinstance(e, dict) else "")
 def test_a_hand_edited_settings_record_is_a_typed_error_naming_the_value(tmp_path: Path, minilm_encoder, docs,
                                                                          edit, words) -> None:
