@@ -25,7 +25,7 @@ import numpy as np
 from store_bench import build, real_nodes
 
 from lmk_rag.encoder import LandmarkEncoder
-from lmk_rag.store import LandmarkStore, visibility
+from lmk_rag.store import LandmarkStore
 from lmk_rag.store import records as rec
 from lmk_rag.store.points import NodeVectors
 from lmk_rag.store.query import best_hits, fuse, plan_search
@@ -64,7 +64,7 @@ def main() -> None:
                 for query, text in zip(queries, texts):
                     for variant in ("now", "light", "before"):
                         keys = rec.HIT_KEYS if variant == "now" else LIGHT_KEYS
-                        shown = visibility.nodes_filter if variant == "before" else visibility.shown_filter
+                        shown = rec.nodes_filter if variant == "before" else rec.shown_filter
                         plan = plan_search(dense=[Branch("node", np.asarray(query.vector).tolist())],
                                            scorer=vectors.scorer(store.default_rerank, query, None),
                                            sparse=vectors.sparse_query(text), alpha=store.alpha, prefetch_limit=100,
@@ -73,21 +73,21 @@ def main() -> None:
                         results = backend.query(plan)
                         queried = time.perf_counter()
                         if variant == "now":
-                            best = best_hits(fuse(plan, visibility.latest(results), store.alpha), 10, False)
+                            best = best_hits(fuse(plan, rec.latest(results), store.alpha), 10, False)
                             times["one call, payloads with every point (this store)"].append(
                                 (time.perf_counter() - start) * 1000)
                             points = {p.id: p for points in results for p in points}
                             candidates.append(len(points))
                             sizes += [len(json.dumps(p.payload)) for p in points.values()]
                         elif variant == "light":
-                            best = best_hits(fuse(plan, visibility.latest(results), store.alpha), 10, False)
+                            best = best_hits(fuse(plan, rec.latest(results), store.alpha), 10, False)
                             backend.retrieve([point.id for point in best], False)
                             times["3 keys only (the query alone)"].append((queried - start) * 1000)
                             times["3 keys, then a retrieve of the final 10"].append(
                                 (time.perf_counter() - start) * 1000)
                         else:  # the reader before issue 26, with the modules of today
                             doc_ids = sorted({p.payload["doc_id"] for points in results for p in points})
-                            found = visibility.markers(backend, doc_ids, page=max(1, len(doc_ids)))
+                            found = rec.markers(backend, doc_ids, page=max(1, len(doc_ids)))
                             current = {doc_id: marker.get("version") for doc_id, marker in found.items()}
                             kept = [[p for p in points if current.get(p.payload["doc_id"]) == p.payload["version"]]
                                     for points in results]

@@ -22,7 +22,7 @@ from lmk_rag.jsonl import read_json_object
 from lmk_rag.store.base import Backend, Guarded, IndexKind
 from lmk_rag.store.commits import CommitLock
 from lmk_rag.store.filters import ConditionBuilder
-from lmk_rag.store.layout import vector_layout
+from lmk_rag.store.records import vector_layout
 from lmk_rag.store.space import NEW_SHARD, WRITE_FACTOR, points_bytes, require_space, shard_bytes
 from lmk_rag.store.types import (
     DEFAULT_BATCH_SIZE,
@@ -89,7 +89,7 @@ class EdgeConditions:
 def edge_config(spec: CollectionSpec) -> qe.EdgeConfig:
     """The Edge shard configuration of a collection spec (pure; tested on its own).
 
-    :param spec: what the store holds (see :mod:`lmk_rag.store.layout`).
+    :param spec: what the store holds (see :mod:`lmk_rag.store.records`).
     :return: the config: dense vectors with HNSW, multivectors (MaxSim) without, each quantized and placed as
         ``spec.storage`` says; sparse vectors with the IDF modifier; the payloads warmed into the page cache when
         the shard loads (Edge's default reads them from disk at a search's first touch), or left on disk with the

@@ -16,7 +16,7 @@ import numpy as np
 from lmk_rag.store import records as rec
 from lmk_rag.store.base import Backend
 from lmk_rag.store.filters import every
-from lmk_rag.store.visibility import scroll
+from lmk_rag.store.records import scroll
 
 #: How far a stored unit vector's norm may drift (float32 storage, cosine normalisation).
 NORM_TOLERANCE = 1e-2

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from lmk_rag.errors import CorruptStoreError
-from lmk_rag.store import visibility
+from lmk_rag.store import records as rec
 from lmk_rag.store.base import Backend
 
 Counts = tuple[int, int]
@@ -47,7 +47,7 @@ class Ledger:
         record = self.settings.get("committed")
         if not self.enabled or record is None:
             return
-        actual = visibility.counts(self.backend)
+        actual = rec.counts(self.backend)
         expected = (record["documents"], record["nodes"])
         upcoming = record.get("next")
         if actual == expected and upcoming is None:
@@ -70,11 +70,11 @@ class Ledger:
             return
         self._record(self.counts(), upcoming or "unknown")
         yield
-        self._record(upcoming or visibility.counts(self.backend), None)
+        self._record(upcoming or rec.counts(self.backend), None)
 
     def counts(self) -> Counts:
         """The committed counts, else (none recorded yet) the engine's."""
-        return self.current() or visibility.counts(self.backend)
+        return self.current() or rec.counts(self.backend)
 
     def after(self, delta: Counts) -> Counts | None:
         """What a change of ``delta`` documents and nodes will leave (None when the ledger is off)."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, needs_extra
-from lmk_rag.store.layout import store_mode
+from lmk_rag.store.records import store_mode
 from lmk_rag.store.types import Rerank, StoreMode
 
 if TYPE_CHECKING:  # pragma: no cover

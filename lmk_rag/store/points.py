@@ -10,7 +10,7 @@ import numpy as np
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import records as rec
 from lmk_rag.store.bm25 import Bm25Encoder
-from lmk_rag.store.layout import recorded_vectors
+from lmk_rag.store.records import recorded_vectors
 from lmk_rag.store.types import NodeRecord, PointData
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -2,8 +2,8 @@
 
 A fused search is one Query API call (the rerank and BM25 over the union of the prefetches; on Qdrant Edge two, the
 BM25 search first: :class:`~lmk_rag.store.types.QueryPlan`): the query shows only committed nodes
-(:func:`~lmk_rag.store.visibility.searched_filter`) and returns the payloads hits need with the scored points; the
-store keeps each document's highest version among them (:func:`~lmk_rag.store.visibility.latest`) and fuses the
+(:func:`~lmk_rag.store.records.searched_filter`) and returns the payloads hits need with the scored points; the
+store keeps each document's highest version among them (:func:`~lmk_rag.store.records.latest`) and fuses the
 scores. Where no other process writes (Qdrant Edge, a local-mode folder), the query returns ids and scores only, and
 the hits' payloads are read by id after ranking, under the same read lock (:meth:`Reader._read_hits`).
 """
@@ -19,7 +19,6 @@ from lmk_rag.checks import check_count
 from lmk_rag.encoder.types import EncodedText
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import records as rec
-from lmk_rag.store import visibility
 from lmk_rag.store.access import ReadWriteLock
 from lmk_rag.store.base import Backend
 from lmk_rag.store.filters import FilterLike
@@ -142,7 +141,7 @@ class Reader:
             if self.backend.single_writer:
                 best = self._read_hits(fuse(plan, carry_payloads(plan, results), alpha), k, doc_level)
             else:
-                best = best_hits(fuse(plan, visibility.latest(carry_payloads(plan, results)), alpha), k, doc_level)
+                best = best_hits(fuse(plan, rec.latest(carry_payloads(plan, results)), alpha), k, doc_level)
         return [rec.hit_from_point(point, point.score) for point in best]
 
     def _read_hits(self, ranked: list[ScoredPointData], k: int, doc_level: bool) -> list[ScoredPointData]:
@@ -155,7 +154,7 @@ class Reader:
         Called under the search's read lock, where no other process writes
         (:attr:`~lmk_rag.store.base.Backend.single_writer`): nothing has replaced a point since the ranking. Of a
         document with two live versions among the points read (a write interrupted before it dropped the old one),
-        the higher version's nodes stay (:func:`~lmk_rag.store.visibility.latest`).
+        the higher version's nodes stay (:func:`~lmk_rag.store.records.latest`).
 
         :raises CorruptStoreError: when a ranked point cannot be read back (the engine lost it).
         """
@@ -171,7 +170,7 @@ class Reader:
                     f"{self.where}"
                 )
             read += [ScoredPointData(point.id, point.score, found[point.id]) for point in batch]
-            (shown,) = visibility.latest([read])
+            (shown,) = rec.latest([read])
             best = best_hits(shown, k, doc_level)
             if len(best) == k or len(read) == len(ranked):
                 return best
@@ -179,11 +178,11 @@ class Reader:
 
     def _nodes_filter(self, filter: FilterLike, node_ids: Sequence[str] | None = None) -> Any:
         """The native filter of the nodes a reader may see that a caller's filter (and node ids) select."""
-        return visibility.shown_filter(self.backend, filter, node_ids)
+        return rec.shown_filter(self.backend, filter, node_ids)
 
     def _search_filter(self, filter: FilterLike) -> Any:
-        """:meth:`_nodes_filter` for a search by vector (:func:`~lmk_rag.store.visibility.searched_filter`)."""
-        return visibility.searched_filter(self.backend, filter)
+        """:meth:`_nodes_filter` for a search by vector (:func:`~lmk_rag.store.records.searched_filter`)."""
+        return rec.searched_filter(self.backend, filter)
 
     def search_vector(
         self, vector: Sequence[float] | np.ndarray, k: int = 10, filter: FilterLike = None, doc_level: bool = True
@@ -246,14 +245,14 @@ class Reader:
             (picked,) = self.backend.query(plan)
         for point in picked:
             checked_score(point, point.score)  # a cosine outside [-1, 1] comes from damaged vectors
-        (shown,) = visibility.latest([picked])
+        (shown,) = rec.latest([picked])
         return [rec.hit_from_point(point, point.score) for point in shown]
 
     def get_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> list[NodeRecord]:
         """Nodes by id and/or metadata filter, with their vectors (see :meth:`LandmarkStore.get_nodes`)."""
         wanted = self._nodes_filter(filter, node_ids)
         with self.access.reading():
-            (points,) = visibility.latest([list(visibility.scroll(self.backend, wanted, with_vectors=True))])
+            (points,) = rec.latest([list(rec.scroll(self.backend, wanted, with_vectors=True))])
         return [rec.record_from_point(p) for p in points]
 
     def doc_ids(self) -> list[str]:
@@ -262,21 +261,21 @@ class Reader:
 
     def documents(self) -> dict[str, dict[str, Any]]:
         """Every stored document's metadata, by doc id (see :meth:`LandmarkStore.documents`)."""
-        markers = visibility.scroll(self.backend, visibility.documents_filter(self.backend), False)
+        markers = rec.scroll(self.backend, rec.documents_filter(self.backend), False)
         return {m.payload["doc_id"]: m.payload.get("meta") or {} for m in markers}
 
     def sources(self) -> dict[str, str]:
         """The file each document was read from, by doc id (see :meth:`LandmarkStore.sources`)."""
-        markers = visibility.scroll(self.backend, visibility.documents_filter(self.backend), False)
+        markers = rec.scroll(self.backend, rec.documents_filter(self.backend), False)
         return {m.payload["doc_id"]: m.payload["source"] for m in markers if isinstance(m.payload.get("source"), str)}
 
     def count(self) -> int:
         """The number of stored nodes (see :meth:`LandmarkStore.count`)."""
-        return self.backend.count(visibility.nodes_filter(self.backend, None))
+        return self.backend.count(rec.nodes_filter(self.backend, None))
 
     def count_documents(self) -> int:
         """The number of stored documents (see :meth:`LandmarkStore.count_documents`)."""
-        return self.backend.count(visibility.documents_filter(self.backend))
+        return self.backend.count(rec.documents_filter(self.backend))
 
     def info(self) -> dict[str, Any]:
         """Where the store is, its counts and recorded settings (see :meth:`LandmarkStore.info`)."""

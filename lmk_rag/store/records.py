@@ -1,28 +1,52 @@
-"""The store's data layout: point ids and payloads of nodes and per-document markers (pure helpers).
+"""The points of a store in Qdrant: their ids and payloads, the named-vector layout every backend builds its
+collection from, and which points a reader sees.
 
 Every document has one *marker* point (no vectors) holding its current ``version``. A node is written with
 ``live`` false, so no search sees it; a write puts the new nodes beside the old ones (in the other id *slot*), flips
 the marker in one point write, sets ``live`` on the new nodes, then deletes the old ones (see
-:mod:`lmk_rag.store.versions`). ``pending`` on a marker says a committed write was not finished; opening the store
+:mod:`lmk_rag.store.writes`). ``pending`` on a marker says a committed write was not finished; opening the store
 repairs those documents and drops nodes never committed, so a crash leaves the old version or the new one.
+
+A node is shown when its ``live`` flag is not false (:func:`shown_filter`): every search states visibility inside
+its one query. Committing sets ``live`` on the new version before the old one is deleted, so for a moment both may
+be live: :func:`latest` keeps, per document, the highest version among what a search got.
+
+The named vectors (:func:`vector_layout`):
+
+====================  ===========  =========================================================  ==================
+name                  kind         what                                                       index
+====================  ===========  =========================================================  ==================
+``node``              dense        the node vector (normalised mean of its chunk vectors;     HNSW, cosine
+                                   pooled static vectors in a static store)
+``chunks``            multivector  the node's chunk vectors (one per landmark chunk;         none: rerank only
+                                   transformer stores only)
+``static``            multivector  static token vectors (static stores, and transformer       none: rerank only
+                                   stores made with a static encoder)
+``bm25``              sparse       the node's BM25 term weights (stores with BM25)            IDF modifier
+====================  ===========  =========================================================  ==================
+
+Multivectors compare by MaxSim over cosines and may be quantized; HNSW is built for the node vector only.
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
-from lmk_rag.errors import CorruptStoreError
-from lmk_rag.store.filters import LOWER_KEY, lowered
-from lmk_rag.store.types import Hit, NodeRecord, PointData
+from lmk_rag.errors import CorruptStoreError, InvalidInputError
+from lmk_rag.store.base import Backend
+from lmk_rag.store.filters import LOWER_KEY, FilterLike, every, lowered, translate
+from lmk_rag.store.types import CollectionSpec, Hit, NodeRecord, PointData, StoreMode
 
 NAMESPACE = uuid.UUID("6f1d3c52-7f4e-4a55-9a38-5b1f0c2d9e10")
 SETTINGS_POINT_ID = str(uuid.uuid5(NAMESPACE, "lmk-rag-store-settings"))
 NODE, DOC, STORE = "node", "doc", "store"
 #: The payload keys a search asks for with its scored points on a server: what a :class:`Hit` and the choice of one
-#: version per document (:func:`~lmk_rag.store.visibility.latest`) read; the vectors stay in the engine. Where the
+#: version per document (:func:`~lmk_rag.store.records.latest`) read; the vectors stay in the engine. Where the
 #: process is the store's only writer, a search reads the payloads of its hits alone, after ranking
 #: (:class:`~lmk_rag.store.reads.Reader`).
 HIT_KEYS = ["doc_id", "node_id", "version", "text", "span", "meta"]
@@ -141,3 +165,158 @@ def hit_from_point(point: PointData, score: float) -> Hit:
         span=(int(payload["span"][0]), int(payload["span"][1])),
         metadata=payload.get("meta") or {},
     )
+
+
+VectorKind = Literal["dense", "multivector", "sparse"]
+
+
+@dataclass(frozen=True)
+class VectorSlot:
+    """One named vector of a collection.
+
+    :param name: the vector's name in Qdrant.
+    :param kind: ``"dense"`` (HNSW), ``"multivector"`` (MaxSim, no HNSW) or ``"sparse"`` (IDF modifier).
+    :param size: the dimension (None for sparse vectors).
+    """
+
+    name: str
+    kind: VectorKind
+    size: int | None = None
+
+
+def vector_layout(spec: CollectionSpec) -> list[VectorSlot]:
+    """The named vectors a collection spec asks for, in a fixed order.
+
+    :param spec: what the store holds.
+    :return: ``node``, then ``chunks``, ``static`` and ``bm25`` when the spec has them.
+    """
+    slots = [VectorSlot("node", "dense", spec.dim)]
+    if spec.chunks:
+        slots.append(VectorSlot("chunks", "multivector", spec.dim))
+    if spec.static_dim is not None:
+        slots.append(VectorSlot("static", "multivector", spec.static_dim))
+    if spec.bm25:
+        slots.append(VectorSlot("bm25", "sparse"))
+    return slots
+
+
+def store_mode(settings: dict[str, Any]) -> StoreMode:
+    """The mode a store's settings record.
+
+    :raises CorruptStoreError: for a mode this version does not know.
+    """
+    try:
+        return StoreMode(settings["mode"])
+    except ValueError:
+        raise CorruptStoreError(f"unknown store mode {settings['mode']!r} in the settings record") from None
+
+
+def recorded_vectors(settings: dict[str, Any]) -> set[str]:
+    """The names of the vectors a store's settings record says its collection holds."""
+    names = {"node"} if store_mode(settings) == StoreMode.STATIC else {"node", "chunks"}
+    names |= {"static"} if settings["static"] else set()
+    names |= {"bm25"} if settings["bm25"] else set()
+    return names
+
+
+#: Markers read per engine call.
+MARKER_PAGE = 256
+
+
+def markers(backend: Backend, doc_ids: Sequence[str], page: int = MARKER_PAGE) -> dict[str, dict[str, Any]]:
+    """The marker payloads of these documents (written or being written), by doc id; others are left out.
+
+    :param page: markers read per engine call.
+    """
+    found: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(doc_ids), page):
+        ids = [marker_point_id(doc_id) for doc_id in doc_ids[start : start + page]]
+        found.update((m.payload["doc_id"], m.payload) for m in backend.retrieve(ids, False))
+    return found
+
+
+def stored_hashes(found: dict[str, dict[str, Any]]) -> dict[str, str | None]:
+    """The content hash each stored document's marker records (None when written without one)."""
+    return {doc_id: marker.get("hash") for doc_id, marker in found.items()}
+
+
+def latest(results: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    """Lists of node points, each less the points of a version its document has a higher one of among all the lists
+    (a version a commit is replacing), in their order.
+
+    :param results: lists of node points with ``doc_id`` and ``version`` in their payload (a search's scored lists).
+    """
+    newest: dict[str, int] = {}
+    for point in (point for points in results for point in points):
+        doc_id, version = point.payload["doc_id"], point.payload.get("version") or 0
+        newest[doc_id] = max(version, newest.get(doc_id, version))
+    return [[p for p in points if (p.payload.get("version") or 0) == newest[p.payload["doc_id"]]]
+            for points in results]
+
+
+def nodes_filter(backend: Backend, filter: FilterLike, node_ids: Sequence[str] | None = None) -> Any:
+    """The native filter of the nodes (of every version, committed or not) matching a caller's filter (and, when
+    given, some node ids).
+
+    :raises InvalidInputError: for ``node_ids`` that are not a list of str (a str alone would match nothing, a
+        number would not iterate).
+    """
+    return _nodes(backend, filter, node_ids, ())
+
+
+def shown_filter(backend: Backend, filter: FilterLike, node_ids: Sequence[str] | None = None) -> Any:
+    """:func:`nodes_filter` less the nodes of versions not committed (``live`` false): what a reader may see."""
+    return _nodes(backend, filter, node_ids, (backend.builder.match(LIVE, False),))
+
+
+def searched_filter(backend: Backend, filter: FilterLike) -> Any:
+    """:func:`shown_filter` for a search by vector (dense, multivector or sparse): without its ``kind`` condition,
+    which only the markers fail, and a marker has no vectors, so no search scores one. The keyword condition cost
+    2.3 ms of a fused search's rerank call at a million nodes (docs/decisions.md, "store: a search reads the
+    payloads of its hits alone, and filters on ``live`` alone")."""
+    return translate(filter, backend.builder, (), (backend.builder.match(LIVE, False),))
+
+
+def _nodes(backend: Backend, filter: FilterLike, node_ids: Sequence[str] | None, but_not: Sequence[Any]) -> Any:
+    """The native filter of nodes matching a caller's filter, some node ids (when given) and none of ``but_not``."""
+    b = backend.builder
+    extra = [b.match("kind", NODE)]
+    if node_ids is not None:
+        if isinstance(node_ids, (str, bytes)) or not isinstance(node_ids, Sequence) or not all(
+                isinstance(node_id, str) for node_id in node_ids):
+            raise InvalidInputError(f"node_ids must be a list of str, got {node_ids!r:.80}")
+        extra.append(b.match_any("node_id", list(node_ids)))
+    return translate(filter, b, extra, but_not)
+
+
+def hidden_filter(backend: Backend) -> Any:
+    """The nodes of versions not committed yet (``live`` false): a write under way, or one a crash interrupted."""
+    b = backend.builder
+    return every(b, b.match("kind", NODE), b.match(LIVE, False))
+
+
+def documents_filter(backend: Backend) -> Any:
+    """The native filter of the markers of stored documents."""
+    b = backend.builder
+    return every(b, b.match("kind", DOC))
+
+
+def pending_filter(backend: Backend) -> Any:
+    """The markers of documents whose write or delete was interrupted."""
+    b = backend.builder
+    return every(b, b.match("kind", DOC), but_not=[b.is_empty("pending")])
+
+
+def counts(backend: Backend) -> tuple[int, int]:
+    """The engine's ``(documents, nodes)``: stored documents and the nodes of every version."""
+    return backend.count(documents_filter(backend)), backend.count(nodes_filter(backend, None))
+
+
+def scroll(backend: Backend, native_filter: Any, with_vectors: bool, page: int = 256) -> Iterator[PointData]:
+    """Every point matching a native filter, page by page."""
+    offset: str | None = None
+    while True:
+        points, offset = backend.scroll(native_filter, with_vectors, page, offset)
+        yield from points
+        if offset is None:
+            return

@@ -19,8 +19,7 @@ from lmk_rag.errors import (
 from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.bm25 import BM25_LANGUAGE, BM25_TOKENIZER
 from lmk_rag.store.filters import RESERVED_KEYS, payload_key
-from lmk_rag.store.layout import recorded_vectors
-from lmk_rag.store.records import PAYLOAD_INDEXES
+from lmk_rag.store.records import PAYLOAD_INDEXES, recorded_vectors
 from lmk_rag.store.types import QUANTIZATIONS, CollectionSpec, Storage, StoreMode
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -22,7 +22,8 @@ import numpy as np
 from lmk_rag.checks import check_count
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError, refuse_unknown
 from lmk_rag.nodes import DEFAULT_NODE_TOKENS
-from lmk_rag.store import versions, visibility
+from lmk_rag.store import records as rec
+from lmk_rag.store import versions
 from lmk_rag.store.backends import OpenedBackend, open_backend
 from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.bm25 import BM25_LANGUAGE, check_language
@@ -258,7 +259,7 @@ class LandmarkStore:
         if shared.ledger is None:
             shared.settings, shared.ledger = settings, Ledger(backend, settings, where)
         ledger = shared.ledger
-        if read_only and backend.count(visibility.pending_filter(backend)):
+        if read_only and backend.count(rec.pending_filter(backend)):
             # a reader cannot finish an interrupted write: its counts are between two states until a writer opens
             logger.warning("%s: a write was interrupted; the next writer's open finishes or undoes it", where)
         else:

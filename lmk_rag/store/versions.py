@@ -4,8 +4,8 @@ Every document has one *marker* point holding its current ``version`` (see :mod:
 puts the new nodes beside the old ones (in the other id slot) with ``live`` false, so no search sees them; flips the
 marker in one point write (``pending`` on it says the commit is not finished) and makes it durable; sets ``live`` on
 the new nodes; deletes the old ones; and clears ``pending``. Searches filter on ``live`` inside their one query
-(:func:`~lmk_rag.store.visibility.shown_filter`); between the last two engine writes both versions are live, and a
-reader keeps each document's highest version (:func:`~lmk_rag.store.visibility.latest`). :func:`repair` finishes a
+(:func:`~lmk_rag.store.records.shown_filter`); between the last two engine writes both versions are live, and a
+reader keeps each document's highest version (:func:`~lmk_rag.store.records.latest`). :func:`repair` finishes a
 commit a crash interrupted and drops the nodes of writes that never committed.
 
 Engine calls of one write batch that fits one upsert batch (64 points): one look-up (markers and node owners), the
@@ -23,11 +23,10 @@ from typing import Any
 
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.store import records as rec
-from lmk_rag.store import visibility
 from lmk_rag.store.base import Backend
 from lmk_rag.store.filters import every
+from lmk_rag.store.records import pending_filter, scroll
 from lmk_rag.store.types import NodeRecord, PointData
-from lmk_rag.store.visibility import pending_filter, scroll
 
 
 @dataclass(frozen=True)
@@ -96,7 +95,7 @@ def check_node_owners(backend: Backend, writes: Sequence[DocumentWrite],
     from the same look-up.
 
     :param markers: the documents' markers when the caller has read them (else read here).
-    :return: the documents' markers (:func:`~lmk_rag.store.visibility.markers`).
+    :return: the documents' markers (:func:`~lmk_rag.store.records.markers`).
     :raises InvalidInputError: naming the node id and the document that holds it.
     """
     owners: dict[str, str] = {}
@@ -128,7 +127,7 @@ def record_sources(backend: Backend, markers: dict[str, dict[str, Any]], sources
     """Record the source file of stored documents whose marker says another (or none), leaving their nodes as
     they are; documents not stored are skipped.
 
-    :param markers: the documents' markers (:func:`~lmk_rag.store.visibility.markers`).
+    :param markers: the documents' markers (:func:`~lmk_rag.store.records.markers`).
     :param sources: ``{doc_id: source}``.
     :return: the number of markers rewritten.
     """
@@ -172,7 +171,7 @@ def delete_nodes(backend: Backend, native_filter: Any) -> int:
     :return: the number of nodes deleted.
     """
     candidates = list(scroll(backend, native_filter, False))
-    found = visibility.markers(backend, sorted({point.payload["doc_id"] for point in candidates}))
+    found = rec.markers(backend, sorted({point.payload["doc_id"] for point in candidates}))
     by_doc: dict[str, list[str]] = {}
     for point in candidates:
         doc_id = point.payload["doc_id"]
@@ -217,9 +216,9 @@ def repair(backend: Backend) -> int:
         _show(backend, [doc_id], int(payload["version"]))
         _drop_other_versions(backend, [doc_id], int(payload["version"]))
         backend.upsert([rec.marker_point({k: v for k, v in payload.items() if k != "pending"})])
-    uncommitted = {point.payload["doc_id"] for point in scroll(backend, visibility.hidden_filter(backend), False)}
+    uncommitted = {point.payload["doc_id"] for point in scroll(backend, rec.hidden_filter(backend), False)}
     if uncommitted:
-        backend.delete(visibility.hidden_filter(backend))
+        backend.delete(rec.hidden_filter(backend))
     if found or uncommitted:
         backend.flush()
     return len({marker.payload["doc_id"] for marker in found} | uncommitted)

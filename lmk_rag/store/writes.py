@@ -2,7 +2,7 @@
 
 Every change goes through the crash-safe protocol of :mod:`~lmk_rag.store.versions` and is recorded in the store's
 :mod:`~lmk_rag.store.ledger`; a store opened ``read_only`` refuses them all. A batch reads its documents' markers
-once (:func:`~lmk_rag.store.visibility.markers`) and hashes each document once.
+once (:func:`~lmk_rag.store.records.markers`) and hashes each document once.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Any, TypeVar
 
 from lmk_rag.checks import check_count
 from lmk_rag.errors import InvalidInputError, StoreReadOnlyError
-from lmk_rag.store import versions, visibility
+from lmk_rag.store import records as rec
+from lmk_rag.store import versions
 from lmk_rag.store.access import ReadWriteLock
 from lmk_rag.store.base import Backend
 from lmk_rag.store.cutting import cut_documents
@@ -140,8 +141,8 @@ class Writer:
         and what writing it would do (``"new"``, ``"changed"``, ``"unchanged"``: same hash as the stored version)."""
         fingerprint = self.settings["encoder"]["fingerprint"]
         hashes = {doc_id: content_hash(text, metadata, fingerprint) for doc_id, text, metadata in docs}
-        found = visibility.markers(self.backend, list(hashes))
-        stored = visibility.stored_hashes(found)
+        found = rec.markers(self.backend, list(hashes))
+        stored = rec.stored_hashes(found)
         changes = {doc_id: "new" if doc_id not in stored else "unchanged" if stored[doc_id] == digest else "changed"
                    for doc_id, digest in hashes.items()}
         return hashes, found, changes
@@ -202,7 +203,7 @@ class Writer:
         """Delete a document and its nodes (see :meth:`LandmarkStore.delete_document`)."""
         check_doc_id(doc_id)
         self._check_writable()
-        marker = visibility.markers(self.backend, [doc_id]).get(doc_id)
+        marker = rec.markers(self.backend, [doc_id]).get(doc_id)
         if marker is None:
             return False
         upcoming = self.ledger.after(versions.delete_delta(marker))
@@ -214,10 +215,10 @@ class Writer:
     def delete_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> int:
         """Delete nodes by id and/or metadata filter (see :meth:`LandmarkStore.delete_nodes`)."""
         if node_ids is None and filter is None:
-            deleted = self.backend.count(visibility.nodes_filter(self.backend, None))
+            deleted = self.backend.count(rec.nodes_filter(self.backend, None))
             self.clear()
             return deleted
-        wanted = visibility.shown_filter(self.backend, filter, node_ids)
+        wanted = rec.shown_filter(self.backend, filter, node_ids)
         self._check_writable()
         with self.access.writing(), self.ledger.change(None):
             return versions.delete_nodes(self.backend, wanted)
