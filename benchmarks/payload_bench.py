@@ -27,10 +27,9 @@ from store_bench import build, real_nodes
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.store import LandmarkStore
 from lmk_rag.store import records as rec
-from lmk_rag.store.points import NodeVectors
 from lmk_rag.store.query import best_hits, fuse, plan_search
-from lmk_rag.store.query_vectors import QueryVectors
 from lmk_rag.store.types import Branch
+from lmk_rag.store.vectors import NodeVectors, QueryVectors
 
 OUT = Path(__file__).resolve().parent / "results" / "payload_bench.md"
 #: The keys the store asked for before issue 26 (its payloads came from a second call).

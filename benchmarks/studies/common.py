@@ -2,7 +2,7 @@
 fused score, computed in numpy from the eval harness's cached encodings so that each variant can change one term.
 
 The product's own code does the parts it exposes: chunk MaxSim is :func:`lmk_rag.vectors.maxsim_scores`, the nodes'
-BM25 vectors are :class:`lmk_rag.store.bm25.Bm25Encoder`'s, the fusion and the best node per document are
+BM25 vectors are :class:`lmk_rag.store.vectors.Bm25Encoder`'s, the fusion and the best node per document are
 :mod:`lmk_rag.store.query`'s (:func:`store_scores`, :func:`store_ranking`). Two parts run inside Qdrant in the
 product and are written here: the IDF of the BM25 vectors (Qdrant's IDF modifier, :class:`Bm25Index`) and the
 prefetch of candidates (:func:`store_candidates`); ``LandmarkStore.search_encoded`` returns only the fused hits, not
@@ -25,9 +25,9 @@ from lmk_rag.eval.metrics import per_query_metrics
 from lmk_rag.eval.states import encode_states_cached
 from lmk_rag.nodes import group_chunks
 from lmk_rag.paths import user_cache_dir
-from lmk_rag.store.bm25 import Bm25Encoder, Bm25Tokenizer
 from lmk_rag.store.query import best_hits, fuse, plan_search
 from lmk_rag.store.types import Branch, ScoredPointData, SparseVector
+from lmk_rag.store.vectors import Bm25Encoder, Bm25Tokenizer
 from lmk_rag.vectors import maxsim_scores
 
 BENCHMARKS = Path(__file__).resolve().parents[1]
@@ -57,7 +57,7 @@ class Bm25Index:
 
     @classmethod
     def of_store(cls, texts: Sequence[str], tokenizer: Bm25Tokenizer = "code") -> Bm25Index:
-        """The nodes' BM25 vectors as the store writes them (:class:`~lmk_rag.store.bm25.Bm25Encoder`: k1=1.2,
+        """The nodes' BM25 vectors as the store writes them (:class:`~lmk_rag.store.vectors.Bm25Encoder`: k1=1.2,
         b=0.75, average length 256)."""
         encoder = Bm25Encoder(tokenizer)
         vectors = [encoder.embed_document(text) for text in texts]

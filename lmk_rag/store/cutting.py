@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lmk_rag.store.documents import Document
-from lmk_rag.store.modes import is_static_encoder
 from lmk_rag.store.records import node_id_for
 from lmk_rag.store.types import NodeRecord
+from lmk_rag.store.vectors import is_static_encoder
 from lmk_rag.store.versions import DocumentWrite
 
 if TYPE_CHECKING:

@@ -24,8 +24,6 @@ from lmk_rag.store.base import Backend
 from lmk_rag.store.filters import FilterLike
 from lmk_rag.store.integrity import sample_problem
 from lmk_rag.store.ledger import Ledger
-from lmk_rag.store.modes import default_rerank
-from lmk_rag.store.points import check_directions
 from lmk_rag.store.query import (
     DEFAULT_ALPHA,
     best_hits,
@@ -37,9 +35,8 @@ from lmk_rag.store.query import (
     plan_mmr,
     plan_search,
 )
-from lmk_rag.store.query_vectors import QueryVectors
-from lmk_rag.store.settings import StoreEncoder
 from lmk_rag.store.types import Branch, Hit, NodeRecord, Rerank, ScoredPointData, SearchOptions, StoreMode
+from lmk_rag.store.vectors import QueryVectors, StoreEncoder, check_directions, default_rerank
 
 
 class Reader:

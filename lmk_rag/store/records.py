@@ -113,7 +113,7 @@ def marker_point(payload: dict[str, Any]) -> PointData:
 
 
 def node_point(record: NodeRecord, version: int, slot: int, vectors: dict[str, Any]) -> PointData:
-    """A node point: its named vectors (built by :class:`~lmk_rag.store.points.NodeVectors`) and payload (not
+    """A node point: its named vectors (built by :class:`~lmk_rag.store.vectors.NodeVectors`) and payload (not
     ``live`` yet: committing its version sets it)."""
     payload = {
         "kind": NODE,

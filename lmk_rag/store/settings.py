@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
@@ -10,17 +9,16 @@ from typing import TYPE_CHECKING, Any
 from lmk_rag.errors import (
     CorruptStoreError,
     InvalidInputError,
-    ModelNotFoundError,
     SettingsMismatchError,
     StoreFormatError,
     StoreNotFoundError,
     StoreReadOnlyError,
 )
 from lmk_rag.store.base import Backend, IndexKind
-from lmk_rag.store.bm25 import BM25_LANGUAGE, BM25_TOKENIZER
 from lmk_rag.store.filters import RESERVED_KEYS, payload_key
 from lmk_rag.store.records import PAYLOAD_INDEXES, recorded_vectors
 from lmk_rag.store.types import QUANTIZATIONS, CollectionSpec, Storage, StoreMode
+from lmk_rag.store.vectors import BM25_LANGUAGE, BM25_TOKENIZER, check_static
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder
@@ -74,7 +72,7 @@ def create_settings(
     :param storage: compression and memory placement of the vectors.
     :param text_keys: metadata keys to index as full text (words and their prefixes, lowercased).
     :param mode: the store's mode; a static store has no ``chunks`` vector.
-    :param bm25_language: the BM25 stop words and stemmer (checked by :func:`~lmk_rag.store.bm25.check_language`).
+    :param bm25_language: the BM25 stop words and stemmer (checked by :func:`~lmk_rag.store.vectors.check_language`).
     :param payload_indexes: ``{metadata key: kind}`` to index for filtering (:func:`check_payload_indexes`).
     :return: the settings record (JSON-able).
     :raises StoreNotFoundError: when ``create`` is False.
@@ -388,120 +386,3 @@ def _bm25_mismatch(where: str, asked: bool) -> str:
     return (f"{where} was built with BM25 keyword vectors, and a store without them was asked for (bm25=False, "
             "enable_hybrid=False or --no-bm25): leave the setting out to open the store as it is (search(alpha=1) "
             "ranks without BM25), or ingest into a new store without them")
-
-
-def _setting(value: Any) -> str:
-    """An encoder setting as a message shows it (None: the setting is not set)."""
-    return "not set" if value is None else repr(value)
-
-
-def check_encoder(settings: dict[str, Any], encoder: DocumentEncoder, where: str) -> None:
-    """Raise when an encoder differs from the one the store was built with.
-
-    :raises SettingsMismatchError: naming the differing settings (or the model files).
-    """
-    recorded = settings["encoder"]
-    if encoder.settings != recorded["settings"]:
-        keys = sorted(set(encoder.settings) | set(recorded["settings"]))
-        diff = [
-            f"{key} is {_setting(recorded['settings'].get(key))} in the store but "
-            f"{_setting(encoder.settings.get(key))} here"
-            for key in keys
-            if encoder.settings.get(key) != recorded["settings"].get(key)
-        ]
-        raise SettingsMismatchError(
-            f"{where} was built with other encoder settings ({'; '.join(diff)}): a store encodes with the settings it "
-            "was built with; leave these out to use them (lmk-rag: without --backend/--dtype), or ingest into a new "
-            "store with the new ones"
-        )
-    if encoder.fingerprint != recorded["fingerprint"]:
-        raise SettingsMismatchError(
-            f"{where} was built with the same settings but other model files "
-            f"(fingerprint {recorded['fingerprint']} vs {encoder.fingerprint}); re-ingest into a new store"
-        )
-
-
-def check_recorded_encoder(settings: dict[str, Any], encoder: DocumentEncoder, where: str) -> None:
-    """Raise when the encoder built from a store's settings record is not the one that wrote the store.
-
-    Its settings are the record's, so a fingerprint other than the recorded one means an edited record (its
-    granularity, its model_name, ...) or model files that changed since the store was made.
-
-    :raises CorruptStoreError: naming both causes and their fixes.
-    """
-    recorded = settings["encoder"]["fingerprint"]
-    if encoder.fingerprint != recorded or encoder.settings != settings["encoder"]["settings"]:
-        raise CorruptStoreError(
-            f"{where}: the encoder its settings record describes is not the one that wrote its vectors (fingerprint "
-            f"{encoder.fingerprint}, recorded {recorded}): either the record (lmk_rag.json in a store folder) was "
-            "edited or damaged (its encoder settings: granularity, model_name, ...): restore the original values; or "
-            "the model files changed since the store was made: open it with the original model files, or re-ingest "
-            "into a new store"
-        )
-
-
-def check_static(settings: dict[str, Any], static_encoder: TokenEncoder | None, where: str) -> None:
-    """Raise when a static encoder does not match the store's static vectors.
-
-    :raises SettingsMismatchError: when the store has no static slot, or another static model.
-    """
-    if static_encoder is None:
-        return
-    recorded = settings.get("static")
-    if recorded is None:
-        raise SettingsMismatchError(
-            f"{where} was built without static token vectors; create a new store with static_encoder to use them"
-        )
-    if static_encoder.fingerprint != recorded["fingerprint"] or static_encoder.dim != recorded["dim"]:
-        raise SettingsMismatchError(
-            f"{where} holds static vectors of model {recorded['fingerprint']} (dim {recorded['dim']}), "
-            f"given {static_encoder.fingerprint} (dim {static_encoder.dim})"
-        )
-
-
-class StoreEncoder:
-    """A store's encoder: the one given, else built on first use from the store's recorded settings (the defaults
-    for a new store) and checked against them.
-
-    :param given: the encoder the store was opened with, or None.
-    :param where: the store, for messages.
-    """
-
-    def __init__(self, given: Any, where: str) -> None:
-        self._encoder = given
-        self.where = where
-        #: the store's settings record, once read or made (None before: a new store's encoder has the defaults).
-        self.settings: dict[str, Any] | None = None
-        #: held while the encoder encodes: one encoder is not safe to call from two threads at once.
-        self.lock = threading.RLock()
-
-    def get(self) -> Any:
-        """The encoder (built now when none was given).
-
-        :raises CorruptStoreError: when the record names settings this version's encoder does not take.
-        :raises SettingsMismatchError: when the built encoder's model files differ from the store's.
-        """
-        with self.lock:
-            return self._built()
-
-    def _built(self) -> Any:
-        """The encoder, built when it is missing (under :attr:`lock`)."""
-        if self._encoder is None:
-            from lmk_rag.encoder import LandmarkEncoder
-
-            settings = self.settings["encoder"]["settings"] if self.settings else {}
-            try:
-                self._encoder = LandmarkEncoder(**settings)
-            except TypeError as error:  # a setting this version does not know: an edited or newer record
-                raise CorruptStoreError(
-                    f"{self.where}: the settings record names encoder settings this lmk-rag does not take ({error}); "
-                    "restore the record, upgrade lmk-rag, or re-ingest into a new store"
-                ) from None
-            except ModelNotFoundError as error:
-                raise ModelNotFoundError(
-                    f"{self.where}: the model its settings record names is not here: {error}. If the record "
-                    "(lmk_rag.json) was edited, restore its encoder.settings.model_name"
-                ) from None
-            if self.settings is not None:
-                check_recorded_encoder(self.settings, self._encoder, self.where)
-        return self._encoder

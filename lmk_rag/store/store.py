@@ -26,20 +26,14 @@ from lmk_rag.store import records as rec
 from lmk_rag.store import versions
 from lmk_rag.store.backends import OpenedBackend, open_backend
 from lmk_rag.store.base import Backend, IndexKind
-from lmk_rag.store.bm25 import BM25_LANGUAGE, check_language
 from lmk_rag.store.documents import Document
 from lmk_rag.store.filters import FilterLike
 from lmk_rag.store.ledger import Ledger
-from lmk_rag.store.modes import resolve_mode, static_store_encoder
-from lmk_rag.store.points import NodeVectors
 from lmk_rag.store.query import DEFAULT_ALPHA, check_alpha
-from lmk_rag.store.query_vectors import QueryVectors
 from lmk_rag.store.reads import Reader
 from lmk_rag.store.settings import (
     DEFAULT_OVERSAMPLING,
-    StoreEncoder,
     add_payload_indexes,
-    check_encoder,
     check_payload_indexes,
     check_settings,
     check_text_keys,
@@ -57,6 +51,16 @@ from lmk_rag.store.types import (
     ServerOptions,
     StorageOptions,
     StoreMode,
+)
+from lmk_rag.store.vectors import (
+    BM25_LANGUAGE,
+    NodeVectors,
+    QueryVectors,
+    StoreEncoder,
+    check_encoder,
+    check_language,
+    resolve_mode,
+    static_store_encoder,
 )
 from lmk_rag.store.writes import Writer
 
@@ -98,7 +102,7 @@ class LandmarkStore:
     :param bm25: store a BM25 sparse vector per node, used in the prefetch and fused into the final score;
         None = as recorded (on for new stores, see docs/decisions.md).
     :param bm25_language: the language of BM25's stop words and stemmer for a new store (``"english"``,
-        ``"german"``, ... :func:`~lmk_rag.store.bm25.bm25_languages`); None = as recorded (English for new stores).
+        ``"german"``, ... :func:`~lmk_rag.store.vectors.bm25_languages`); None = as recorded (English for new stores).
     :param alpha: weight of the rerank score against BM25 in the final score, in [0, 1] (1 = rerank alone, 0 =
         BM25 alone). None = as recorded (:data:`~lmk_rag.store.query.DEFAULT_ALPHA` for new stores); a value
         given for a new store is recorded, for an existing one it applies to this handle. ``search`` may override it.

@@ -32,9 +32,8 @@ from lmk_rag.store.documents import (
 )
 from lmk_rag.store.filters import FilterLike
 from lmk_rag.store.ledger import Ledger
-from lmk_rag.store.points import NodeVectors
-from lmk_rag.store.settings import StoreEncoder
 from lmk_rag.store.types import NodeRecord
+from lmk_rag.store.vectors import NodeVectors, StoreEncoder
 
 Markers = dict[str, dict[str, Any]]
 T = TypeVar("T")

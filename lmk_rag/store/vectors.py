@@ -1,0 +1,447 @@
+"""How a store makes its vectors: its mode (transformer or static) and its encoder, built on first use and checked
+against the store's record; a node point's named vectors (shapes checked, static and BM25 vectors added; a static
+store holds no chunk vectors); a query's vectors for the rerank and BM25; and Qdrant's BM25 model, the same for
+every backend.
+
+A ``transformer`` store encodes with the landmark encoder (torch, imported only when it is built); a ``static``
+store encodes with :class:`~lmk_rag.static.documents.StaticDocumentEncoder`, which is also its static token encoder,
+so its ingest and search never import torch.
+
+BM25: Qdrant's own BM25 (the Rust model shipped in ``qdrant-edge-py``, whose configuration mirrors the server's
+``Bm25Config``) makes term-frequency vectors on the client; every backend stores them as the ``bm25`` sparse
+vector with Qdrant's IDF modifier, so IDF comes from the collection at search time. A store records its
+tokenizer; see docs/decisions.md ("store: BM25 evidence in the final score") for the choice.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder
+from lmk_rag.errors import (
+    CorruptStoreError,
+    InvalidInputError,
+    ModelNotFoundError,
+    SettingsMismatchError,
+    VectorSizeError,
+    needs_extra,
+)
+from lmk_rag.store import records as rec
+from lmk_rag.store.records import recorded_vectors, store_mode
+from lmk_rag.store.types import Branch, NodeRecord, PointData, Rerank, SparseVector, StoreMode
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lmk_rag.static.documents import StaticDocumentEncoder
+
+
+def resolve_mode(
+    settings: dict[str, Any] | None,
+    mode: StoreMode | str | None,
+    encoder: DocumentEncoder | TokenEncoder | None,
+    where: str,
+) -> StoreMode:
+    """The mode of the store being opened.
+
+    :param settings: the store's settings record, or None for a new store.
+    :param mode: the mode asked for, or None.
+    :param encoder: the encoder given, or None; a static encoder (a ``TokenEncoder``) means ``static``.
+    :param where: the store, for messages.
+    :return: the recorded mode of an existing store, else the one asked for, else the encoder's.
+    :raises InvalidInputError: for an unknown mode, or an encoder of the other mode.
+    :raises SettingsMismatchError: when the mode asked for is not the existing store's.
+    """
+    if mode is not None:
+        try:
+            mode = StoreMode(mode)
+        except ValueError:
+            choices = ", ".join(repr(m.value) for m in StoreMode)
+            raise InvalidInputError(f"mode must be one of {choices}, got {mode!r}") from None
+    given = None if encoder is None else StoreMode.STATIC if is_static_encoder(encoder) else StoreMode.TRANSFORMER
+    if mode is not None and given is not None and mode != given:
+        raise InvalidInputError(f"mode={mode.value!r} with a {given.value} encoder: give one or the other")
+    wanted = mode or given
+    if settings is None:
+        return wanted or StoreMode.TRANSFORMER
+    recorded = store_mode(settings)
+    if wanted is not None and wanted != recorded:
+        raise SettingsMismatchError(f"{where} is a {recorded.value} store, opened as a {wanted.value} one")
+    return recorded
+
+
+def is_static_encoder(encoder: DocumentEncoder | TokenEncoder) -> bool:
+    """Whether an encoder is a static one (:class:`~lmk_rag.static.StaticTokenEncoder` or
+    :class:`~lmk_rag.static.documents.StaticDocumentEncoder`): a :class:`~lmk_rag.encoder.protocols.TokenEncoder`."""
+    return isinstance(encoder, TokenEncoder)
+
+
+def static_store_encoder(
+    settings: Any, encoder: DocumentEncoder | TokenEncoder | None, static_encoder: TokenEncoder | None
+) -> StaticDocumentEncoder:
+    """A static store's encoder: the one given (a bare ``StaticTokenEncoder`` is wrapped, chunking as the store
+    records, else by default), else one rebuilt from the recorded settings (or the defaults, for a new store). It is
+    also the store's static encoder (its ``token_encoder``).
+
+    :param settings: the store's settings record, or None for a new store.
+    :param encoder: the encoder given, or None.
+    :param static_encoder: the ``static_encoder`` given, which a static store does not take.
+    :return: a :class:`~lmk_rag.static.documents.StaticDocumentEncoder`.
+    :raises InvalidInputError: when ``static_encoder`` is given.
+    """
+    with needs_extra("a static store", "static"):
+        from lmk_rag.static.documents import StaticDocumentEncoder
+
+    if static_encoder is not None:
+        raise InvalidInputError(
+            "a static store's token vectors come from its encoder: pass encoder=StaticTokenEncoder(...), "
+            "not static_encoder="
+        )
+    if isinstance(encoder, StaticDocumentEncoder):
+        return encoder
+    recorded = settings.get("encoder") if isinstance(settings, dict) else None
+    settings = recorded.get("settings") if isinstance(recorded, dict) else None
+    if encoder is not None:
+        chunking = {"granularity": settings["granularity"]} if settings and "granularity" in settings else {}
+        return StaticDocumentEncoder(token_encoder=encoder, **chunking)
+    try:
+        return StaticDocumentEncoder(**(settings or {}))
+    except TypeError as error:  # settings of a transformer encoder, or of a newer version
+        raise CorruptStoreError(
+            f"the settings record says 'static' but names encoder settings a static encoder does not take ({error}): "
+            "it was edited or damaged; restore the record, or re-ingest into a new store"
+        ) from None
+
+
+def default_rerank(mode: StoreMode) -> Rerank:
+    """The rerank a search uses when none is named: chunk MaxSim, or static MaxSim in a static store."""
+    return Rerank.STATIC if mode == StoreMode.STATIC else Rerank.CHUNKS
+
+
+def _setting(value: Any) -> str:
+    """An encoder setting as a message shows it (None: the setting is not set)."""
+    return "not set" if value is None else repr(value)
+
+
+def check_encoder(settings: dict[str, Any], encoder: DocumentEncoder, where: str) -> None:
+    """Raise when an encoder differs from the one the store was built with.
+
+    :raises SettingsMismatchError: naming the differing settings (or the model files).
+    """
+    recorded = settings["encoder"]
+    if encoder.settings != recorded["settings"]:
+        keys = sorted(set(encoder.settings) | set(recorded["settings"]))
+        diff = [
+            f"{key} is {_setting(recorded['settings'].get(key))} in the store but "
+            f"{_setting(encoder.settings.get(key))} here"
+            for key in keys
+            if encoder.settings.get(key) != recorded["settings"].get(key)
+        ]
+        raise SettingsMismatchError(
+            f"{where} was built with other encoder settings ({'; '.join(diff)}): a store encodes with the settings it "
+            "was built with; leave these out to use them (lmk-rag: without --backend/--dtype), or ingest into a new "
+            "store with the new ones"
+        )
+    if encoder.fingerprint != recorded["fingerprint"]:
+        raise SettingsMismatchError(
+            f"{where} was built with the same settings but other model files "
+            f"(fingerprint {recorded['fingerprint']} vs {encoder.fingerprint}); re-ingest into a new store"
+        )
+
+
+def check_recorded_encoder(settings: dict[str, Any], encoder: DocumentEncoder, where: str) -> None:
+    """Raise when the encoder built from a store's settings record is not the one that wrote the store.
+
+    Its settings are the record's, so a fingerprint other than the recorded one means an edited record (its
+    granularity, its model_name, ...) or model files that changed since the store was made.
+
+    :raises CorruptStoreError: naming both causes and their fixes.
+    """
+    recorded = settings["encoder"]["fingerprint"]
+    if encoder.fingerprint != recorded or encoder.settings != settings["encoder"]["settings"]:
+        raise CorruptStoreError(
+            f"{where}: the encoder its settings record describes is not the one that wrote its vectors (fingerprint "
+            f"{encoder.fingerprint}, recorded {recorded}): either the record (lmk_rag.json in a store folder) was "
+            "edited or damaged (its encoder settings: granularity, model_name, ...): restore the original values; or "
+            "the model files changed since the store was made: open it with the original model files, or re-ingest "
+            "into a new store"
+        )
+
+
+def check_static(settings: dict[str, Any], static_encoder: TokenEncoder | None, where: str) -> None:
+    """Raise when a static encoder does not match the store's static vectors.
+
+    :raises SettingsMismatchError: when the store has no static slot, or another static model.
+    """
+    if static_encoder is None:
+        return
+    recorded = settings.get("static")
+    if recorded is None:
+        raise SettingsMismatchError(
+            f"{where} was built without static token vectors; create a new store with static_encoder to use them"
+        )
+    if static_encoder.fingerprint != recorded["fingerprint"] or static_encoder.dim != recorded["dim"]:
+        raise SettingsMismatchError(
+            f"{where} holds static vectors of model {recorded['fingerprint']} (dim {recorded['dim']}), "
+            f"given {static_encoder.fingerprint} (dim {static_encoder.dim})"
+        )
+
+
+class StoreEncoder:
+    """A store's encoder: the one given, else built on first use from the store's recorded settings (the defaults
+    for a new store) and checked against them.
+
+    :param given: the encoder the store was opened with, or None.
+    :param where: the store, for messages.
+    """
+
+    def __init__(self, given: Any, where: str) -> None:
+        self._encoder = given
+        self.where = where
+        #: the store's settings record, once read or made (None before: a new store's encoder has the defaults).
+        self.settings: dict[str, Any] | None = None
+        #: held while the encoder encodes: one encoder is not safe to call from two threads at once.
+        self.lock = threading.RLock()
+
+    def get(self) -> Any:
+        """The encoder (built now when none was given).
+
+        :raises CorruptStoreError: when the record names settings this version's encoder does not take.
+        :raises SettingsMismatchError: when the built encoder's model files differ from the store's.
+        """
+        with self.lock:
+            return self._built()
+
+    def _built(self) -> Any:
+        """The encoder, built when it is missing (under :attr:`lock`)."""
+        if self._encoder is None:
+            from lmk_rag.encoder import LandmarkEncoder
+
+            settings = self.settings["encoder"]["settings"] if self.settings else {}
+            try:
+                self._encoder = LandmarkEncoder(**settings)
+            except TypeError as error:  # a setting this version does not know: an edited or newer record
+                raise CorruptStoreError(
+                    f"{self.where}: the settings record names encoder settings this lmk-rag does not take ({error}); "
+                    "restore the record, upgrade lmk-rag, or re-ingest into a new store"
+                ) from None
+            except ModelNotFoundError as error:
+                raise ModelNotFoundError(
+                    f"{self.where}: the model its settings record names is not here: {error}. If the record "
+                    "(lmk_rag.json) was edited, restore its encoder.settings.model_name"
+                ) from None
+            if self.settings is not None:
+                check_recorded_encoder(self.settings, self._encoder, self.where)
+        return self._encoder
+
+
+BM25_TOKENIZER = "code"
+"""The tokens of every store, recorded as its ``bm25_tokenizer``: Qdrant's code tokenizer keeps an identifier
+(``dry_run``, ``CamelCase``, dotted names) and also its parts, with English stop words and stemming. Level with
+Qdrant's default word tokenizer (which keeps ``dry_run`` whole) on the whole dev sets, so the identifiers of technical
+text decided (docs/decisions.md); a settings record that names another tokenizer is refused as edited or damaged."""
+
+
+BM25_LANGUAGE = "english"
+"""The stop words and stemmer of new stores when none is given."""
+
+
+def bm25_languages() -> list[str]:
+    """The languages Qdrant's BM25 model has stop words for (``english``, ``german``, ...)."""
+    with needs_extra("BM25 (Qdrant's BM25 model)"):
+        import qdrant_edge as qe
+
+    return sorted(name.lower() for name in dir(qe.Language) if not name.startswith("_"))
+
+
+def check_language(language: str) -> str:
+    """A BM25 language, lowercased.
+
+    :raises InvalidInputError: for a language Qdrant's BM25 model does not know, naming the ones it does.
+    """
+    if not isinstance(language, str) or language.lower() not in bm25_languages():
+        raise InvalidInputError(f"bm25_language must be one of {bm25_languages()}, got {language!r}")
+    return language.lower()
+
+
+class Bm25Encoder:
+    """Qdrant's BM25 model with the code tokenizer (:data:`BM25_TOKENIZER`): term-frequency vectors of documents
+    (k=1.2, b=0.75, average length 256 tokens) and binary query vectors.
+
+    :param language: the stop words and stemmer (:func:`bm25_languages`; a language without a Snowball stemmer
+        gets stop words only).
+    :raises InvalidInputError: for an unknown language.
+    :raises MissingExtraError: when ``qdrant-edge-py`` (which ships the model) is not installed.
+    """
+
+    def __init__(self, language: str = BM25_LANGUAGE) -> None:
+        """Build the model."""
+        with needs_extra("BM25 (Qdrant's BM25 model)"):
+            import qdrant_edge as qe
+        self.language = check_language(language)
+        self._model = qe.Bm25(qe.Bm25Config(tokenizer=qe.TokenizerType.Code, language=self.language))
+
+    def embed_document(self, text: str) -> SparseVector:
+        """A node's BM25 vector (term-frequency weights)."""
+        vector = self._model.embed_document(text)
+        return SparseVector(list(vector.indices), list(vector.values))
+
+    def embed_query(self, text: str) -> SparseVector:
+        """A query's BM25 vector (weight 1 per distinct term); empty when every word is a stop word."""
+        vector = self._model.embed_query(text)
+        return SparseVector(list(vector.indices), list(vector.values))
+
+
+class NodeVectors:
+    """Turns a store's :class:`NodeRecord` s into points carrying every vector its settings name.
+
+    :param dim: size of the node and chunk vectors.
+    :param static_dim: size of the static token vectors, or None when the store holds none.
+    :param static_encoder: encodes a node's static token vectors when a record carries none (or None).
+    :param bm25: the store's BM25 model, or None when the store holds no BM25 vectors.
+    :param where: the store, for messages.
+    :param chunks: whether the store holds chunk vectors (False for a static store).
+    """
+
+    def __init__(
+        self, dim: int, static_dim: int | None, static_encoder: TokenEncoder | None, bm25: Bm25Encoder | None,
+        where: str, chunks: bool = True,
+    ) -> None:
+        """Keep the store's vector settings."""
+        self.dim = dim
+        self.chunks = chunks
+        self.static_dim = static_dim
+        self.static_encoder = static_encoder
+        self.bm25 = bm25
+        self.where = where
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any], static_encoder: TokenEncoder | None, where: str) -> NodeVectors:
+        """The vectors a store's settings record names (checked by ``settings.validate_settings``)."""
+        bm25 = Bm25Encoder(settings["bm25_language"]) if settings["bm25"] else None
+        static_dim = None if settings["static"] is None else int(settings["static"]["dim"])
+        chunks = "chunks" in recorded_vectors(settings)
+        return cls(int(settings["encoder"]["dim"]), static_dim, static_encoder, bm25, where, chunks)
+
+    def check(self, record: NodeRecord) -> None:
+        """Refuse a node's vectors of the wrong shape, or with values no search can use, naming the node.
+
+        :raises VectorSizeError: for a wrong shape.
+        :raises InvalidInputError: for a vector (or chunk vector) that is not finite or is all zeros.
+        """
+        vector = np.asarray(record.vector)
+        chunks = np.asarray(record.chunk_vectors)
+        if vector.shape != (self.dim,):
+            raise VectorSizeError(
+                f"node {record.node_id!r}: vector of shape {vector.shape}, store expects ({self.dim},)"
+            )
+        if self.chunks and (chunks.ndim != 2 or chunks.shape[1] != self.dim or len(chunks) == 0):
+            raise VectorSizeError(
+                f"node {record.node_id!r}: chunk_vectors of shape {chunks.shape}, store expects (n>=1, {self.dim})"
+            )
+        check_directions(vector, f"node {record.node_id!r}: vector")
+        if self.chunks:
+            check_directions(chunks, f"node {record.node_id!r}: chunk_vectors")
+
+    def points(self, records: list[NodeRecord], version: int, slot: int) -> list[PointData]:
+        """The node points of one document's records at a version and id slot."""
+        return [rec.node_point(record, version, slot, self._vectors(record)) for record in records]
+
+    def _vectors(self, record: NodeRecord) -> dict[str, Any]:
+        """Every named vector of a node the store's settings name (static and BM25 vectors made when needed)."""
+        vectors: dict[str, Any] = {"node": np.ascontiguousarray(record.vector, dtype=np.float32)}
+        if self.chunks:
+            vectors["chunks"] = np.ascontiguousarray(record.chunk_vectors, dtype=np.float32)
+        if self.static_dim is not None:
+            static = record.static_vectors
+            if static is None:
+                if self.static_encoder is None:
+                    raise SettingsMismatchError(
+                        f"{self.where} holds static token vectors: open it with static_encoder=... to write"
+                    )
+                static = self.static_encoder.encode_document_tokens(record.text)
+            static = np.asarray(static, dtype=np.float32)
+            if static.ndim != 2 or static.shape[1] != self.static_dim or len(static) == 0:
+                raise VectorSizeError(
+                    f"node {record.node_id!r}: static vectors of shape {static.shape}, "
+                    f"store expects (m>=1, {self.static_dim})"
+                )
+            check_directions(static, f"node {record.node_id!r}: static vectors")
+            vectors["static"] = np.ascontiguousarray(static)
+        if self.bm25 is not None:
+            vectors["bm25"] = self.bm25.embed_document(record.text)
+        return vectors
+
+
+def check_directions(vectors: np.ndarray, what: str) -> None:
+    """Refuse vectors a cosine cannot use: any value not finite, or a vector of zeros (it has no direction).
+
+    :param vectors: one vector (dim,) or rows (n, dim).
+    :param what: the vectors, for the message.
+    :raises InvalidInputError: naming ``what`` and the problem.
+    """
+    rows = np.asarray(vectors, dtype=np.float64).reshape(-1, np.shape(vectors)[-1])
+    if not np.all(np.isfinite(rows)):
+        raise InvalidInputError(f"{what} holds NaN or infinite values; encode the text again")
+    if np.any(~rows.any(axis=1)):
+        raise InvalidInputError(f"{what} holds a vector of zeros, which has no direction to compare by cosine")
+
+
+class QueryVectors:
+    """A query's vectors for a store's rerank and BM25.
+
+    :param vectors: the store's vector settings (the same object its writes use).
+    """
+
+    def __init__(self, vectors: NodeVectors) -> None:
+        """Keep the store's vector settings."""
+        self.vectors = vectors
+
+    def static_query(self, text: str) -> np.ndarray:
+        """The query's static token vectors.
+
+        :raises SettingsMismatchError: when the store was opened without a static encoder.
+        """
+        if self.vectors.static_encoder is None:
+            raise SettingsMismatchError("rerank='static' needs the store opened with static_encoder=...")
+        return self.vectors.static_encoder.encode_query_tokens(text)
+
+    def sparse_query(self, text: str | None) -> SparseVector | None:
+        """The query's BM25 vector (None without BM25 or without text)."""
+        return self.vectors.bm25.embed_query(text) if self.vectors.bm25 is not None and text else None
+
+    def scorer(self, rerank: Rerank, query: Any, static_query: np.ndarray | None) -> Branch:
+        """The rerank's scoring query: the query's chunk vectors, its static token vectors or its vector.
+
+        :param query: the encoded query (``.vector`` (dim,), ``.chunk_vectors`` (q, dim)).
+        :raises VectorSizeError: for vectors of the wrong shape.
+        :raises SettingsMismatchError: for ``"static"`` on a store without static vectors.
+        """
+        vector = np.asarray(query.vector, dtype=np.float32)
+        if vector.shape != (self.vectors.dim,):
+            raise VectorSizeError(f"query vector of shape {vector.shape}, store expects ({self.vectors.dim},)")
+        check_directions(vector, "query vector")
+        if rerank == Rerank.CHUNKS:
+            if not self.vectors.chunks:
+                raise SettingsMismatchError(
+                    f"{self.vectors.where} is a static store: it has no chunk vectors; use rerank='static' or 'none'"
+                )
+            chunks = np.asarray(query.chunk_vectors, dtype=np.float32).reshape(-1, self.vectors.dim)
+            check_directions(chunks, "query chunk_vectors")
+            return Branch("chunks", chunks.tolist())
+        if rerank == Rerank.NONE:
+            return Branch("node", vector.tolist())
+        if self.vectors.static_dim is None:
+            raise SettingsMismatchError(
+                f"{self.vectors.where} has no static token vectors; rerank='static' is unavailable"
+            )
+        if static_query is None:
+            raise InvalidInputError("rerank='static' needs static_query (the query's static token vectors)")
+        tokens = np.asarray(static_query, dtype=np.float32)
+        if tokens.ndim != 2 or tokens.shape[1] != self.vectors.static_dim or len(tokens) == 0:
+            raise VectorSizeError(
+                f"static query of shape {tokens.shape}, store expects (q>=1, {self.vectors.static_dim})"
+            )
+        check_directions(tokens, "static query")
+        return Branch("static", tokens.tolist())
