@@ -51,7 +51,7 @@ from lmk_rag.nodes import DEFAULT_NODE_TOKENS, group_chunks  # noqa: E402
 from lmk_rag.paths import user_cache_dir  # noqa: E402
 from lmk_rag.static.documents import StaticDocumentEncoder  # noqa: E402
 from lmk_rag.store import LandmarkStore, NodeRecord  # noqa: E402
-from lmk_rag.store.cutting import node_records  # noqa: E402
+from lmk_rag.store.documents import node_records  # noqa: E402
 
 SHARED = Path("/work/shared/data")
 DATA = SHARED if SHARED.is_dir() else Path(__file__).resolve().parents[2] / "shared" / "data"

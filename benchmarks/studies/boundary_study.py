@@ -27,7 +27,7 @@ from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.eval.beir import load_beir
 from lmk_rag.eval.states import encode_states_cached
 from lmk_rag.paths import user_cache_dir
-from lmk_rag.store.cutting import records_from_encoding
+from lmk_rag.store.documents import records_from_encoding
 
 SHINGLE = 6
 WORD = re.compile(r"\w+")

@@ -1,5 +1,7 @@
-"""What a store accepts as documents and nodes: each checked, its metadata cleaned under one policy, and the hash
-that tells an unchanged document (pure functions)."""
+"""What a write takes: documents, each checked, its metadata cleaned under one policy, and the hash that tells an
+unchanged document; and encodings cut into node records (one encoder call per batch of documents, each encoding cut
+into runs of whole landmark chunks by :func:`lmk_rag.nodes.group_chunks`), as the :class:`DocumentWrite` s a write
+takes."""
 
 from __future__ import annotations
 
@@ -9,13 +11,22 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.store.filters import PATH_CHARS
+from lmk_rag.store.records import node_id_for
 from lmk_rag.store.types import NodeRecord
+from lmk_rag.store.vectors import is_static_encoder
+
+if TYPE_CHECKING:
+    from lmk_rag.encoder.protocols import DocumentEncoder
+    from lmk_rag.encoder.types import EncodedText
+
+
 
 #: ``(doc_id, text, metadata)`` of a document to encode.
 Document = tuple[str, str, "dict[str, Any] | None"]
@@ -218,3 +229,87 @@ def check_sources(sources: Any, documents: Sequence[Document]) -> dict[str, str]
             f"sources: {bad[:3]} are not doc ids of this call mapped to a non-empty file path string"
         )
     return dict(sources)
+
+
+@dataclass(frozen=True)
+class DocumentWrite:
+    """One document to write.
+
+    :param doc_id: the document.
+    :param records: its nodes.
+    :param metadata: its metadata.
+    :param content_hash: the hash of its text and metadata, recorded on its marker (None for pre-encoded nodes).
+    :param source: the file it was read from, recorded on its marker
+        (see :func:`~lmk_rag.store.records.marker_payload`).
+    """
+
+    doc_id: str
+    records: list[NodeRecord]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    content_hash: str | None = None
+    source: str | None = None
+
+
+def records_from_encoding(
+    doc_id: str, text: str, encoded: EncodedText, node_tokens: int, metadata: dict[str, Any] | None = None
+) -> list[NodeRecord]:
+    """Cut an encoded document into nodes (runs of whole landmark chunks) and make their records.
+
+    :param doc_id: the document id.
+    :param text: the document text ``encoded`` was made from.
+    :param encoded: the document's encoding.
+    :param node_tokens: the node size in tokens (see :func:`lmk_rag.nodes.group_chunks`).
+    :param metadata: the document's metadata, copied into every node.
+    :return: one record per node, ids ``"<doc_id>#<index>"``.
+    """
+    from lmk_rag.nodes import group_chunks
+
+    return [
+        NodeRecord(
+            node_id=node_id_for(doc_id, node.index),
+            doc_id=doc_id,
+            text=text[node.span[0] : node.span[1]],
+            span=node.span,
+            vector=node.vector,
+            chunk_vectors=node.chunk_vectors,
+            metadata=dict(metadata or {}),
+        )
+        for node in group_chunks(encoded, node_tokens)
+    ]
+
+
+def node_records(
+    encoder: DocumentEncoder, doc_id: str, text: str, encoded: EncodedText, node_tokens: int,
+    metadata: dict[str, Any] | None = None,
+) -> list[NodeRecord]:
+    """Cut an encoded document into node records (:func:`records_from_encoding`); a static encoder's records carry
+    their static token vectors, cut from the tokens the document was encoded with.
+
+    :param encoder: the encoder that made ``encoded``.
+    """
+    records = records_from_encoding(doc_id, text, encoded, node_tokens, metadata)
+    if not is_static_encoder(encoder):
+        return records
+    static = encoder.encode_node_tokens(encoded, [record.span for record in records])
+    return [dataclasses.replace(record, static_vectors=vectors) for record, vectors in zip(records, static)]
+
+
+def cut_documents(
+    encoder: DocumentEncoder, documents: Sequence[Document], node_tokens: int, hashes: Mapping[str, str],
+    show_progress_bar: bool | None = None,
+) -> tuple[list[DocumentWrite], int]:
+    """Encode documents in one encoder call and cut each into node records.
+
+    :param hashes: each document's content hash (:func:`~lmk_rag.store.documents.content_hash`), recorded on its
+        marker.
+    :param show_progress_bar: show the encoder's bar (tokens, advancing per window batch; None: the encoder's
+        default, only for long jobs).
+    :return: the writes and the number of tokens encoded.
+    """
+    encoded = encoder.encode_documents([text for _, text, _ in documents], show_progress_bar)
+    writes = [
+        DocumentWrite(doc_id, node_records(encoder, doc_id, text, enc, node_tokens, metadata), dict(metadata or {}),
+                      hashes[doc_id])
+        for (doc_id, text, metadata), enc in zip(documents, encoded)
+    ]
+    return writes, sum(sum(enc.token_counts) for enc in encoded)

@@ -18,35 +18,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.store import records as rec
 from lmk_rag.store.base import Backend
+from lmk_rag.store.documents import DocumentWrite
 from lmk_rag.store.filters import every
 from lmk_rag.store.records import pending_filter, scroll
 from lmk_rag.store.types import NodeRecord, PointData
-
-
-@dataclass(frozen=True)
-class DocumentWrite:
-    """One document to write.
-
-    :param doc_id: the document.
-    :param records: its nodes.
-    :param metadata: its metadata.
-    :param content_hash: the hash of its text and metadata, recorded on its marker (None for pre-encoded nodes).
-    :param source: the file it was read from, recorded on its marker
-        (see :func:`~lmk_rag.store.records.marker_payload`).
-    """
-
-    doc_id: str
-    records: list[NodeRecord]
-    metadata: dict[str, Any] = field(default_factory=dict)
-    content_hash: str | None = None
-    source: str | None = None
-
 
 #: Makes the node points of one document's records at a version and id slot.
 NodePoints = Callable[[list[NodeRecord], int, int], list[PointData]]

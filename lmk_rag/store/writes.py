@@ -19,9 +19,9 @@ from lmk_rag.store import records as rec
 from lmk_rag.store import versions
 from lmk_rag.store.access import ReadWriteLock
 from lmk_rag.store.base import Backend
-from lmk_rag.store.cutting import cut_documents
 from lmk_rag.store.documents import (
     Document,
+    DocumentWrite,
     check_doc_id,
     check_documents,
     check_on_ack,
@@ -29,6 +29,7 @@ from lmk_rag.store.documents import (
     check_sources,
     clean_metadata,
     content_hash,
+    cut_documents,
 )
 from lmk_rag.store.filters import FilterLike
 from lmk_rag.store.ledger import Ledger
@@ -151,7 +152,7 @@ class Writer:
         """Write pre-encoded nodes as the new version of a document (see :meth:`LandmarkStore.upsert_nodes`)."""
         records = check_records(doc_id, list(records))
         kept = dict(records[0].metadata) if metadata is None else clean_metadata(metadata, f"document {doc_id!r}")
-        return self._write([versions.DocumentWrite(doc_id, records, kept)])
+        return self._write([DocumentWrite(doc_id, records, kept)])
 
     @serialised
     def upsert_documents(
@@ -174,12 +175,12 @@ class Writer:
             if doc_id in seen:
                 raise InvalidInputError(f"doc_id {doc_id!r} is given twice in one call; give each document once")
             seen.add(doc_id)
-            batch.append(versions.DocumentWrite(doc_id, records, dict(records[0].metadata)))
+            batch.append(DocumentWrite(doc_id, records, dict(records[0].metadata)))
             if len(batch) == document_batch_size:
                 total, batch = total + self._write(batch, on_ack=on_ack), []
         return total + (self._write(batch, on_ack=on_ack) if batch else 0)
 
-    def _write(self, writes: list[versions.DocumentWrite], markers: Markers | None = None,
+    def _write(self, writes: list[DocumentWrite], markers: Markers | None = None,
                on_ack: Callable[[list[str]], None] | None = None) -> int:
         """Write the documents as new versions (every record checked first), then acknowledge them.
 

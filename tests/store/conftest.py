@@ -40,7 +40,7 @@ def docs(fixture_data: Path) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def doc_records(minilm_encoder: Any, docs: dict[str, str]) -> dict[str, list[NodeRecord]]:
     """The docs cut into nodes as the store cuts them (encoded once per session)."""
-    from lmk_rag.store.cutting import records_from_encoding
+    from lmk_rag.store.documents import records_from_encoding
 
     encoded = minilm_encoder.encode_documents(list(docs.values()))
     out: dict[str, list[NodeRecord]] = {}

@@ -83,7 +83,7 @@ class LmkRagPipeline:
 
         from lmk_rag.eval.states import encode_states_cached
         from lmk_rag.store import LandmarkStore
-        from lmk_rag.store.cutting import records_from_encoding
+        from lmk_rag.store.documents import records_from_encoding
         from lmk_rag.store.settings import STORAGE_KEYS
         from lmk_rag.store.types import SearchOptions, StorageOptions
 
