@@ -28,7 +28,7 @@ class Backend(ABC):
     single_writer: bool = False
     #: whether the points of one :meth:`upsert` are applied in their order, a crash keeping a prefix of its batches
     #: (one process's write-ahead log, one record per batch): the write protocol then sends a commit in the same
-    #: call as what it commits (see :func:`~lmk_rag.store.versions.write_documents`).
+    #: call as what it commits (see :func:`~lmk_rag.store.writes.write_documents`).
     ordered_upserts: bool = False
     #: the cluster settings given for a new collection (``shard_number``, ``replication_factor``,
     #: ``write_consistency_factor``; only those given): recorded with the store's settings, checked on reopen.

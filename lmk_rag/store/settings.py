@@ -32,7 +32,7 @@ DEFAULT_STORAGE = Storage()
 #: A handle's oversampling of quantized node vectors where it gives none.
 DEFAULT_OVERSAMPLING = 2.0
 #: The store format this lmk-rag writes, and the only one it opens: 3, whose nodes carry ``live`` (see
-#: :mod:`lmk_rag.store.versions`) and a lower-cased copy of their metadata, whose record holds every field of
+#: :mod:`lmk_rag.store.writes`) and a lower-cased copy of their metadata, whose record holds every field of
 #: :data:`REQUIRED`, and whose encoder fingerprint hashes every setting that decides the vectors. A store of another
 #: format is refused (:class:`~lmk_rag.errors.StoreFormatError`): re-ingest it (CHANGELOG.md).
 FORMAT_VERSION = 3

@@ -3,7 +3,7 @@
 The store opens a backend (:mod:`~lmk_rag.store.backends`: folder checks, lock), reads or records its settings
 (:mod:`~lmk_rag.store.settings`), and builds two collaborators over them, as ``QdrantClient`` builds its local or
 remote client: a :class:`~lmk_rag.store.reads.Reader` (searches and look-ups) and a
-:class:`~lmk_rag.store.writes.Writer` (writes and deletes through :mod:`~lmk_rag.store.versions`). Each public
+:class:`~lmk_rag.store.writes.Writer` (writes and deletes through :mod:`~lmk_rag.store.writes`). Each public
 method is one call to one of them.
 """
 
@@ -23,7 +23,6 @@ from lmk_rag.checks import check_count
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError, refuse_unknown
 from lmk_rag.nodes import DEFAULT_NODE_TOKENS
 from lmk_rag.store import records as rec
-from lmk_rag.store import versions
 from lmk_rag.store.backends import OpenedBackend, open_backend
 from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.documents import Document
@@ -62,7 +61,7 @@ from lmk_rag.store.vectors import (
     resolve_mode,
     static_store_encoder,
 )
-from lmk_rag.store.writes import Writer
+from lmk_rag.store.writes import Writer, repair
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder
@@ -257,7 +256,7 @@ class LandmarkStore:
         self._settings = encoder.settings = settings
         self._encoders = encoder
         vectors = NodeVectors.from_settings(settings, static_encoder, where)
-        repaired = 0 if read_only else versions.repair(backend)
+        repaired = 0 if read_only else repair(backend)
         if repaired:
             logger.warning("%s: repaired %d document(s) an interrupted write left pending", where, repaired)
         if shared.ledger is None:
