@@ -36,7 +36,7 @@ from lmk_rag.store.commits import AVAILABLE, CommitLock
 from lmk_rag.store.types import DEFAULT_COLLECTION, ServerOptions
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lmk_rag.store.ledger import Ledger
+    from lmk_rag.store.settings import Ledger
 
 DEFAULT_PATH = "./lmk_store"
 LOCK_FILE = "lmk_rag.lock"

@@ -1,6 +1,6 @@
 """The full verification of a store (``lmk-rag check``): what opening checks, and every point besides.
 
-Opening a store compares its committed counts with the engine's (:mod:`lmk_rag.store.ledger`); this reads every
+Opening a store compares its committed counts with the engine's (:mod:`lmk_rag.store.settings`); this reads every
 point: markers against their nodes, nodes without a current marker, and every vector (finite, and unit length
 where the store wrote unit vectors).
 """

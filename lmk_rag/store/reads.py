@@ -23,7 +23,6 @@ from lmk_rag.store.access import ReadWriteLock
 from lmk_rag.store.base import Backend
 from lmk_rag.store.filters import FilterLike
 from lmk_rag.store.integrity import sample_problem
-from lmk_rag.store.ledger import Ledger
 from lmk_rag.store.query import (
     DEFAULT_ALPHA,
     best_hits,
@@ -35,6 +34,7 @@ from lmk_rag.store.query import (
     plan_mmr,
     plan_search,
 )
+from lmk_rag.store.settings import Ledger
 from lmk_rag.store.types import Branch, Hit, NodeRecord, Rerank, ScoredPointData, SearchOptions, StoreMode
 from lmk_rag.store.vectors import QueryVectors, StoreEncoder, check_directions, default_rerank
 

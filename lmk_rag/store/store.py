@@ -27,11 +27,11 @@ from lmk_rag.store.backends import OpenedBackend, open_backend
 from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.documents import Document
 from lmk_rag.store.filters import FilterLike
-from lmk_rag.store.ledger import Ledger
 from lmk_rag.store.query import DEFAULT_ALPHA, check_alpha
 from lmk_rag.store.reads import Reader
 from lmk_rag.store.settings import (
     DEFAULT_OVERSAMPLING,
+    Ledger,
     add_payload_indexes,
     check_payload_indexes,
     check_settings,

@@ -46,8 +46,8 @@ from lmk_rag.store.documents import (
     cut_documents,
 )
 from lmk_rag.store.filters import FilterLike, every
-from lmk_rag.store.ledger import Ledger
 from lmk_rag.store.records import pending_filter, scroll
+from lmk_rag.store.settings import Ledger
 from lmk_rag.store.types import NodeRecord, PointData
 from lmk_rag.store.vectors import NodeVectors, StoreEncoder
 
