@@ -5,21 +5,19 @@ Exactly one of ``path`` (a Qdrant Edge folder; the default ``./lmk_store``), ``u
 ``aclient`` alone (an ``AsyncQdrantClient`` in local mode) picks the backend. A folder is held by one process at a
 time (its lock file): the one that writes, or the first reader. On Edge, a reader in another process reads its own
 copy of the folder (:mod:`~lmk_rag.store.copied`), taken at a committed state under the folder's commit lock
-(:mod:`~lmk_rag.store.commits`).
+(:mod:`~lmk_rag.store.locks`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from filelock import FileLock, Timeout
+from filelock import FileLock
 
 from lmk_rag.errors import (
     CorruptStoreError,
@@ -27,21 +25,24 @@ from lmk_rag.errors import (
     StoreClosedError,
     StoreLockedError,
     StoreNotFoundError,
-    StoreReadOnlyError,
     needs_extra,
 )
-from lmk_rag.store.access import ReadWriteLock
 from lmk_rag.store.base import Backend
-from lmk_rag.store.commits import AVAILABLE, CommitLock
+from lmk_rag.store.locks import (
+    AVAILABLE,
+    CONCURRENCY_DOCS,
+    LOCK_FILE,
+    CommitLock,
+    ReadWriteLock,
+    folder_lock,
+    locked_open,
+)
 from lmk_rag.store.types import DEFAULT_COLLECTION, ServerOptions
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.store.settings import Ledger
 
 DEFAULT_PATH = "./lmk_store"
-LOCK_FILE = "lmk_rag.lock"
-#: Where a StoreLockedError sends the user.
-CONCURRENCY_DOCS = "see the Concurrency section of docs/store.md"
 
 
 @dataclass
@@ -226,7 +227,7 @@ def open_backend(
         if key in _SHARED:
             raise StoreLockedError(f"{location} is already open in this process: close the other handle first "
                                    "(qdrant-client local mode cannot share a folder between clients)")
-        backend, lock = _locked(folder, read_only, lambda: ServerBackend(url, api_key, client, aclient, location,
+        backend, lock = locked_open(folder, read_only, lambda: ServerBackend(url, api_key, client, aclient, location,
                                                                         collection_name, options, batch_size))
         shared = SharedBackend(backend, f"collection {collection_name!r}", lock, key)
         if key is not None:
@@ -279,7 +280,7 @@ def _open_edge(folder: Path, create: bool, read_only: bool, batch_size: int) -> 
             shared.handles += 1
             return OpenedBackend(shared)
         try:
-            lock = _lock(folder, read_only)
+            lock = folder_lock(folder, read_only)
         except StoreLockedError as error:
             if not read_only:
                 raise StoreLockedError(
@@ -320,57 +321,3 @@ def _copied(folder: Path, batch_size: int) -> Backend:
     except OSError as error:
         raise StoreLockedError(f"{folder}: another process holds this store, and this reader cannot copy it "
                                f"({error.strerror or error}); {advice}") from error
-
-
-def _locked(folder: Path | None, read_only: bool, open_: Callable[[], Backend]) -> tuple[Backend, FileLock | None]:
-    """Take a folder's lock (none without a folder), then open the backend; the lock is released if that fails."""
-    lock = _lock(folder, read_only) if folder is not None else None
-    try:
-        return open_(), lock
-    except BaseException:
-        if lock is not None:
-            lock.release()
-        raise
-
-
-def _lock(folder: Path, read_only: bool) -> FileLock | None:
-    """The folder's lock; a reader of a folder nobody can write goes without."""
-    try:
-        return acquire_lock(folder)
-    except StoreReadOnlyError:
-        if read_only:
-            return None
-        raise
-
-
-def acquire_lock(folder: Path) -> FileLock:
-    """Take a folder's write lock without waiting (creating the folder).
-
-    :raises StoreLockedError: when another process holds it.
-    """
-    if (folder / LOCK_FILE).is_dir():
-        raise CorruptStoreError(f"{folder / LOCK_FILE} is a folder, not the store's lock file; remove it")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(folder / LOCK_FILE), timeout=0)
-        lock.acquire()
-    except Timeout as error:
-        raise StoreLockedError(
-            f"{folder} is open in another process (lock {folder / LOCK_FILE}); close it first ({CONCURRENCY_DOCS})"
-        ) from error
-    except PermissionError as error:
-        raise StoreReadOnlyError(
-            f"{folder} is not writable ({error.strerror}); open it with read_only=True (lmk-rag query and info do) "
-            "to read, or copy it somewhere writable"
-        ) from error
-    except OSError as error:
-        if error.errno == errno.EROFS:
-            raise StoreReadOnlyError(
-                f"{folder} is on a read-only file system; Qdrant Edge needs to write to open a store: copy it to "
-                "writable storage, or serve it from a Qdrant server"
-            ) from error
-        raise InvalidInputError(
-            f"cannot create or open the store folder {folder} ({error.strerror or error}); give a folder you can "
-            "write, not one under a file or in a system folder"
-        ) from error
-    return lock

@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from lmk_rag.errors import StoreReadOnlyError
-from lmk_rag.store.access import ReadWriteLock
 from lmk_rag.store.base import Backend, IndexKind
-from lmk_rag.store.commits import CommitLock
 from lmk_rag.store.copies import Copy, take_copy
 from lmk_rag.store.edge import SETTINGS_FILE, SHARD_DIR, EdgeBackend
 from lmk_rag.store.filters import ConditionBuilder
+from lmk_rag.store.locks import CommitLock, ReadWriteLock
 from lmk_rag.store.space import require_space, shard_bytes
 from lmk_rag.store.types import CollectionSpec, PointData, QueryPlan, ScoredPointData
 

@@ -2,7 +2,7 @@
 
 Qdrant Edge cannot load a shard another process has open (it locks the WAL), nor read one beside its writer. A
 reader in another process instead copies the folder's files into ``<folder>/.lmk_rag.readers/<id>/`` while it holds
-the folder's commit lock shared (:class:`~lmk_rag.store.commits.CommitLock`): the holder changes no file then, so the
+the folder's commit lock shared (:class:`~lmk_rag.store.locks.CommitLock`): the holder changes no file then, so the
 copy is one committed state, whole. The copy is opened as a shard of its own and removed when it is closed; the
 copies of readers that died are removed by the next reader.
 
@@ -21,7 +21,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from lmk_rag.store.commits import CommitLock, fcntl
+from lmk_rag.store.locks import CommitLock, fcntl
 
 READERS_DIR = ".lmk_rag.readers"
 _OWNER = ".lmk_rag.owner"  # a name a store folder may hold, so a copy opens as a store of its own

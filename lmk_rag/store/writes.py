@@ -31,7 +31,6 @@ from typing import Any, TypeVar
 from lmk_rag.checks import check_count
 from lmk_rag.errors import InvalidInputError, StoreReadOnlyError
 from lmk_rag.store import records as rec
-from lmk_rag.store.access import ReadWriteLock
 from lmk_rag.store.base import Backend
 from lmk_rag.store.documents import (
     Document,
@@ -46,6 +45,7 @@ from lmk_rag.store.documents import (
     cut_documents,
 )
 from lmk_rag.store.filters import FilterLike, every
+from lmk_rag.store.locks import ReadWriteLock
 from lmk_rag.store.records import pending_filter, scroll
 from lmk_rag.store.settings import Ledger
 from lmk_rag.store.types import NodeRecord, PointData

@@ -26,9 +26,9 @@ from llama_index.vector_stores.landmark import LandmarkVectorStore
 from lmk_rag.cli import app
 from lmk_rag.errors import StoreLockedError
 from lmk_rag.store import LandmarkStore, NodeRecord
-from lmk_rag.store.commits import CommitLock
 from lmk_rag.store.copies import READERS_DIR, take_copy
 from lmk_rag.store.edge import SETTINGS_FILE, SHARD_DIR
+from lmk_rag.store.locks import CommitLock
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
