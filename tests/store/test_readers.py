@@ -26,7 +26,7 @@ from llama_index.vector_stores.landmark import LandmarkVectorStore
 from lmk_rag.cli import app
 from lmk_rag.errors import StoreLockedError
 from lmk_rag.store import LandmarkStore, NodeRecord
-from lmk_rag.store.copies import READERS_DIR, take_copy
+from lmk_rag.store.copied import READERS_DIR, take_copy
 from lmk_rag.store.edge import SETTINGS_FILE, SHARD_DIR
 from lmk_rag.store.locks import CommitLock
 
