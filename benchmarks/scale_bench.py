@@ -45,7 +45,7 @@ from lmk_rag.eval.states import encode_states_cached, states_key
 from lmk_rag.nodes import group_chunks
 from lmk_rag.paths import user_cache_dir
 from lmk_rag.store import LandmarkStore, NodeRecord, SearchOptions, StorageOptions
-from lmk_rag.store.space import shard_bytes
+from lmk_rag.store.edge import shard_bytes
 
 ROOT = Path(__file__).resolve().parent
 DATA = ROOT.parents[1] / "shared" / "data"

@@ -32,10 +32,9 @@ from typing import Any, TypeVar
 
 from lmk_rag.errors import StoreReadOnlyError
 from lmk_rag.store.base import Backend, IndexKind
-from lmk_rag.store.edge import SETTINGS_FILE, SHARD_DIR, EdgeBackend
+from lmk_rag.store.edge import SETTINGS_FILE, SHARD_DIR, EdgeBackend, require_space, shard_bytes
 from lmk_rag.store.filters import ConditionBuilder
 from lmk_rag.store.locks import CommitLock, ReadWriteLock, fcntl
-from lmk_rag.store.space import require_space, shard_bytes
 from lmk_rag.store.types import CollectionSpec, PointData, QueryPlan, ScoredPointData
 
 READERS_DIR = ".lmk_rag.readers"
