@@ -300,7 +300,7 @@ def cut_documents(
 ) -> tuple[list[DocumentWrite], int]:
     """Encode documents in one encoder call and cut each into node records.
 
-    :param hashes: each document's content hash (:func:`~lmk_rag.store.documents.content_hash`), recorded on its
+    :param hashes: each document's content hash (:func:`content_hash`), recorded on its
         marker.
     :param show_progress_bar: show the encoder's bar (tokens, advancing per window batch; None: the encoder's
         default, only for long jobs).

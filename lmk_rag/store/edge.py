@@ -296,7 +296,7 @@ class EdgeBackend(Backend):
             raise
 
     def reserve(self, points: Sequence[PointData], what: str) -> None:
-        """Check the free space a change needs (see :mod:`lmk_rag.store.edge`) before any of it is written."""
+        """Check the free space a change needs (see :func:`require_space`) before any of it is written."""
         require_space(self.folder, what, WRITE_FACTOR * points_bytes(points))
 
     def create_payload_index(self, key: str, kind: IndexKind) -> None:

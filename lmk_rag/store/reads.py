@@ -198,7 +198,7 @@ class Reader:
 
     def _check_sample(self) -> None:
         """Before this handle's first search, look for damaged vectors in a sample of the stored nodes
-        (:func:`~lmk_rag.store.reads.sample_problem`): damaged vectors would give wrong hits without an error.
+        (:func:`sample_problem`): damaged vectors would give wrong hits without an error.
 
         :raises CorruptStoreError: naming a damaged node and ``lmk-rag check``, which lists them all.
         """

@@ -46,7 +46,7 @@ NAMESPACE = uuid.UUID("6f1d3c52-7f4e-4a55-9a38-5b1f0c2d9e10")
 SETTINGS_POINT_ID = str(uuid.uuid5(NAMESPACE, "lmk-rag-store-settings"))
 NODE, DOC, STORE = "node", "doc", "store"
 #: The payload keys a search asks for with its scored points on a server: what a :class:`Hit` and the choice of one
-#: version per document (:func:`~lmk_rag.store.records.latest`) read; the vectors stay in the engine. Where the
+#: version per document (:func:`latest`) read; the vectors stay in the engine. Where the
 #: process is the store's only writer, a search reads the payloads of its hits alone, after ranking
 #: (:class:`~lmk_rag.store.reads.Reader`).
 HIT_KEYS = ["doc_id", "node_id", "version", "text", "span", "meta"]
