@@ -29,7 +29,7 @@ from lmk_rag.store import LandmarkStore
 from lmk_rag.store import records as rec
 from lmk_rag.store.query import best_hits, fuse, plan_search
 from lmk_rag.store.types import Branch
-from lmk_rag.store.vectors import NodeVectors, QueryVectors
+from lmk_rag.store.vectors import QueryVectors, VectorSpec
 
 OUT = Path(__file__).resolve().parent / "results" / "payload_bench.md"
 #: The keys the store asked for before issue 26 (its payloads came from a second call).
@@ -57,7 +57,7 @@ def main() -> None:
     try:
         with LandmarkStore(folder, encoder=encoder) as store:
             build(store, docs, args.size)
-            vectors = QueryVectors(NodeVectors.from_settings(store.settings, None, store.where))
+            vectors = QueryVectors(VectorSpec.from_settings(store.settings, store.where), None)
             backend = store.backend
             for _ in range(args.repeats):
                 for query, text in zip(queries, texts):

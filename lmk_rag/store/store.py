@@ -56,6 +56,7 @@ from lmk_rag.store.vectors import (
     NodeVectors,
     QueryVectors,
     StoreEncoder,
+    VectorSpec,
     check_encoder,
     check_language,
     resolve_mode,
@@ -255,7 +256,7 @@ class LandmarkStore:
             self.search_options = replace(self.search_options, oversampling=DEFAULT_OVERSAMPLING)
         self._settings = encoder.settings = settings
         self._encoders = encoder
-        vectors = NodeVectors.from_settings(settings, static_encoder, where)
+        spec = VectorSpec.from_settings(settings, where)
         repaired = 0 if read_only else repair(backend)
         if repaired:
             logger.warning("%s: repaired %d document(s) an interrupted write left pending", where, repaired)
@@ -267,10 +268,10 @@ class LandmarkStore:
             logger.warning("%s: a write was interrupted; the next writer's open finishes or undoes it", where)
         else:
             ledger.verify(fix=not read_only)
-        self._reads = Reader(backend, where, settings, QueryVectors(vectors), encoder, ledger, self.mode,
-                              self.search_options, self._alpha, shared.access)
-        self._writer = Writer(backend, where, settings, vectors, ledger, encoder, read_only, self.document_batch_size,
-                              shared.write_lock, shared.access)
+        self._reads = Reader(backend, where, settings, QueryVectors(spec, static_encoder), encoder, ledger,
+                             self.mode, self.search_options, self._alpha, shared.access)
+        self._writer = Writer(backend, where, settings, NodeVectors(spec, static_encoder), ledger, encoder, read_only,
+                              self.document_batch_size, shared.write_lock, shared.access)
 
     @property
     def _backend(self) -> Backend:

@@ -16,6 +16,7 @@ tokenizer; see docs/decisions.md ("store: BM25 evidence in the final score") for
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -293,36 +294,44 @@ class Bm25Encoder:
         return SparseVector(list(vector.indices), list(vector.values))
 
 
-class NodeVectors:
-    """Turns a store's :class:`NodeRecord` s into points carrying every vector its settings name.
+@dataclass(frozen=True)
+class VectorSpec:
+    """The vectors a store holds, as its settings record names them: what a node point's vectors
+    (:class:`NodeVectors`) and a query's (:class:`QueryVectors`) are each made and checked against.
 
     :param dim: size of the node and chunk vectors.
     :param static_dim: size of the static token vectors, or None when the store holds none.
-    :param static_encoder: encodes a node's static token vectors when a record carries none (or None).
+    :param chunks: whether the store holds chunk vectors (False for a static store).
     :param bm25: the store's BM25 model, or None when the store holds no BM25 vectors.
     :param where: the store, for messages.
-    :param chunks: whether the store holds chunk vectors (False for a static store).
     """
 
-    def __init__(
-        self, dim: int, static_dim: int | None, static_encoder: TokenEncoder | None, bm25: Bm25Encoder | None,
-        where: str, chunks: bool = True,
-    ) -> None:
-        """Keep the store's vector settings."""
-        self.dim = dim
-        self.chunks = chunks
-        self.static_dim = static_dim
-        self.static_encoder = static_encoder
-        self.bm25 = bm25
-        self.where = where
+    dim: int
+    static_dim: int | None
+    chunks: bool
+    bm25: Bm25Encoder | None
+    where: str
 
     @classmethod
-    def from_settings(cls, settings: dict[str, Any], static_encoder: TokenEncoder | None, where: str) -> NodeVectors:
+    def from_settings(cls, settings: dict[str, Any], where: str) -> VectorSpec:
         """The vectors a store's settings record names (checked by ``settings.validate_settings``)."""
         bm25 = Bm25Encoder(settings["bm25_language"]) if settings["bm25"] else None
         static_dim = None if settings["static"] is None else int(settings["static"]["dim"])
         chunks = "chunks" in recorded_vectors(settings)
-        return cls(int(settings["encoder"]["dim"]), static_dim, static_encoder, bm25, where, chunks)
+        return cls(int(settings["encoder"]["dim"]), static_dim, chunks, bm25, where)
+
+
+class NodeVectors:
+    """Turns a store's :class:`NodeRecord` s into points carrying every vector its settings name.
+
+    :param spec: the vectors the store holds.
+    :param static_encoder: encodes a node's static token vectors when a record carries none (or None).
+    """
+
+    def __init__(self, spec: VectorSpec, static_encoder: TokenEncoder | None) -> None:
+        """Keep the store's vectors and its static encoder."""
+        self.spec = spec
+        self.static_encoder = static_encoder
 
     def check(self, record: NodeRecord) -> None:
         """Refuse a node's vectors of the wrong shape, or with values no search can use, naming the node.
@@ -332,16 +341,16 @@ class NodeVectors:
         """
         vector = np.asarray(record.vector)
         chunks = np.asarray(record.chunk_vectors)
-        if vector.shape != (self.dim,):
+        if vector.shape != (self.spec.dim,):
             raise VectorSizeError(
-                f"node {record.node_id!r}: vector of shape {vector.shape}, store expects ({self.dim},)"
+                f"node {record.node_id!r}: vector of shape {vector.shape}, store expects ({self.spec.dim},)"
             )
-        if self.chunks and (chunks.ndim != 2 or chunks.shape[1] != self.dim or len(chunks) == 0):
+        if self.spec.chunks and (chunks.ndim != 2 or chunks.shape[1] != self.spec.dim or len(chunks) == 0):
             raise VectorSizeError(
-                f"node {record.node_id!r}: chunk_vectors of shape {chunks.shape}, store expects (n>=1, {self.dim})"
+                f"node {record.node_id!r}: chunk_vectors of shape {chunks.shape}, store expects (n>=1, {self.spec.dim})"
             )
         check_directions(vector, f"node {record.node_id!r}: vector")
-        if self.chunks:
+        if self.spec.chunks:
             check_directions(chunks, f"node {record.node_id!r}: chunk_vectors")
 
     def points(self, records: list[NodeRecord], version: int, slot: int) -> list[PointData]:
@@ -351,26 +360,26 @@ class NodeVectors:
     def _vectors(self, record: NodeRecord) -> dict[str, Any]:
         """Every named vector of a node the store's settings name (static and BM25 vectors made when needed)."""
         vectors: dict[str, Any] = {"node": np.ascontiguousarray(record.vector, dtype=np.float32)}
-        if self.chunks:
+        if self.spec.chunks:
             vectors["chunks"] = np.ascontiguousarray(record.chunk_vectors, dtype=np.float32)
-        if self.static_dim is not None:
+        if self.spec.static_dim is not None:
             static = record.static_vectors
             if static is None:
                 if self.static_encoder is None:
                     raise SettingsMismatchError(
-                        f"{self.where} holds static token vectors: open it with static_encoder=... to write"
+                        f"{self.spec.where} holds static token vectors: open it with static_encoder=... to write"
                     )
                 static = self.static_encoder.encode_document_tokens(record.text)
             static = np.asarray(static, dtype=np.float32)
-            if static.ndim != 2 or static.shape[1] != self.static_dim or len(static) == 0:
+            if static.ndim != 2 or static.shape[1] != self.spec.static_dim or len(static) == 0:
                 raise VectorSizeError(
                     f"node {record.node_id!r}: static vectors of shape {static.shape}, "
-                    f"store expects (m>=1, {self.static_dim})"
+                    f"store expects (m>=1, {self.spec.static_dim})"
                 )
             check_directions(static, f"node {record.node_id!r}: static vectors")
             vectors["static"] = np.ascontiguousarray(static)
-        if self.bm25 is not None:
-            vectors["bm25"] = self.bm25.embed_document(record.text)
+        if self.spec.bm25 is not None:
+            vectors["bm25"] = self.spec.bm25.embed_document(record.text)
         return vectors
 
 
@@ -391,25 +400,27 @@ def check_directions(vectors: np.ndarray, what: str) -> None:
 class QueryVectors:
     """A query's vectors for a store's rerank and BM25.
 
-    :param vectors: the store's vector settings (the same object its writes use).
+    :param spec: the vectors the store holds.
+    :param static_encoder: encodes a query's static token vectors (or None).
     """
 
-    def __init__(self, vectors: NodeVectors) -> None:
-        """Keep the store's vector settings."""
-        self.vectors = vectors
+    def __init__(self, spec: VectorSpec, static_encoder: TokenEncoder | None) -> None:
+        """Keep the store's vectors and its static encoder."""
+        self.spec = spec
+        self.static_encoder = static_encoder
 
     def static_query(self, text: str) -> np.ndarray:
         """The query's static token vectors.
 
         :raises SettingsMismatchError: when the store was opened without a static encoder.
         """
-        if self.vectors.static_encoder is None:
+        if self.static_encoder is None:
             raise SettingsMismatchError("rerank='static' needs the store opened with static_encoder=...")
-        return self.vectors.static_encoder.encode_query_tokens(text)
+        return self.static_encoder.encode_query_tokens(text)
 
     def sparse_query(self, text: str | None) -> SparseVector | None:
         """The query's BM25 vector (None without BM25 or without text)."""
-        return self.vectors.bm25.embed_query(text) if self.vectors.bm25 is not None and text else None
+        return self.spec.bm25.embed_query(text) if self.spec.bm25 is not None and text else None
 
     def scorer(self, rerank: Rerank, query: Any, static_query: np.ndarray | None) -> Branch:
         """The rerank's scoring query: the query's chunk vectors, its static token vectors or its vector.
@@ -419,29 +430,29 @@ class QueryVectors:
         :raises SettingsMismatchError: for ``"static"`` on a store without static vectors.
         """
         vector = np.asarray(query.vector, dtype=np.float32)
-        if vector.shape != (self.vectors.dim,):
-            raise VectorSizeError(f"query vector of shape {vector.shape}, store expects ({self.vectors.dim},)")
+        if vector.shape != (self.spec.dim,):
+            raise VectorSizeError(f"query vector of shape {vector.shape}, store expects ({self.spec.dim},)")
         check_directions(vector, "query vector")
         if rerank == Rerank.CHUNKS:
-            if not self.vectors.chunks:
+            if not self.spec.chunks:
                 raise SettingsMismatchError(
-                    f"{self.vectors.where} is a static store: it has no chunk vectors; use rerank='static' or 'none'"
+                    f"{self.spec.where} is a static store: it has no chunk vectors; use rerank='static' or 'none'"
                 )
-            chunks = np.asarray(query.chunk_vectors, dtype=np.float32).reshape(-1, self.vectors.dim)
+            chunks = np.asarray(query.chunk_vectors, dtype=np.float32).reshape(-1, self.spec.dim)
             check_directions(chunks, "query chunk_vectors")
             return Branch("chunks", chunks.tolist())
         if rerank == Rerank.NONE:
             return Branch("node", vector.tolist())
-        if self.vectors.static_dim is None:
+        if self.spec.static_dim is None:
             raise SettingsMismatchError(
-                f"{self.vectors.where} has no static token vectors; rerank='static' is unavailable"
+                f"{self.spec.where} has no static token vectors; rerank='static' is unavailable"
             )
         if static_query is None:
             raise InvalidInputError("rerank='static' needs static_query (the query's static token vectors)")
         tokens = np.asarray(static_query, dtype=np.float32)
-        if tokens.ndim != 2 or tokens.shape[1] != self.vectors.static_dim or len(tokens) == 0:
+        if tokens.ndim != 2 or tokens.shape[1] != self.spec.static_dim or len(tokens) == 0:
             raise VectorSizeError(
-                f"static query of shape {tokens.shape}, store expects (q>=1, {self.vectors.static_dim})"
+                f"static query of shape {tokens.shape}, store expects (q>=1, {self.spec.static_dim})"
             )
         check_directions(tokens, "static query")
         return Branch("static", tokens.tolist())
