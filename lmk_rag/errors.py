@@ -31,7 +31,6 @@ __all__ = [
     "StoreReadOnlyError",
     "StoreUnavailableError",
     "VectorSizeError",
-    "invalid_fields",
     "needs_extra",
     "refuse_unknown",
 ]
