@@ -194,9 +194,7 @@ class LandmarkEmbedding(BaseEmbedding):
 
     def _embed(self, texts: list[str], encode: Callable[[list[str]], list[EncodedText]]) -> list[Embedding]:
         """Encode the texts with words in one call; a text without words gets :meth:`empty_text_embedding`.
-
-        :raises InvalidInputError: for a text that is not a str or not valid Unicode (the encoder checks them).
-        """
+        :raises InvalidInputError: for a text that is not a str or not valid Unicode (the encoder checks them)."""
         blank = [isinstance(text, str) and not text.strip() for text in texts]
         worded = [text for text, empty in zip(texts, blank) if not empty]
         vectors = iter([encoded.vector.tolist() for encoded in encode(worded)] if worded else [])
