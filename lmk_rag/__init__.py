@@ -20,7 +20,6 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "DEFAULT_NODE_TOKENS": ("lmk_rag.nodes", None),
     "NodeSlice": ("lmk_rag.nodes", None),
     "group_chunks": ("lmk_rag.nodes", None),
-    "check_texts": ("lmk_rag.checks", None),
     "LandmarkStore": ("lmk_rag.store", "edge"),
     "Hit": ("lmk_rag.store", "edge"),
     "StorageOptions": ("lmk_rag.store", "edge"),
@@ -30,7 +29,6 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lmk_rag.checks import check_texts  # noqa: F401
     from lmk_rag.encoder import EncodedText, LandmarkEncoder  # noqa: F401
     from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder  # noqa: F401
     from lmk_rag.nodes import DEFAULT_NODE_TOKENS, NodeSlice, group_chunks  # noqa: F401

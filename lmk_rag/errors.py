@@ -32,7 +32,6 @@ __all__ = [
     "StoreReadOnlyError",
     "StoreUnavailableError",
     "VectorSizeError",
-    "invalid_fields",
     "needs_extra",
     "refuse_unknown",
 ]

@@ -195,7 +195,7 @@ def test_store_classes_compose_and_only_backends_inherit() -> None:
         "EdgeBackend", "CopiedBackend", "ServerBackend"}
 
 
-PUBLIC_PACKAGES = ("lmk_rag", "lmk_rag.store", "lmk_rag.static", "lmk_rag.errors")
+PUBLIC_PACKAGES = ("lmk_rag", "lmk_rag.store", "lmk_rag.static", "lmk_rag.errors", "lmk_rag.adapters")
 
 
 def frozen_public_names(architecture: Path) -> dict[str, list[str]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -27,7 +28,7 @@ from lmk_rag.nodes import group_chunks
 from lmk_rag.paths import user_cache_dir
 from lmk_rag.store.query import best_hits, fuse, plan_search
 from lmk_rag.store.types import Branch, ScoredPointData, SparseVector
-from lmk_rag.store.vectors import Bm25Encoder, Bm25Tokenizer
+from lmk_rag.store.vectors import Bm25Encoder
 from lmk_rag.vectors import maxsim_scores
 
 BENCHMARKS = Path(__file__).resolve().parents[1]
@@ -39,6 +40,28 @@ SETS.update({name: BENCHMARKS / "data" / name
              for name in ("perldoc-longdoc", "perldoc-ref", "perlfaq-answers", "perlfaq-longdoc")})
 #: Candidates per prefetch branch at the product's query settings (k=10).
 PREFETCH = 100
+
+
+class Bm25Model(Protocol):
+    """What the studies need of a BM25 model: the store's :class:`~lmk_rag.store.vectors.Bm25Encoder`, or one of
+    Qdrant's with other settings (:func:`bm25_model`)."""
+
+    def embed_document(self, text: str) -> Any:
+        """The BM25 vector of a node (term weights)."""
+
+    def embed_query(self, text: str) -> Any:
+        """The BM25 vector of a query (its distinct terms)."""
+
+
+def bm25_model(**config: Any) -> Bm25Model:
+    """Qdrant's BM25 model with other settings than the store's (``qdrant_edge.Bm25Config``: ``tokenizer``, ``k``,
+    ``b``, ``avg_len``, ``stemmer``, ...), e.g. ``bm25_model(tokenizer="word")``; unset ones are the store's (code
+    tokens, English)."""
+    import qdrant_edge as qe
+
+    config = {"tokenizer": "code", "language": "english", **config}
+    config["tokenizer"] = getattr(qe.TokenizerType, str(config["tokenizer"]).capitalize())
+    return qe.Bm25(qe.Bm25Config(**config))
 
 
 class Bm25Index:
@@ -56,10 +79,10 @@ class Bm25Index:
         self.vocab = vocab
 
     @classmethod
-    def of_store(cls, texts: Sequence[str], tokenizer: Bm25Tokenizer = "code") -> Bm25Index:
+    def of_store(cls, texts: Sequence[str], model: Bm25Model | None = None) -> Bm25Index:
         """The nodes' BM25 vectors as the store writes them (:class:`~lmk_rag.store.vectors.Bm25Encoder`: k1=1.2,
-        b=0.75, average length 256)."""
-        encoder = Bm25Encoder(tokenizer)
+        b=0.75, average length 256), or as another BM25 model (:func:`bm25_model`) would."""
+        encoder = model or Bm25Encoder()
         vectors = [encoder.embed_document(text) for text in texts]
         return cls.of_rows([dict(zip(vector.indices, vector.values)) for vector in vectors])
 
@@ -88,9 +111,9 @@ class Bm25Index:
         return np.asarray(self.weights[:, cols] @ (self.idf[cols] * query_weights)).ravel()
 
 
-def query_terms(texts: Sequence[str], tokenizer: Bm25Tokenizer = "code") -> list[list[int]]:
-    """Each query's BM25 terms, as the store's query vector holds them (its distinct terms)."""
-    encoder = Bm25Encoder(tokenizer)
+def query_terms(texts: Sequence[str], model: Bm25Model | None = None) -> list[list[int]]:
+    """Each query's BM25 terms, as the store's query vector holds them (its distinct terms), or another model's."""
+    encoder = model or Bm25Encoder()
     return [list(encoder.embed_query(text).indices) for text in texts]
 
 

@@ -174,11 +174,11 @@ def study(corpus: common.Corpus, prefetch: int, alphas: Sequence[float], kinds: 
 def decide(corpus: common.Corpus, depths: Sequence[int], alphas: Sequence[float]) -> dict[str, dict]:
     """The store's own choices at the product's settings: Qdrant's BM25 vectors (average length 256, as the
     store writes them) with word or code tokens, ``max`` fusion, prefetch depth, the document-vector branch."""
-    tokenizer = {"edge-english": "word", "edge-code": "code"}  # the store's BM25 model (average length 256)
-    names = list(tokenizer)
-    node_idx = {name: common.Bm25Index.of_store(corpus.node_texts, tokenizer[name]) for name in names}
-    queries = {name: common.query_terms(corpus.data.query_texts, tokenizer[name]) for name in names}
-    pair_idx = common.Bm25Index.of_store(corpus.pair_texts, "code")
+    models = {"edge-english": common.bm25_model(tokenizer="word"), "edge-code": None}  # None: the store's model
+    names = list(models)
+    node_idx = {name: common.Bm25Index.of_store(corpus.node_texts, models[name]) for name in names}
+    queries = {name: common.query_terms(corpus.data.query_texts, models[name]) for name in names}
+    pair_idx = common.Bm25Index.of_store(corpus.pair_texts)
     doc_vectors, _ = common.document_chunk_sums(corpus)
     doc_vectors /= np.linalg.norm(doc_vectors, axis=1, keepdims=True)
     node_doc_vectors = doc_vectors[corpus.node_doc]

@@ -1,8 +1,6 @@
 """Landmark nodes in Qdrant (Edge in-process, or qdrant-client local/server) with two-stage search."""
 
-from lmk_rag.store.documents import clean_metadata
 from lmk_rag.store.filters import Condition, FieldCondition, Filter
-from lmk_rag.store.query import check_rerank
 from lmk_rag.store.store import LandmarkStore
 from lmk_rag.store.types import (
     DEFAULT_BATCH_SIZE,
@@ -28,6 +26,4 @@ __all__ = [
     "ServerOptions",
     "StorageOptions",
     "StoreMode",
-    "check_rerank",
-    "clean_metadata",
 ]

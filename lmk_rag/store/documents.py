@@ -313,3 +313,52 @@ def cut_documents(
         for (doc_id, text, metadata), enc in zip(documents, encoded)
     ]
     return writes, sum(sum(enc.token_counts) for enc in encoded)
+
+
+def fill_chunk_vectors(encoder: DocumentEncoder, records: Sequence[NodeRecord]) -> list[NodeRecord]:
+    """The records, each with chunk vectors: those with none get them from one encoder call.
+
+    The records of one document that tile it from its start (each span starts where the one before ends, from 0,
+    and is as long as its text) are joined back into the document's text and encoded as the document, so their
+    vectors are those a parse of the document made. Any other record's text is encoded alone: the same chunks,
+    each seeing only its own node in context, so close vectors, not equal. A record whose text holds no chunk (blank)
+    gets its node vector as its one chunk vector.
+
+    :param encoder: the store's encoder.
+    :param records: node records, some with ``chunk_vectors`` None.
+    :return: the records in their order.
+    """
+    by_doc: dict[str, list[NodeRecord]] = {}
+    for record in records:
+        if record.chunk_vectors is None:
+            by_doc.setdefault(record.doc_id, []).append(record)
+    jobs: list[tuple[str, list[tuple[NodeRecord, int]]]] = []  # a text, and each record's offset in it
+    for group in by_doc.values():
+        group.sort(key=lambda record: record.span[0])
+        if _tile(group):
+            jobs.append(("".join(record.text for record in group), [(record, record.span[0]) for record in group]))
+        else:
+            jobs.extend((record.text, [(record, 0)]) for record in group)
+    jobs = [job for job in jobs if job[0].strip()]
+    found: dict[str, np.ndarray] = {}
+    for (_, parts), encoded in zip(jobs, encoder.encode_documents([text for text, _ in jobs]) if jobs else []):
+        for record, start in parts:
+            rows = [row for row, (chunk_start, _) in enumerate(encoded.spans)
+                    if start <= chunk_start < start + len(record.text)]
+            if rows:
+                found[record.node_id] = encoded.chunk_vectors[rows]
+    return [
+        record if record.chunk_vectors is not None else dataclasses.replace(
+            record, chunk_vectors=found.get(record.node_id, np.asarray(record.vector, dtype=np.float32)[None, :]))
+        for record in records
+    ]
+
+
+def _tile(records: list[NodeRecord]) -> bool:
+    """Whether records sorted by span cover a text from 0 end to end, each span as long as its text."""
+    end = 0
+    for record in records:
+        if tuple(record.span) != (end, end + len(record.text)):
+            return False
+        end = record.span[1]
+    return True

@@ -528,12 +528,31 @@ class LandmarkStore:
         """Write pre-encoded nodes as the new version of a document, replacing its old nodes safely.
 
         :param doc_id: the document; every record's ``doc_id`` must equal it.
-        :param records: the document's nodes (node ids unique).
+        :param records: the document's nodes (node ids unique; ``chunk_vectors`` None: encoded by the store, as
+            :meth:`add_nodes` does).
         :param metadata: the document's metadata (default: the first record's).
         :return: the number of nodes written.
         :raises VectorSizeError: when a vector's size differs from the store's.
         """
         return self._writer.upsert_nodes(doc_id, records, metadata)
+
+    def add_nodes(self, records: Sequence[NodeRecord]) -> int:
+        """Add pre-encoded nodes to their documents, keeping each document's other stored nodes (where
+        :meth:`upsert_nodes` replaces a whole document). A node id already stored is overwritten, also one stored
+        under another document, which keeps its other nodes. Each document given is written as one new version
+        (its kept nodes and the new ones), committed as :meth:`upsert_nodes` commits it; nodes moving between
+        documents leave their old ones first, in a change of their own.
+
+        :param records: nodes of any documents (node ids unique); a record's ``chunk_vectors`` may be None: the
+            store's encoder encodes them from the texts (the records of a document that tile it from its start as
+            the document, see :func:`~lmk_rag.store.documents.fill_chunk_vectors`).
+        :return: the number of nodes written, kept nodes included.
+        :raises InvalidInputError: for records that are not :class:`NodeRecord` s, a node id given twice, or a bad
+            record.
+        :raises VectorSizeError: when a vector's size differs from the store's.
+        :raises StoreReadOnlyError: for a store opened ``read_only``.
+        """
+        return self._writer.add_nodes(records)
 
     def upsert_documents(
         self,

@@ -188,7 +188,8 @@ class NodeRecord:
     :param text: the node's text.
     :param span: the node's char span ``(start, end)`` in its document.
     :param vector: the node vector, shape (dim,).
-    :param chunk_vectors: the node's landmark chunk vectors, shape (n_chunks, dim).
+    :param chunk_vectors: the node's landmark chunk vectors, shape (n_chunks, dim); None when writing: the store's
+        encoder encodes them from the text (see :func:`~lmk_rag.store.documents.fill_chunk_vectors`).
     :param metadata: JSON-able metadata; filters match its keys.
     :param static_vectors: static token vectors, shape (n_tokens, static_dim), or None.
     """
@@ -198,7 +199,7 @@ class NodeRecord:
     text: str
     span: tuple[int, int]
     vector: np.ndarray
-    chunk_vectors: np.ndarray
+    chunk_vectors: np.ndarray | None
     metadata: dict[str, Any] = field(default_factory=dict)
     static_vectors: np.ndarray | None = None
 

@@ -43,8 +43,9 @@ from lmk_rag.store.documents import (
     clean_metadata,
     content_hash,
     cut_documents,
+    fill_chunk_vectors,
 )
-from lmk_rag.store.filters import FilterLike, every
+from lmk_rag.store.filters import FieldCondition, Filter, FilterLike, every
 from lmk_rag.store.locks import ReadWriteLock
 from lmk_rag.store.records import pending_filter, scroll
 from lmk_rag.store.settings import Ledger
@@ -170,6 +171,44 @@ class Writer:
         return self._write([DocumentWrite(doc_id, records, kept)])
 
     @serialised
+    def add_nodes(self, records: Sequence[NodeRecord]) -> int:
+        """Write pre-encoded nodes into their documents, keeping the documents' other nodes (see
+        :meth:`LandmarkStore.add_nodes`).
+
+        :return: the number of nodes written, kept nodes included.
+        """
+        if isinstance(records, (str, bytes)) or not isinstance(records, Sequence) or not all(
+                isinstance(record, NodeRecord) for record in records):
+            raise InvalidInputError(f"records must be a list of NodeRecord, got {records!r:.80}")
+        owners = {record.node_id: record.doc_id for record in records}
+        if len(owners) != len(records):
+            raise InvalidInputError("records: a node id is given twice; give each node once")
+        self._check_writable()
+        incoming: dict[str, dict[str, NodeRecord]] = {}
+        for record in records:
+            check_doc_id(record.doc_id)
+            incoming.setdefault(record.doc_id, {})[record.node_id] = record
+        either = Filter(should=(FieldCondition("doc_id", "in", list(incoming)),
+                                FieldCondition("node_id", "in", list(owners))))
+        with self.access.reading():
+            (points,) = rec.latest([list(rec.scroll(
+                self.backend, rec.shown_filter(self.backend, either), with_vectors=True))])
+        kept: dict[str, dict[str, NodeRecord]] = {doc_id: {} for doc_id in incoming}
+        moved = []
+        for stored in sorted((rec.record_from_point(point) for point in points), key=lambda record: record.span):
+            if owners.get(stored.node_id, stored.doc_id) != stored.doc_id:
+                moved.append(stored.node_id)  # arriving under another document: out of its own first
+            elif stored.doc_id in incoming:
+                kept[stored.doc_id][stored.node_id] = stored
+        if moved:
+            self.delete_nodes(node_ids=moved)
+        writes = []
+        for doc_id, arriving in incoming.items():
+            merged = check_records(doc_id, list({**kept[doc_id], **arriving}.values()))
+            writes.append(DocumentWrite(doc_id, merged, dict(merged[0].metadata)))
+        return self._write(writes)
+
+    @serialised
     def upsert_documents(
         self,
         documents: Iterable[tuple[str, Sequence[NodeRecord]]],
@@ -202,6 +241,7 @@ class Writer:
         :param markers: the documents' markers, when the caller has read them (else read here, with the node owners).
         """
         self._check_writable()
+        writes = self._with_chunk_vectors(writes)
         for write in writes:
             for record in write.records:
                 self.vectors.check(record)
@@ -212,6 +252,16 @@ class Writer:
         if on_ack is not None:
             on_ack([write.doc_id for write in writes])
         return written
+
+    def _with_chunk_vectors(self, writes: list[DocumentWrite]) -> list[DocumentWrite]:
+        """The writes, their records without chunk vectors encoded by the store's encoder in one call
+        (:func:`~lmk_rag.store.documents.fill_chunk_vectors`); a static store holds no chunk vectors."""
+        records = [record for write in writes for record in write.records]
+        if not self.vectors.spec.chunks or all(record.chunk_vectors is not None for record in records):
+            return writes
+        with self.encoder.lock:
+            filled = iter(fill_chunk_vectors(self.encoder.get(), records))
+        return [dataclasses.replace(write, records=[next(filled) for _ in write.records]) for write in writes]
 
     @serialised
     def delete_document(self, doc_id: str) -> bool:

@@ -18,7 +18,7 @@ from qdrant_client import AsyncQdrantClient, QdrantClient, models
 
 from llama_index.embeddings.landmark import LandmarkEmbedding
 from llama_index.vector_stores.landmark import LandmarkVectorStore
-from llama_index.vector_stores.landmark.base import STORE_OPTIONS, UNSUPPORTED
+from llama_index.vector_stores.landmark.base import UNSUPPORTED
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError, StoreReadOnlyError, StoreUnavailableError
 from lmk_rag.store import LandmarkStore, server
 from lmk_rag.store.types import ServerOptions
@@ -46,7 +46,15 @@ def test_every_qdrant_vector_store_argument_is_taken_or_refused_with_a_reason() 
     upstream = set(inspect.signature(QdrantVectorStore.__init__).parameters) - {"self", "kwargs"}
     assert upstream - ours == set(UNSUPPORTED)
     assert not set(UNSUPPORTED) & ours
-    assert not set(STORE_OPTIONS) & ours  # passed through, never named twice
+    assert ours - upstream == {"self", "kwargs", "path", "location", "read_only", "alpha", "store", "embed_model",
+                               "static_encoder", "rerank"}  # no second copy of the store's options
+
+
+@pytest.mark.parametrize("name", ["quantization", "on_disk", "hnsw_ef", "prefetch_limit", "node_tokens", "prefer_grpc"])
+def test_other_store_options_go_through_a_store_object(tmp_path: Path, name: str) -> None:
+    with pytest.raises(TypeError, match=rf"store=LandmarkStore\(\.\.\.\).* '{name}'"):
+        LandmarkVectorStore(path=tmp_path / "s", **{name: None})
+    assert not (tmp_path / "s").exists()
 
 
 @pytest.mark.parametrize("name", sorted(UNSUPPORTED))
@@ -80,7 +88,7 @@ def test_an_edge_store_has_no_client_and_refuses_server_options(tmp_path: Path, 
     with LandmarkVectorStore(path=tmp_path / "edge", embed_model=embed_model) as vector_store:
         assert vector_store.client is None and vector_store.aclient is None and vector_store.collection_name is None
     for option in ({"collection_name": "docs"}, {"shard_number": 2}, {"parallel": 4}, {"max_retries": 1},
-                   {"prefer_grpc": True}):
+                   {"client_kwargs": {"https": True}}):
         with pytest.raises(InvalidInputError, match=f"{next(iter(option))}: only for qdrant-client backends"):
             LandmarkVectorStore(path=tmp_path / "other", embed_model=embed_model, **option)
     assert not (tmp_path / "other").exists()

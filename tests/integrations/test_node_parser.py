@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 from bisect import bisect_left
 
 import numpy as np
 import pytest
-from llama_index.core import Document, VectorStoreIndex
+from llama_index.core import Document, StorageContext, VectorStoreIndex
+from llama_index.core.ingestion import IngestionCache, IngestionPipeline
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.schema import MetadataMode, NodeRelationship, TextNode
+from llama_index.core.storage.docstore.utils import doc_to_json, json_to_doc
 
 from llama_index.embeddings.landmark import LandmarkEmbedding
-from llama_index.node_parser.landmark import CHUNK_VECTORS_KEY, LandmarkNodeParser, cached_chunk_vectors
+from llama_index.node_parser.landmark import ENCODER_KEY, LandmarkNode, LandmarkNodeParser
+from llama_index.vector_stores.landmark import LandmarkVectorStore
 
 NODE_TOKENS = 96
 
@@ -60,10 +64,9 @@ def test_node_vectors_are_the_encoders_chunk_pooled_vectors(
             assert sum(encoded.token_counts[first:last]) <= NODE_TOKENS or last - first == 1
             mean = chunks.mean(axis=0)
             np.testing.assert_allclose(node.embedding, mean / np.linalg.norm(mean), atol=1e-5)
-            fingerprint, cached = cached_chunk_vectors(node)
-            np.testing.assert_allclose(cached, chunks, atol=1e-6)
-            assert fingerprint == minilm_encoder.fingerprint
-            assert CHUNK_VECTORS_KEY not in node.metadata  # light nodes: the vectors travel outside them
+            assert isinstance(node, LandmarkNode)
+            np.testing.assert_allclose(node.chunk_vectors, chunks, atol=1e-6)
+            assert node.metadata[ENCODER_KEY] == minilm_encoder.fingerprint
 
 
 def test_each_document_is_encoded_once(
@@ -91,7 +94,7 @@ def test_relationships_and_metadata(parsed: list[TextNode], manpage_documents: l
     assert NodeRelationship.NEXT not in nodes[-1].relationships
     for mode in (MetadataMode.LLM, MetadataMode.EMBED):
         content = nodes[0].get_content(metadata_mode=mode)
-        assert CHUNK_VECTORS_KEY not in content and "rank: 1" in content
+        assert ENCODER_KEY not in content and "rank: 1" in content
 
 
 def test_node_ids_are_stable_across_parses(
@@ -126,3 +129,33 @@ def test_sentence_granularity_snaps_nodes_to_sentences() -> None:
     assert len(nodes) > 2
     assert all(node.text.rstrip().endswith(".") for node in nodes)
     assert "".join(node.text for node in nodes) == text
+
+
+def test_chunk_vectors_ride_through_llamaindex_copies_and_never_into_json(
+    parser: LandmarkNodeParser, manpage_documents: list[Document]
+) -> None:
+    """The copies LlamaIndex makes keep a node's chunk vectors; what it serialises (docstores, the ingestion cache)
+    holds none and reloads as a plain TextNode; a node whose text a later transformation edits has none."""
+    (node, *_) = parser.get_nodes_from_documents(manpage_documents[:1])
+    for copied in (node.model_copy(), node.model_copy(deep=True), copy.deepcopy(node)):
+        np.testing.assert_array_equal(copied.chunk_vectors, node.chunk_vectors)
+    reloaded = json_to_doc(doc_to_json(node))
+    assert type(reloaded) is TextNode and reloaded.embedding == node.embedding
+    assert node.model_copy(update={"text": node.text + " edited"}).chunk_vectors is None
+    cache = IngestionCache()
+    first = IngestionPipeline(transformations=[parser], cache=cache).run(documents=manpage_documents[:1])
+    hit = IngestionPipeline(transformations=[parser], cache=cache).run(documents=manpage_documents[:1])
+    assert all(n.chunk_vectors is not None for n in first)
+    assert [n.node_id for n in hit] == [n.node_id for n in first] and not any(isinstance(n, LandmarkNode) for n in hit)
+
+
+def test_an_index_over_the_landmark_store_encodes_nothing_again(
+    parser: LandmarkNodeParser, embed_model: LandmarkEmbedding, manpage_documents: list[Document], forward_counter,
+    tmp_path,
+) -> None:
+    nodes = parser.get_nodes_from_documents(manpage_documents[:2])
+    forward_counter.reset()
+    with LandmarkVectorStore(path=tmp_path / "s", embed_model=embed_model) as vector_store:
+        VectorStoreIndex(nodes, storage_context=StorageContext.from_defaults(vector_store=vector_store),
+                         embed_model=embed_model)
+        assert forward_counter.calls == 0 and vector_store.store.count() == len(nodes)

@@ -18,10 +18,12 @@ from lmk_rag.store import LandmarkStore
 def test_an_edge_store_round_trips_its_configuration(tmp_path: Path, embed_model: LandmarkEmbedding) -> None:
     folder = tmp_path / "store"
     with LandmarkVectorStore(path=folder, embed_model=embed_model, enable_hybrid=False, alpha=0.4,
-                             text_keys=["title"], batch_size=16, prefetch_limit=50, rerank="none") as vector_store:
+                             payload_indexes=[{"field_name": "tenant", "field_schema": "keyword"}], batch_size=16,
+                             rerank="none") as vector_store:
         data = vector_store.to_dict()
-        assert data == {"path": str(folder), "enable_hybrid": False, "alpha": 0.4, "text_keys": ["title"],
-                        "batch_size": 16, "prefetch_limit": 50, "rerank": "none", "class_name": "LandmarkVectorStore"}
+        assert data == {"path": str(folder), "enable_hybrid": False, "alpha": 0.4, "batch_size": 16,
+                        "payload_indexes": [{"field_name": "tenant", "field_schema": "keyword"}], "rerank": "none",
+                        "class_name": "LandmarkVectorStore"}
         assert json.loads(vector_store.to_json()) == data
     with LandmarkVectorStore.from_dict(data, embed_model=embed_model) as reopened:
         assert reopened.to_dict() == data

@@ -38,7 +38,7 @@ def test_parser_and_store_cut_the_same_nodes_as_the_store_alone(
     tmp_path: Path, static_embedding: LandmarkEmbedding, manpage_documents: list[Document]
 ) -> None:
     parser = LandmarkNodeParser(embed_model=static_embedding, node_tokens=128)
-    vector_store = LandmarkVectorStore(path=tmp_path / "li", embed_model=static_embedding, node_tokens=128)
+    vector_store = LandmarkVectorStore(path=tmp_path / "li", embed_model=static_embedding)
     try:
         store = vector_store.store
         assert store.mode == StoreMode.STATIC and store.default_rerank == Rerank.STATIC

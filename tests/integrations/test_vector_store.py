@@ -20,12 +20,7 @@ from llama_index.core.vector_stores.types import (
 )
 
 from llama_index.embeddings.landmark import LandmarkEmbedding
-from llama_index.node_parser.landmark import (
-    CHUNK_VECTORS_KEY,
-    ENCODER_KEY,
-    LandmarkNodeParser,
-    cached_chunk_vectors,
-)
+from llama_index.node_parser.landmark import ENCODER_KEY, LandmarkNode, LandmarkNodeParser
 from llama_index.vector_stores.landmark import LandmarkVectorStore
 from llama_index.vector_stores.landmark.base import NO_SOURCE
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError
@@ -52,14 +47,15 @@ def test_add_then_get_nodes_round_trips_nodes_and_vectors(filled: LandmarkVector
     (node,) = filled.get_nodes(node_ids=[original.node_id])
     assert node.text == original.text
     assert (node.start_char_idx, node.end_char_idx) == (original.start_char_idx, original.end_char_idx)
-    assert node.metadata == {k: v for k, v in original.metadata.items() if k not in (CHUNK_VECTORS_KEY, ENCODER_KEY)}
+    assert node.metadata == {k: v for k, v in original.metadata.items() if k != ENCODER_KEY}
     assert node.ref_doc_id == original.ref_doc_id
     for relation in (NodeRelationship.PREVIOUS, NodeRelationship.NEXT):
         assert node.relationships[relation].node_id == original.relationships[relation].node_id
     np.testing.assert_allclose(node.embedding, original.embedding, atol=1e-6)
     (record,) = filled.store.get_nodes(node_ids=[original.node_id])
-    np.testing.assert_allclose(record.chunk_vectors, cached_chunk_vectors(original)[1], atol=1e-6)
-    assert CHUNK_VECTORS_KEY not in record.metadata and CHUNK_VECTORS_KEY not in record.metadata["_node_content"]
+    assert isinstance(original, LandmarkNode)
+    np.testing.assert_allclose(record.chunk_vectors, original.chunk_vectors, atol=1e-6)
+    assert ENCODER_KEY not in record.metadata and ENCODER_KEY not in record.metadata["_node_content"]
 
 
 def test_add_adds_to_a_stored_document_instead_of_replacing_it(
@@ -331,16 +327,16 @@ def test_reads_a_store_written_by_the_core_api(
 def test_nodes_are_light_and_a_node_without_its_vectors_is_encoded_again(
     tmp_path: Path, embed_model: LandmarkEmbedding, manpage_documents
 ) -> None:
-    """Chunk vectors travel outside the node: nodes JSON-round-tripped (as through a docstore, the ingestion cache or
-    another process) reach the store without them, and the store encodes them again. A document's nodes arriving
-    together are joined back into its text and encoded as the parser did: the same vectors. A node arriving alone
-    is encoded alone: the same chunks, close vectors (in document context a chunk then sees fewer neighbours)."""
+    """Chunk vectors travel on the node in memory only: nodes JSON-round-tripped (as through a docstore, the ingestion
+    cache or another process) reach the store without them, and the store encodes them again. A document's nodes
+    arriving together are joined back into its text and encoded as the parser did: the same vectors. A node arriving
+    alone is encoded alone: the same chunks, close vectors (in document context a chunk then sees fewer neighbours)."""
     from llama_index.core.schema import TextNode as Node
 
     nodes = LandmarkNodeParser(embed_model=embed_model).get_nodes_from_documents(manpage_documents[:2])
-    assert all(CHUNK_VECTORS_KEY not in node.model_dump_json() for node in nodes)
+    assert all("chunk_vectors" not in node.model_dump_json() for node in nodes)
 
-    def elsewhere(node: TextNode) -> TextNode:  # through JSON, under another id: no cache entry
+    def elsewhere(node: TextNode) -> TextNode:  # through JSON (a plain TextNode: no vectors), under another id
         copy = Node.model_validate_json(node.model_dump_json())
         copy.id_ = node.node_id + "-copy"
         return copy

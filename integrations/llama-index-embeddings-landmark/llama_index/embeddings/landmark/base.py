@@ -13,8 +13,9 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode
 from tqdm import tqdm
 
-from lmk_rag import DocumentEncoder, EncodedText, LandmarkEncoder, TokenEncoder, check_texts
-from lmk_rag.errors import InvalidInputError, invalid_fields, needs_extra
+from lmk_rag import DocumentEncoder, EncodedText, LandmarkEncoder, TokenEncoder
+from lmk_rag.adapters import invalid_fields
+from lmk_rag.errors import InvalidInputError, needs_extra
 
 PIPELINE_BAR = "Applying transformations"
 """The description of the bar ``IngestionPipeline.run(show_progress=True)`` shows over its transformations."""
@@ -193,13 +194,11 @@ class LandmarkEmbedding(BaseEmbedding):
 
     def _embed(self, texts: list[str], encode: Callable[[list[str]], list[EncodedText]]) -> list[Embedding]:
         """Encode the texts with words in one call; a text without words gets :meth:`empty_text_embedding`.
-
-        :raises InvalidInputError: for a text that is not a str or not valid Unicode (see lmk_rag.check_texts).
-        """
-        check_texts(texts, blank=True)
-        worded = [text for text in texts if text.strip()]
+        :raises InvalidInputError: for a text that is not a str or not valid Unicode (the encoder checks them)."""
+        blank = [isinstance(text, str) and not text.strip() for text in texts]
+        worded = [text for text, empty in zip(texts, blank) if not empty]
         vectors = iter([encoded.vector.tolist() for encoded in encode(worded)] if worded else [])
-        return [next(vectors) if text.strip() else self.empty_text_embedding() for text in texts]
+        return [self.empty_text_embedding() if empty else next(vectors) for empty in blank]
 
     async def _aget_query_embedding(self, query: str) -> Embedding:
         return await asyncio.to_thread(self._get_query_embedding, query)

@@ -1,85 +1,62 @@
 """LandmarkNodeParser: nodes cut on landmark boundaries, embedded by the same single encoding pass.
 
-Chunk vectors travel outside the node: the parser keeps each node's landmark chunk vectors in a process-local
-cache keyed by node id and text hash (:func:`cached_chunk_vectors`, bounded by :data:`CACHE_BYTES`), so nodes,
-docstores and the ingestion cache stay light (a node carries its text, its embedding and the fingerprint of the
-encoder that made its vectors in ``node.metadata[ENCODER_KEY]``, excluded from embeddings and LLM prompts).
-``LandmarkVectorStore`` checks the fingerprint against the store's encoder and takes the chunk vectors from the
-cache; a node that reaches it without them (another process, an ingestion-cache hit, an evicted entry) is encoded
-again from its text by the store's encoder. Nodes written by earlier versions, with the vectors as base64 in
-``node.metadata[CHUNK_VECTORS_KEY]`` (:func:`decode_chunk_vectors`), still load.
+Chunk vectors travel on the node, in memory only: the parser returns :class:`LandmarkNode` s, TextNodes holding their
+landmark chunk vectors in a private attribute, which LlamaIndex's node copies keep and its serialisation (docstores,
+the ingestion cache, ``model_dump``) leaves out, so stored nodes stay light and reload as plain TextNodes. A node
+carries the fingerprint of the encoder that made its vectors in ``node.metadata[ENCODER_KEY]`` (excluded from
+embeddings and LLM prompts): ``LandmarkVectorStore`` checks it against the store's encoder, and a node that reaches
+the store without its chunk vectors (through JSON, an ingestion-cache hit, another process) is encoded again from its
+text by the store (``LandmarkStore.add_nodes``).
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from llama_index.core.bridge.pydantic import Field, ValidationError
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, ValidationError
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.node_parser.interface import IdFuncCallable
 from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, TextNode
 
 from llama_index.embeddings.landmark import LandmarkEmbedding, pipeline_shows_progress
 from lmk_rag import DEFAULT_NODE_TOKENS, NodeSlice, group_chunks
-from lmk_rag.errors import InvalidInputError, invalid_fields
+from lmk_rag.adapters import invalid_fields
+from lmk_rag.errors import InvalidInputError
 
-CHUNK_VECTORS_KEY = "lmk_chunk_vectors"
-"""Node metadata key where earlier versions carried a node's chunk vectors as base64 (still read, never written)."""
 ENCODER_KEY = "lmk_encoder"
 """Node metadata key holding the fingerprint of the encoder that made the node's vectors."""
-SIDE_CHANNEL_KEYS = (CHUNK_VECTORS_KEY, ENCODER_KEY)
 
 _NODE_ID_NAMESPACE = uuid.UUID("6f1c7a52-3f0e-4f57-9a8e-2d1f6c0b7a11")
 
-CACHE_BYTES = 512 * 2**20
-"""The most bytes of chunk vectors the parser keeps for the store in this process (the oldest go first)."""
-_CACHE: OrderedDict[tuple[str, str], tuple[str, np.ndarray]] = OrderedDict()
-_CACHE_LOCK = threading.Lock()
-_cached_bytes = 0
 
+class LandmarkNode(TextNode):
+    """A TextNode with its landmark chunk vectors, in memory only.
 
-def _text_key(node_id: str, text: str) -> tuple[str, str]:
-    return node_id, hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+    The vectors are a private attribute: copies (``model_copy``, ``copy.deepcopy``, as ``VectorStoreIndex`` makes
+    them) keep them; ``model_dump``, ``to_dict`` and pickling leave them out, and the serialised node names class
+    ``TextNode``, so docstores and the ingestion cache reload it as a plain TextNode (without vectors: the store
+    encodes them again).
 
-
-def _remember(node_id: str, text: str, fingerprint: str, vectors: np.ndarray) -> None:
-    """Keep a node's chunk vectors for the store (see the module docstring)."""
-    global _cached_bytes
-    key = _text_key(node_id, text)
-    with _CACHE_LOCK:
-        old = _CACHE.pop(key, None)
-        _cached_bytes += vectors.nbytes - (old[1].nbytes if old else 0)
-        _CACHE[key] = (fingerprint, vectors)
-        while _cached_bytes > CACHE_BYTES and _CACHE:
-            _cached_bytes -= _CACHE.popitem(last=False)[1][1].nbytes
-
-
-def cached_chunk_vectors(node: BaseNode) -> tuple[str, np.ndarray] | None:
-    """The chunk vectors the parser made for this node in this process, with their encoder's fingerprint, or None
-    (another process made the node, its text changed since, or the entry was evicted).
-
-    :param node: a node from :class:`LandmarkNodeParser`.
-    :return: ``(fingerprint, vectors of shape (n_chunks, dim))`` or None.
+    :param chunk_vectors: float32, shape (n_chunks, dim), of the node's text as given, or None.
+    :param data: TextNode's fields.
     """
-    with _CACHE_LOCK:
-        return _CACHE.get(_text_key(node.node_id, node.get_content(metadata_mode=MetadataMode.NONE)))
 
+    _chunk_vectors: np.ndarray | None = PrivateAttr(default=None)
+    _encoded_text: str | None = PrivateAttr(default=None)
 
-def decode_chunk_vectors(value: str, dim: int) -> np.ndarray:
-    """Unpack the chunk vectors earlier versions of :class:`LandmarkNodeParser` wrote into node metadata.
+    def __init__(self, chunk_vectors: np.ndarray | None = None, **data: Any) -> None:
+        """Make the node (see the class docstring)."""
+        super().__init__(**data)
+        self._chunk_vectors, self._encoded_text = chunk_vectors, self.text
 
-    :param value: the ``CHUNK_VECTORS_KEY`` metadata value.
-    :param dim: the vector size (the length of the node's embedding).
-    :return: float32 array, shape (n_chunks, dim).
-    """
-    return np.frombuffer(base64.b64decode(value), dtype="<f4").reshape(-1, dim).astype(np.float32)
+    @property
+    def chunk_vectors(self) -> np.ndarray | None:
+        """The node's landmark chunk vectors, shape (n_chunks, dim); None when it has none, or when its text changed
+        since they were encoded (a later transformation edited it)."""
+        return self._chunk_vectors if self.text == self._encoded_text else None
 
 
 def landmark_node_id(index: int, document: BaseNode) -> str:
@@ -101,7 +78,7 @@ class LandmarkNodeParser(NodeParser):
     Every document is encoded once, in the encoder's context mode; each node gets its text
     ``document.text[start:end]`` (exact ``start_char_idx``/``end_char_idx``; the nodes tile the
     document), its vector (``node.embedding``, the normalised mean of its chunk vectors) and its
-    chunk vectors (side channel, see :data:`CHUNK_VECTORS_KEY`), so ``VectorStoreIndex`` and
+    chunk vectors (in memory, see :class:`LandmarkNode`), so ``VectorStoreIndex`` and
     ``IngestionPipeline`` embed nothing again. Nodes end on landmark boundaries; with
     ``LandmarkEmbedding(granularity="sentence")`` landmarks are sentences, so nodes end on
     sentence boundaries. Documents with no text give no nodes.
@@ -168,18 +145,18 @@ class LandmarkNodeParser(NodeParser):
             parsed.extend(self._build_nodes(document, text, group_chunks(encoding, self.node_tokens), fingerprint))
         return parsed
 
-    def _build_nodes(self, document: BaseNode, text: str, slices: list[NodeSlice], fingerprint: str) -> list[TextNode]:
-        """One TextNode per slice, carrying its span, vector and chunk vectors."""
+    def _build_nodes(self, document: BaseNode, text: str, slices: list[NodeSlice],
+                     fingerprint: str) -> list[LandmarkNode]:
+        """One LandmarkNode per slice, carrying its span, vector and chunk vectors."""
         source = {NodeRelationship.SOURCE: document.as_related_node_info()}
         excluded_embed = [*document.excluded_embed_metadata_keys, ENCODER_KEY]
         excluded_llm = [*document.excluded_llm_metadata_keys, ENCODER_KEY]
         nodes = []
         for piece in slices:
-            node_id, piece_text = self.id_func(piece.index, document), text[piece.span[0] : piece.span[1]]
-            _remember(node_id, piece_text, fingerprint, piece.chunk_vectors)
-            nodes.append(TextNode(
-                id_=node_id,
-                text=piece_text,
+            nodes.append(LandmarkNode(
+                chunk_vectors=piece.chunk_vectors,
+                id_=self.id_func(piece.index, document),
+                text=text[piece.span[0] : piece.span[1]],
                 start_char_idx=piece.span[0],
                 end_char_idx=piece.span[1],
                 embedding=piece.vector.tolist(),
@@ -196,22 +173,22 @@ class LandmarkNodeParser(NodeParser):
     def _postprocess_parsed_nodes(self, nodes: list[BaseNode], parent_doc_map: dict[str, Document]) -> list[BaseNode]:
         # The base class adds metadata and PREVIOUS/NEXT, but re-derives char indices with
         # str.find, which lands on an earlier copy of repeated text (keep the exact spans), and
-        # copies each neighbour's metadata into PREVIOUS/NEXT (keep the side channel out of it).
+        # copies each neighbour's metadata into PREVIOUS/NEXT (keep the encoder key out of it).
         spans = [(node.start_char_idx, node.end_char_idx) for node in nodes]
         nodes = super()._postprocess_parsed_nodes(nodes, parent_doc_map)
         for node, (start, end) in zip(nodes, spans):
             node.start_char_idx, node.end_char_idx = start, end
-            _drop_side_channel_from_relationships(node)
+            _drop_encoder_key(node)
         return nodes
 
 
-def without_side_channel(node: BaseNode) -> BaseNode:
-    """A copy of a node with no trace of the side channel (metadata, excluded keys, relationships).
+def without_encoder_key(node: BaseNode) -> BaseNode:
+    """A copy of a node with no trace of :data:`ENCODER_KEY` (metadata, excluded keys, relationships).
 
     :param node: a node, e.g. from :class:`LandmarkNodeParser`.
     :return: the copy; ``node`` is unchanged.
     """
-    keep = [k for k in node.metadata if k not in SIDE_CHANNEL_KEYS]
+    keep = [k for k in node.metadata if k != ENCODER_KEY]
     clean = node.model_copy(
         deep=True,
         update={
@@ -220,13 +197,13 @@ def without_side_channel(node: BaseNode) -> BaseNode:
             "excluded_llm_metadata_keys": [k for k in node.excluded_llm_metadata_keys if k in keep],
         },
     )
-    _drop_side_channel_from_relationships(clean)
+    _drop_encoder_key(clean)
     return clean
 
 
-def _drop_side_channel_from_relationships(node: BaseNode) -> None:
-    """Remove side-channel keys from the metadata copied into a node's related-node infos."""
+def _drop_encoder_key(node: BaseNode) -> None:
+    """Remove :data:`ENCODER_KEY` from the metadata copied into a node's related-node infos."""
     for related in node.relationships.values():
         for info in related if isinstance(related, list) else [related]:
             if info.metadata:
-                info.metadata = {k: v for k, v in info.metadata.items() if k not in SIDE_CHANNEL_KEYS}
+                info.metadata = {k: v for k, v in info.metadata.items() if k != ENCODER_KEY}

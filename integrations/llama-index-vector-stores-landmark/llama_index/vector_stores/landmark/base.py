@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import logging
 import warnings
 from collections.abc import Sequence
 from dataclasses import fields, replace
@@ -11,9 +10,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, ValidationError
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
-from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.vector_stores.types import (
     BasePydanticVectorStore,
     MetadataFilters,
@@ -24,33 +23,13 @@ from llama_index.core.vector_stores.types import (
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 
 from llama_index.embeddings.landmark import LandmarkEmbedding
-from llama_index.node_parser.landmark import (
-    CHUNK_VECTORS_KEY,
-    ENCODER_KEY,
-    cached_chunk_vectors,
-    decode_chunk_vectors,
-    without_side_channel,
-)
+from llama_index.node_parser.landmark import ENCODER_KEY, LandmarkNode, without_encoder_key
 from llama_index.vector_stores.landmark.filters import to_store_filter
 from llama_index.vector_stores.landmark.search import search
 from lmk_rag import TokenEncoder
+from lmk_rag.adapters import clean_metadata, invalid_fields
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError, refuse_unknown
-from lmk_rag.store import (
-    FieldCondition,
-    Filter,
-    Hit,
-    LandmarkStore,
-    NodeRecord,
-    Rerank,
-    SearchOptions,
-    ServerOptions,
-    StorageOptions,
-    StoreMode,
-    check_rerank,
-    clean_metadata,
-)
-
-logger = logging.getLogger(__name__)
+from lmk_rag.store import Hit, LandmarkStore, NodeRecord, Rerank, ServerOptions
 
 NO_SOURCE = "lmk-rag:no-source:"
 """Prefix of the store document that holds a node without a SOURCE relationship (``NO_SOURCE + node_id``): such a
@@ -70,12 +49,6 @@ class HybridFusionCallable(Protocol):
         ...
 
 
-STORE_OPTIONS = ("alpha", "text_keys", "node_tokens", "bm25_language", "quantization", "node_quantization", "on_disk",
-                 "hnsw_on_disk", "mode", "create", "read_only", "prefetch_limit", "hnsw_ef", "oversampling", "exact",
-                 "document_batch_size")
-"""The :class:`LandmarkStore` arguments ``LandmarkVectorStore`` passes through as they are (the others it names
-itself, with ``QdrantVectorStore``'s vocabulary)."""
-
 QUERY_OPTIONS = ("rerank", "alpha", "mmr_threshold", "qdrant_filters")
 """The keyword arguments of :meth:`LandmarkVectorStore.query` (a retriever's ``vector_store_kwargs``)."""
 
@@ -88,8 +61,8 @@ UNSUPPORTED = {
     "sparse_vector_name": "the store's named vectors are fixed (node, chunks, bm25, ...: docs/store.md)",
     "dense_config": "the store sets its own vector parameters (cosine node vectors, MaxSim chunk multivectors)",
     "sparse_config": "the store sets its own sparse parameters (BM25 with Qdrant's IDF modifier)",
-    "quantization_config": "each named vector has its own: give quantization= (chunk multivectors) and "
-                           "node_quantization= (node vectors), 'int8', 'binary' or 'turbo4'",
+    "quantization_config": "each named vector has its own: open the store with LandmarkStore(..., quantization=..., "
+                           "node_quantization=...) ('int8', 'binary' or 'turbo4') and pass it as store=",
     "sharding_method": "custom sharding is not offered; shard_number= spreads a collection over a cluster",
     "shard_key_selector_fn": "custom sharding is not offered; shard_number= spreads a collection over a cluster",
     "shard_keys": "custom sharding is not offered; shard_number= spreads a collection over a cluster",
@@ -98,23 +71,19 @@ UNSUPPORTED = {
 ``NotImplementedError``)."""
 
 
-def _open_store(embed_model: LandmarkEmbedding | None, arguments: dict[str, Any]) -> LandmarkStore:
-    """The :class:`LandmarkStore` the flat arguments describe: storage, search and server options grouped into the
-    store's option objects."""
-    grouped = {name: kind(**{key: arguments.pop(key) for key in [field.name for field in fields(kind)]
-                             if key in arguments})
-               for name, kind in (("storage", StorageOptions), ("search", SearchOptions), ("server", ServerOptions))}
-    return LandmarkStore(encoder=embed_model.encoder if embed_model is not None else None, **arguments, **grouped)
+def open_store(embed_model: LandmarkEmbedding | None, enable_hybrid: bool | None, **arguments: Any) -> LandmarkStore:
+    """The :class:`LandmarkStore` a ``LandmarkVectorStore(...)`` opens (the one place its arguments meet the store's):
+    ``enable_hybrid`` is the store's ``bm25``, ``embed_model`` lends its encoder, the qdrant-client options go into its
+    ``server=ServerOptions(...)``, the others keep their names; None
+    values are left out (the store's defaults apply).
 
-
-def refuse_unsupported(arguments: dict[str, Any]) -> None:
-    """Raise for the first :data:`UNSUPPORTED` argument given.
-
-    :raises NotImplementedError: naming the argument and the reason.
+    :param arguments: where the store is (``path``, ``url``, ``client``, ...) and the other arguments given.
     """
-    for name in arguments:
-        if name in UNSUPPORTED:
-            raise NotImplementedError(f"LandmarkVectorStore does not take {name}=: {UNSUPPORTED[name]}")
+    given = {name: value for name, value in arguments.items() if value is not None}
+    server = {option.name: given.pop(option.name) for option in fields(ServerOptions) if option.name in given}
+    encoder = None if embed_model is None else embed_model.encoder
+    return LandmarkStore(encoder=encoder, bm25=enable_hybrid, server=ServerOptions(**server) if server else None,
+                         **given)
 
 
 class LandmarkVectorStore(BasePydanticVectorStore):
@@ -174,17 +143,18 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         text_key: str | None = "text",
         path: str | Path | None = None,
         location: str | None = None,
-        prefer_grpc: bool | None = None,
-        timeout: int | None = None,
+        read_only: bool | None = None,
+        alpha: float | None = None,
         store: LandmarkStore | None = None,
         embed_model: LandmarkEmbedding | None = None,
         static_encoder: TokenEncoder | None = None,
         rerank: Rerank | str | None = None,
-        **store_options: Any,
+        **kwargs: Any,
     ) -> None:
         """Open a store, or wrap one. The arguments of ``QdrantVectorStore`` keep their meaning (a table in
         docs/llamaindex.md says which are mapped, accepted with a warning, or refused and why); the others are
-        lmk-rag's.
+        lmk-rag's. Any other :class:`LandmarkStore` option (``quantization``, ``on_disk``, ``hnsw_ef``, ...): open the
+        store yourself and pass it as ``store``.
 
         :param collection_name: the collection on a Qdrant server or in local mode (default ``"lmk_rag"``); an
             Edge store (``path``) is its folder.
@@ -212,31 +182,31 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         :param text_key: the payload key of the node text: ``"text"`` only.
         :param path: folder of an embedded Qdrant Edge store (the default ``./lmk_store``).
         :param location: qdrant-client local mode, ``":memory:"`` or a folder.
-        :param prefer_grpc: gRPC for calls to ``url``.
-        :param timeout: request timeout in seconds for ``url``.
+        :param read_only: open to read only (a reader beside a writer process, see :class:`LandmarkStore`).
+        :param alpha: weight of the rerank score against BM25 (see :class:`LandmarkStore`); a query may override it.
         :param store: an open :class:`LandmarkStore` to use instead of the arguments above (:meth:`close` leaves it
-            open: it is the caller's).
+            open: it is the caller's); the way to give any other store option.
         :param embed_model: share this model's encoder with the store (else the store builds its own
             from its recorded settings).
         :param static_encoder: a ``StaticTokenEncoder`` (a :class:`lmk_rag.TokenEncoder`) to fill and search static
             token vectors.
         :param rerank: the default second stage (None: the store's, ``"chunks"`` or ``"static"`` in a static store).
-        :param store_options: the other :class:`LandmarkStore` arguments (:data:`STORE_OPTIONS`: ``alpha``,
-            ``text_keys``, ``node_tokens``, ``bm25_language``, ...).
-        :raises TypeError: for an argument neither this class nor ``LandmarkStore`` takes, naming the close ones.
+        :raises TypeError: for an argument this class does not take, naming the close ones.
         :raises NotImplementedError: for a QdrantVectorStore argument with no meaning here, saying why.
-        :raises InvalidInputError: when ``store`` is given with arguments that open a store.
+        :raises InvalidInputError: for a bad value, or ``store`` given with arguments that open a store.
         """
-        refuse_unsupported(store_options)
-        if "bm25" in store_options:
+        for name in kwargs:
+            if name in UNSUPPORTED:
+                raise NotImplementedError(f"LandmarkVectorStore does not take {name}=: {UNSUPPORTED[name]}")
+        if "bm25" in kwargs:
             raise TypeError("LandmarkVectorStore() takes enable_hybrid= (QdrantVectorStore's name) for BM25 on or off, "
                             "not bm25=")
-        refuse_unknown("LandmarkVectorStore()", {k: v for k, v in store_options.items() if k not in STORE_OPTIONS},
-                       set(inspect.signature(LandmarkVectorStore.__init__).parameters) - {"self", "store_options"}
-                       | set(STORE_OPTIONS))
+        refuse_unknown("LandmarkVectorStore() (other LandmarkStore options: store=LandmarkStore(...))", kwargs,
+                       set(inspect.signature(LandmarkVectorStore.__init__).parameters) - {"self", "kwargs"})
         if fastembed_sparse_model is not None:
             warnings.warn(f"fastembed_sparse_model={fastembed_sparse_model!r} is not loaded: the sparse side of "
-                          "LandmarkVectorStore is Qdrant's own BM25 (bm25_language= picks its language)", stacklevel=2)
+                          "LandmarkVectorStore is Qdrant's own BM25 (LandmarkStore's bm25_language= picks its "
+                          "language)", stacklevel=2)
             enable_hybrid = True if enable_hybrid is None else enable_hybrid
         for name, flag in (("enable_hybrid", enable_hybrid), ("index_doc_id", index_doc_id)):
             if flag is not None and not isinstance(flag, bool):
@@ -251,28 +221,24 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         if hybrid_fusion_fn is not None and not callable(hybrid_fusion_fn):
             raise InvalidInputError(f"hybrid_fusion_fn must be a callable (dense_result, sparse_result, alpha, "
                                     f"top_k) -> VectorStoreQueryResult, got {hybrid_fusion_fn!r}")
-        opening = {
-            "path": path, "url": url, "api_key": api_key, "client": client, "aclient": aclient, "location": location,
-            "collection_name": collection_name, "bm25": enable_hybrid, "payload_indexes": payload_indexes,
-            "prefer_grpc": prefer_grpc, "timeout": timeout, "client_kwargs": client_kwargs,
-            "shard_number": shard_number, "replication_factor": replication_factor,
-            "write_consistency_factor": write_consistency_factor, "parallel": parallel, "max_retries": max_retries,
-            "batch_size": batch_size, "static_encoder": static_encoder, **store_options,
-        }
+        options = {"alpha": alpha, "read_only": read_only, "payload_indexes": payload_indexes, "batch_size": batch_size,
+                   "parallel": parallel, "max_retries": max_retries, "shard_number": shard_number,
+                   "replication_factor": replication_factor, "write_consistency_factor": write_consistency_factor}
+        opening = {"path": path, "url": url, "api_key": api_key, "client": client, "aclient": aclient,
+                   "location": location, "collection_name": collection_name, "enable_hybrid": enable_hybrid,
+                   "client_kwargs": client_kwargs, "static_encoder": static_encoder, **options}
         if store is not None and any(value is not None for value in opening.values()):
             given = sorted(name for name, value in opening.items() if value is not None)
             raise InvalidInputError(f"give either store= or the arguments that open one ({', '.join(given)}), not both")
-        super().__init__(rerank=None if rerank is None else check_rerank(rerank))
+        try:
+            super().__init__(rerank=rerank)
+        except ValidationError as error:
+            raise invalid_fields("LandmarkVectorStore", error) from None
         self._owns_store = store is None
-        self._store = store or _open_store(embed_model, {name: value for name, value in opening.items()
-                                                         if value is not None})
+        self._store = store or open_store(embed_model, **opening)
         self._embed_model = embed_model
         self._hybrid_fusion_fn = hybrid_fusion_fn
-        given = {"payload_indexes": payload_indexes, "prefer_grpc": prefer_grpc, "timeout": timeout,
-                 "shard_number": shard_number, "replication_factor": replication_factor,
-                 "write_consistency_factor": write_consistency_factor, "parallel": parallel,
-                 "max_retries": max_retries, "batch_size": batch_size, **store_options}
-        self._config = {name: value for name, value in given.items() if value is not None}
+        self._config = {name: value for name, value in options.items() if value is not None}
 
     @classmethod
     def class_name(cls) -> str:
@@ -384,8 +350,9 @@ class LandmarkVectorStore(BasePydanticVectorStore):
     # ------------------------------------------------------------------ writing
 
     def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
-        """Write nodes (with their embeddings). Node ids are unique in the store: a node id already stored is
-        overwritten, also when it was stored under another document.
+        """Write nodes (with their embeddings) into their documents, keeping the documents' other stored nodes
+        (:meth:`LandmarkStore.add_nodes`). Node ids are unique in the store: a node id already stored is overwritten,
+        also when it was stored under another document; of one id given twice, the last wins.
 
         :param nodes: nodes with ``embedding`` set, grouped by ``ref_doc_id`` into documents (a node without one is
             a document of its own, see :data:`NO_SOURCE`).
@@ -396,144 +363,19 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         :raises TypeError: for any keyword argument (the store takes none here; nothing passed is ignored).
         """
         refuse_unknown("LandmarkVectorStore.add()", add_kwargs, ())
-        merged, moved = self._merged_records(nodes)
-        if moved:
-            self._store.delete_nodes(node_ids=moved)
-        for doc_id, records in merged.items():
-            self._store.upsert_nodes(doc_id, records)
+        if isinstance(nodes, (str, bytes, BaseNode)) or not isinstance(nodes, Sequence) or not all(
+                isinstance(node, BaseNode) for node in nodes):
+            raise InvalidInputError(f"nodes must be a list of LlamaIndex nodes (BaseNode), got {nodes!r:.80}")
+        latest = {node.node_id: node for node in nodes}
+        if latest:
+            fingerprint = self._store.settings["encoder"]["fingerprint"]
+            self._store.add_nodes([_to_record(node, fingerprint) for node in latest.values()])
         return [node.node_id for node in nodes]
 
     async def async_add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
         """:meth:`add`, awaitable: with an :attr:`aclient`, its engine calls are that client's (see
         :meth:`LandmarkStore.call_async`)."""
         return await self._store.call_async(self.add, nodes, **add_kwargs)
-
-    def _merged_records(self, nodes: Sequence[BaseNode]) -> tuple[dict[str, list[NodeRecord]], list[str]]:
-        """Per document, the records to write (its stored nodes, overwritten or extended by ``nodes``), and the ids
-        of incoming nodes now stored under other documents.
-
-        ``LandmarkStore.upsert_nodes`` replaces a whole document; LlamaIndex's ``add`` only adds, so nodes of a
-        document already stored are read back and kept (one read for both lists).
-        """
-        if isinstance(nodes, (str, bytes, BaseNode)) or not isinstance(nodes, Sequence):
-            raise InvalidInputError(f"nodes must be a list of LlamaIndex nodes, got {type(nodes).__name__}")
-        fingerprint = self._store.settings["encoder"]["fingerprint"]
-        latest: dict[str, BaseNode] = {}
-        for node in nodes:
-            if not isinstance(node, BaseNode):
-                raise InvalidInputError(f"nodes must be LlamaIndex nodes (BaseNode), got a {type(node).__name__}")
-            latest[node.node_id] = node  # the last one of an id wins
-        chunks = self._chunk_vectors(list(latest.values()), fingerprint)
-        owner = {node_id: self._to_record(node, fingerprint, chunks[node_id]) for node_id, node in latest.items()}
-        if not owner:
-            return {}, []
-        incoming: dict[str, dict[str, NodeRecord]] = {}
-        for record in owner.values():
-            incoming.setdefault(record.doc_id, {})[record.node_id] = record
-        either = (FieldCondition("doc_id", "in", list(incoming)), FieldCondition("node_id", "in", list(owner)))
-        stored = self._store.get_nodes(filter=Filter(should=either))
-        merged: dict[str, dict[str, NodeRecord]] = {doc_id: {} for doc_id in incoming}
-        moved = []
-        for record in sorted(stored, key=lambda r: r.span):
-            arriving = owner.get(record.node_id)
-            if arriving is not None and arriving.doc_id != record.doc_id:
-                if record.doc_id not in incoming:
-                    moved.append(record.node_id)
-            elif record.doc_id in incoming:
-                merged[record.doc_id][record.node_id] = record
-        for doc_id, records in incoming.items():
-            merged[doc_id].update(records)
-        return {doc_id: list(records.values()) for doc_id, records in merged.items()}, moved
-
-    def _chunk_vectors(self, nodes: list[BaseNode], fingerprint: str) -> dict[str, np.ndarray | None]:
-        """Each node's chunk vectors: those the parser made in this process (:func:`cached_chunk_vectors`), else
-        the base64 metadata of earlier versions, else, for a landmark node of this store's encoder (a node from
-        another process or the ingestion cache), encoded again by the store's encoder (:meth:`_encoded_again`),
-        else None (a node of another parser: its embedding is its only chunk vector).
-        """
-        found: dict[str, np.ndarray | None] = {}
-        again: list[BaseNode] = []
-        for node in nodes:
-            cached = cached_chunk_vectors(node)
-            packed = node.metadata.get(CHUNK_VECTORS_KEY)
-            if cached is not None and cached[0] == fingerprint:
-                found[node.node_id] = cached[1]
-            elif packed is not None and node.embedding is not None:
-                found[node.node_id] = decode_chunk_vectors(packed, len(node.embedding))
-            elif node.metadata.get(ENCODER_KEY) == fingerprint and self._store.mode == StoreMode.TRANSFORMER:
-                again.append(node)
-            else:
-                found[node.node_id] = None
-        if again:
-            logger.debug("%d node(s) reached the store without their chunk vectors: encoding them again", len(again))
-            found.update(self._encoded_again(again))
-        return found
-
-    def _encoded_again(self, nodes: list[BaseNode]) -> dict[str, np.ndarray | None]:
-        """Chunk vectors of landmark nodes, encoded again in one encoder call. The nodes of a document that arrive
-        together and tile it from its start (``start_char_idx``/``end_char_idx``, as the parser cuts them) are
-        joined back into the document's text and encoded as the parser did, so their vectors are the parser's;
-        any other node is encoded alone (the same chunks, each seeing only its node's neighbours in document
-        context, so close to the parser's, not equal).
-        """
-        by_doc: dict[str | None, list[BaseNode]] = {}
-        for node in nodes:
-            by_doc.setdefault(node.ref_doc_id, []).append(node)
-        jobs: list[tuple[str, list[tuple[BaseNode, int, int]]]] = []
-        for doc_id, group in by_doc.items():
-            texts = [node.get_content(metadata_mode=MetadataMode.NONE) for node in group]
-            ordered = sorted(zip(group, texts), key=lambda pair: pair[0].start_char_idx or 0)
-            ends = [0]
-            for node, text in ordered:
-                ends.append(ends[-1] + len(text) if node.start_char_idx == ends[-1] else -1)
-            if doc_id is not None and min(ends) >= 0:
-                jobs.append(("".join(text for _, text in ordered),
-                             [(node, start, end) for (node, _), start, end in zip(ordered, ends, ends[1:])]))
-            else:
-                jobs.extend((text, [(node, 0, len(text))]) for node, text in zip(group, texts))
-        worded = [(text, parts) for text, parts in jobs if text.strip()]
-        found: dict[str, np.ndarray | None] = {node.node_id: None for node in nodes}
-        encoded = self._store.encoder.encode_documents([text for text, _ in worded]) if worded else []
-        for (_, parts), enc in zip(worded, encoded):
-            for node, start, end in parts:
-                rows = [index for index, (chunk_start, _) in enumerate(enc.spans) if start <= chunk_start < end]
-                found[node.node_id] = enc.chunk_vectors[rows] if rows else None
-        return found
-
-    @staticmethod
-    def _to_record(node: BaseNode, fingerprint: str, chunk_vectors: np.ndarray | None) -> NodeRecord:
-        """A store record from a node: its embedding, chunk vectors and full node JSON.
-
-        :param node: the node.
-        :param fingerprint: the store's encoder fingerprint, which the node's must equal when it has one.
-        :param chunk_vectors: the node's chunk vectors (:meth:`_chunk_vectors`), or None: its embedding alone.
-        """
-        if node.embedding is None:
-            raise InvalidInputError(
-                f"node {node.node_id!r} has no embedding: parse with LandmarkNodeParser or set Settings.embed_model"
-            )
-        if node.ref_doc_id is not None and node.ref_doc_id.startswith(NO_SOURCE):
-            raise InvalidInputError(f"node {node.node_id!r}: ref_doc_id may not start with {NO_SOURCE!r} (reserved)")
-        made_by = node.metadata.get(ENCODER_KEY)
-        if made_by is not None and made_by != fingerprint:
-            raise SettingsMismatchError(
-                f"node {node.node_id!r} was embedded by encoder {made_by}, the store holds vectors of {fingerprint}: "
-                "parse with the store's encoder settings (LandmarkVectorStore.store.encoder.settings)"
-            )
-        vector = np.asarray(node.embedding, dtype=np.float32)
-        chunk_vectors = vector[None, :] if chunk_vectors is None else chunk_vectors
-        text = node.get_content()
-        start = getattr(node, "start_char_idx", None)
-        end = getattr(node, "end_char_idx", None)
-        return NodeRecord(
-            node_id=node.node_id,
-            doc_id=node.ref_doc_id or NO_SOURCE + node.node_id,
-            text=text,
-            span=(start or 0, end if end is not None else (start or 0) + len(text)),
-            vector=vector,
-            chunk_vectors=chunk_vectors,
-            metadata=_node_metadata(node),
-        )
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Delete every node of a document (nodes without a SOURCE relationship are never a document's).
@@ -613,8 +455,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         self, query: VectorStoreQuery, rerank: Rerank | str | None = None, alpha: float | None = None, **kwargs: Any
     ) -> list[Hit]:
         """The store's hits for a LlamaIndex query."""
-        rerank = rerank or self.rerank
-        return search(self._store, query, None if rerank is None else check_rerank(rerank), alpha, **kwargs)
+        return search(self._store, query, rerank or self.rerank, alpha, **kwargs)
 
     def _result(self, hits: list[Hit]) -> VectorStoreQueryResult:
         """LlamaIndex's result from store hits."""
@@ -663,12 +504,12 @@ class LandmarkVectorStore(BasePydanticVectorStore):
 
 def _node_metadata(node: BaseNode) -> dict[str, Any]:
     """The node as LlamaIndex's stores keep it (metadata plus the node's JSON, text left out), its metadata under
-    the core API's policy (:func:`lmk_rag.store.clean_metadata`: dates as ISO strings, tuples and sets as
+    the core API's policy (:func:`lmk_rag.adapters.clean_metadata`: dates as ISO strings, tuples and sets as
     lists; NaN, infinity and bytes refused, where pydantic's JSON dump would write null and text).
 
     :raises InvalidInputError: for metadata the store cannot keep, naming the node.
     """
-    bare = without_side_channel(node)
+    bare = without_encoder_key(node)
     bare.metadata = clean_metadata(bare.metadata, f"node {node.node_id!r}")
     try:
         return node_to_metadata_dict(bare, remove_text=True)
@@ -677,6 +518,41 @@ def _node_metadata(node: BaseNode) -> dict[str, Any]:
             f"node {node.node_id!r}: its metadata cannot be serialised ({error}); use JSON values (str, numbers, "
             "bool, None, lists and dicts of those)"
         ) from None
+
+
+def _to_record(node: BaseNode, fingerprint: str) -> NodeRecord:
+    """A store record from a node: its embedding, its chunk vectors and its JSON. A :class:`LandmarkNode` brings its
+    chunk vectors; another node from the landmark parser (through JSON: a docstore, the ingestion cache, another
+    process) has them encoded again by the store; a node of another parser has its embedding as its one chunk vector.
+
+    :param fingerprint: the store's encoder fingerprint, which the node's (``metadata[ENCODER_KEY]``) must equal.
+    :raises InvalidInputError: for a node without an embedding, or a reserved ``ref_doc_id``.
+    :raises SettingsMismatchError: for a node embedded by another encoder.
+    """
+    if node.embedding is None:
+        raise InvalidInputError(
+            f"node {node.node_id!r} has no embedding: parse with LandmarkNodeParser or set Settings.embed_model"
+        )
+    if node.ref_doc_id is not None and node.ref_doc_id.startswith(NO_SOURCE):
+        raise InvalidInputError(f"node {node.node_id!r}: ref_doc_id may not start with {NO_SOURCE!r} (reserved)")
+    made_by = node.metadata.get(ENCODER_KEY)
+    if made_by is not None and made_by != fingerprint:
+        raise SettingsMismatchError(
+            f"node {node.node_id!r} was embedded by encoder {made_by}, the store holds vectors of {fingerprint}: "
+            "parse with the store's encoder settings (LandmarkVectorStore.store.encoder.settings)"
+        )
+    vector = np.asarray(node.embedding, dtype=np.float32)
+    chunk_vectors = node.chunk_vectors if isinstance(node, LandmarkNode) else None
+    text, start, end = node.get_content(), getattr(node, "start_char_idx", None), getattr(node, "end_char_idx", None)
+    return NodeRecord(
+        node_id=node.node_id,
+        doc_id=node.ref_doc_id or NO_SOURCE + node.node_id,
+        text=text,
+        span=(start or 0, end if end is not None else (start or 0) + len(text)),
+        vector=vector,
+        chunk_vectors=vector[None, :] if chunk_vectors is None and made_by is None else chunk_vectors,
+        metadata=_node_metadata(node),
+    )
 
 
 def _to_node(node_id: str, doc_id: str, text: str, span: tuple[int, int], metadata: dict[str, Any]) -> BaseNode:

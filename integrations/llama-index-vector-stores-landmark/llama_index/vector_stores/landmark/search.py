@@ -28,7 +28,7 @@ MMR_DEFAULT = 0.5
 
 
 def search(
-    store: LandmarkStore, query: VectorStoreQuery, rerank: Rerank | None, alpha: float | None = None,
+    store: LandmarkStore, query: VectorStoreQuery, rerank: Rerank | str | None, alpha: float | None = None,
     qdrant_filters: Any = None, **kwargs: Any
 ) -> list[Hit]:
     """Run a LlamaIndex query on the store (see the module docstring).
@@ -38,7 +38,7 @@ def search(
         ``QdrantVectorStore`` (``VectorStoreIndex.as_retriever`` passes the ids its ``index_struct`` holds, which is
         ``[]`` for a store that keeps the text: reading ``[]`` as "none" would make every retriever find nothing); a
         ``hybrid`` query without ``query_str`` is the dense search of its embedding (as ``QdrantVectorStore``).
-    :param rerank: the rerank of the fused search (None: the store's).
+    :param rerank: the rerank of the fused search (None: the store's), checked by the store.
     :param alpha: the fused search's weight of the rerank (None: the store's); ``VectorStoreQuery.alpha`` overrides
         it in ``hybrid`` mode.
     :param qdrant_filters: a qdrant-client ``models.Filter``, which must hold beside ``query.filters`` (AND).
