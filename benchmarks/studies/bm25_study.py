@@ -6,7 +6,8 @@ in the node vectors and the queries alike:
 
 - ``word``: Qdrant's word tokenizer (keeps ``dry_run`` whole, no identifier parts);
 - ``avg true``: the nodes' true average length in BM25 tokens instead of 256;
-- ``b 0.4`` / ``b 0.9``, ``k 0.9`` / ``k 1.6``: the length normalisation and the term-frequency saturation;
+- ``b 0.4`` / ``b 0.9`` / ``b 1.0``, ``k 0.9`` / ``k 1.6`` (and both): the length normalisation and the
+  term-frequency saturation;
 - ``doc idf``: IDF over documents (a term's document frequency among the set's documents) instead of nodes.
 
 Each variant is measured twice: BM25 alone (documents by their best node over every node) and fused as the store
@@ -31,8 +32,8 @@ from lmk_rag.store.query import DEFAULT_ALPHA
 
 #: Each variant's Qdrant ``Bm25Config`` settings over the store's (None: the store's model itself).
 MODELS: dict[str, dict[str, object] | None] = {
-    "base": None, "word": {"tokenizer": "word"}, "b 0.4": {"b": 0.4}, "b 0.9": {"b": 0.9}, "k 0.9": {"k": 0.9},
-    "k 1.6": {"k": 1.6},
+    "base": None, "word": {"tokenizer": "word"}, "b 0.4": {"b": 0.4}, "b 0.9": {"b": 0.9}, "b 1.0": {"b": 1.0},
+    "k 0.9": {"k": 0.9}, "k 1.6": {"k": 1.6}, "k 0.9 b 0.9": {"k": 0.9, "b": 0.9},
 }
 
 
