@@ -19,15 +19,9 @@ store's alpha). Prints nDCG@10 per variant with the paired difference to ``base`
 
 from __future__ import annotations
 
-import argparse
-import json
-import time
-from pathlib import Path
-
 import common
 import numpy as np
 
-from lmk_rag.eval.beir import load_beir
 from lmk_rag.store.query import DEFAULT_ALPHA
 
 #: Each variant's Qdrant ``Bm25Config`` settings over the store's (None: the store's model itself).
@@ -87,28 +81,13 @@ def study(corpus: common.Corpus) -> dict[str, dict[str, float]]:
     return common.ndcg_per_query(corpus, rankings)
 
 
-def main() -> None:
-    """Run the study on the sets named on the command line."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("sets", nargs="+", choices=sorted(common.SETS))
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
-    results = json.loads(args.out.read_text()) if args.out.exists() else {}
-    for name in args.sets:
-        start = time.perf_counter()
-        corpus = common.corpus_of(load_beir(common.SETS[name]))
-        print(f"{name}: {len(corpus.data.doc_texts)} docs, {len(corpus.node_doc)} nodes, "
-              f"{len(corpus.data.query_ids)} queries ({time.perf_counter() - start:.0f} s)", flush=True)
-        per_query = study(corpus)
-        results[name] = per_query
-        args.out.write_text(json.dumps(results))
-        for side in ("alone", "fused"):
-            print(f"  {side}:")
-            common.print_against_base({("base" if name in ("base", "alone base") else name): values
-                                       for name, values in per_query.items()
-                                       if name.startswith(side) or name == ("alone base" if side == "alone" else
-                                                                            "base")})
+def show(per_query: dict[str, dict[str, float]]) -> None:
+    """Print the variants alone against BM25 alone, then fused against the store."""
+    for side, base in (("alone", "alone base"), ("fused", "base")):
+        print(f"  {side}:")
+        common.print_against_base({("base" if name == base else name): values for name, values in per_query.items()
+                                   if name.startswith(side) or name == base})
 
 
 if __name__ == "__main__":
-    main()
+    common.run_study(__doc__.split("\n")[0], study, show)

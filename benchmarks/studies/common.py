@@ -11,7 +11,10 @@ the candidates or their chunk MaxSim and BM25 scores, which every study varies.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import argparse
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from lmk_rag.encoder import LandmarkEncoder
-from lmk_rag.eval.beir import BeirDataset
+from lmk_rag.eval.beir import BeirDataset, load_beir
 from lmk_rag.eval.intervals import paired_difference
 from lmk_rag.eval.metrics import per_query_metrics
 from lmk_rag.eval.states import encode_states_cached
@@ -279,3 +282,28 @@ def print_against_base(per_query: dict[str, dict[str, float]]) -> None:
         values = [by_query[qid] for qid in base]
         diff, low, high = paired_difference(values, list(base.values()))
         print(f"  {np.mean(values):.4f}  {diff:+.4f} [{low:+.4f}, {high:+.4f}]  {variant}", flush=True)
+
+
+def run_study(description: str, study: Callable[[Corpus], dict[str, dict[str, float]]],
+              show: Callable[[dict[str, dict[str, float]]], None] = print_against_base) -> None:
+    """A study's command line: ``SETS... --out FILE``; each set's corpus, its per-query values (kept in ``FILE``,
+    beside those of sets run before) and their printout.
+
+    :param description: the study's one-line description (``--help``).
+    :param study: per-query values of every variant for one set's corpus.
+    :param show: prints one set's values (default: each variant against ``base``).
+    """
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("sets", nargs="+", choices=sorted(SETS))
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    results = json.loads(args.out.read_text()) if args.out.exists() else {}
+    for name in args.sets:
+        start = time.perf_counter()
+        corpus = corpus_of(load_beir(SETS[name]))
+        print(f"{name}: {len(corpus.data.doc_texts)} docs, {len(corpus.node_doc)} nodes, "
+              f"{len(corpus.data.query_ids)} queries ({time.perf_counter() - start:.0f} s)", flush=True)
+        per_query = study(corpus)
+        results[name] = per_query
+        args.out.write_text(json.dumps(results))
+        show(per_query)

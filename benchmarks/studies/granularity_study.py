@@ -22,15 +22,9 @@ the per-query values::
 
 from __future__ import annotations
 
-import argparse
-import json
-import time
-from pathlib import Path
-
 import common
 import numpy as np
 
-from lmk_rag.eval.beir import load_beir
 from lmk_rag.store.query import DEFAULT_ALPHA
 
 NODE_WEIGHTS = (0.25, 0.5, 0.75, 1.0)
@@ -124,22 +118,5 @@ def study(corpus: common.Corpus) -> dict[str, dict[str, float]]:
     return common.ndcg_per_query(corpus, rankings)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("sets", nargs="+", choices=sorted(common.SETS))
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
-    results = json.loads(args.out.read_text()) if args.out.exists() else {}
-    for name in args.sets:
-        start = time.perf_counter()
-        corpus = common.corpus_of(load_beir(common.SETS[name]))
-        print(f"{name}: {len(corpus.data.doc_texts)} docs, {len(corpus.node_doc)} nodes, "
-              f"{len(corpus.data.query_ids)} queries ({time.perf_counter() - start:.0f} s)", flush=True)
-        per_query = study(corpus)
-        results[name] = per_query
-        args.out.write_text(json.dumps(results))
-        common.print_against_base(per_query)
-
-
 if __name__ == "__main__":
-    main()
+    common.run_study(__doc__.split("\n")[0], study)
