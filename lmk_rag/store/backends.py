@@ -47,6 +47,7 @@ from lmk_rag.store.locks import (
 from lmk_rag.store.types import DEFAULT_COLLECTION, ServerOptions
 
 if TYPE_CHECKING:  # pragma: no cover
+    from lmk_rag.store.copied import CopiedBackend
     from lmk_rag.store.settings import Ledger
 
 DEFAULT_PATH = "./lmk_store"
@@ -218,33 +219,46 @@ class Handover:
                 return
 
     def hand_over(self) -> bool:
-        """Hand the folder over now (see the class).
+        """Hand the folder over now (see the class). The copy is taken holding no lock of this process, so its other
+        handles open, close and search meanwhile; only the swap waits for the calls in flight.
 
         :return: False when it cannot be handed over (a handle of this process may write; the store is closing).
         """
-        from lmk_rag.store.copied import CopiedBackend
-
         shared = self.shared
         with _SHARED_LOCK:
-            backend = shared.backend
-            if (self._stop.is_set() or shared.writers > 0 or _SHARED.get(shared.key) is not shared  # type: ignore[arg-type]
-                    or not isinstance(backend, CopiedBackend) or not backend.holding):
+            if not self._may():
                 return False
-            fresh = backend.take()  # as any reader: under the commit lock, shared
-            with shared.access.writing():  # after this process's calls in flight
-                held = backend.leave(fresh)
-            commits, shared.commits, shared.access.commits = shared.commits, None, None
-            try:
-                held.close()
-            finally:
-                if commits is not None:
-                    commits.close()
+            backend: CopiedBackend = shared.backend  # type: ignore[assignment]
+        fresh = backend.take()  # as any reader: under the commit lock, shared
+        with shared.access.writing(), _SHARED_LOCK:  # after this process's calls in flight
+            held = backend.leave(fresh) if self._may() else None
+            if held is not None:
+                commits, shared.commits, shared.access.commits = shared.commits, None, None
+        if held is None:  # a writer's handle opened here meanwhile, or the store is closing
+            fresh.edge.close()
+            if fresh.copy is not None:
+                fresh.copy.remove()
+            return False
+        try:
+            held.close()  # under the folder's commit lock, which this process still holds the folder with
+        finally:
+            if commits is not None:
+                commits.close()
+            with _SHARED_LOCK:
                 if shared.lock is not None:
                     clear_holder(shared.key)  # type: ignore[arg-type]
                     shared.lock.release()
                     shared.lock = None
         logger.info("%s: handed over to a writer; reading a copy from now on", shared.where)
         return True
+
+    def _may(self) -> bool:
+        """Whether the folder may be handed over now (with :data:`_SHARED_LOCK` held)."""
+        from lmk_rag.store.copied import CopiedBackend
+
+        shared, backend = self.shared, self.shared.backend
+        return (not self._stop.is_set() and shared.writers == 0 and shared.key is not None
+                and _SHARED.get(shared.key) is shared and isinstance(backend, CopiedBackend) and backend.holding)
 
     def stop(self) -> None:
         """Stop watching (waiting for a handover in flight)."""

@@ -303,3 +303,37 @@ def test_a_dead_writers_request_and_a_dead_holders_record_are_ignored(tmp_path: 
     tmp_path.joinpath(HOLDER_FILE).write_text(f"{gone.pid} write\n")
     assert not handover_requested(tmp_path) and not tmp_path.joinpath(HANDOVER_FILE).exists()
     assert read_holder(tmp_path) is None and read_holder(tmp_path, alive=False) == (gone.pid, True)
+
+
+def _open_elsewhere(folder: Path) -> str:
+    """Open the store to write in another process; what it says (``OPENED`` or ``LOCKED <pid> <message>``)."""
+    child = ("import sys\nfrom lmk_rag.store import LandmarkStore\nfrom lmk_rag.errors import StoreLockedError\n"
+             "try:\n    LandmarkStore(sys.argv[1]).close()\n    print('OPENED')\n"
+             "except StoreLockedError as e:\n    print('LOCKED', e.pid, e)\n")
+    out = subprocess.run([sys.executable, "-c", child, str(folder)], capture_output=True, text=True, env=_env(),
+                         timeout=PATIENCE)
+    return out.stdout.strip() or out.stderr[-2000:]
+
+
+def test_a_reader_that_also_writes_here_keeps_the_folder_until_its_writer_closes(tmp_path: Path, four: Path,
+                                                                                  minilm_encoder: Any) -> None:
+    """A process holding the folder to read that opens a writer's handle too writes through the held shard and
+    hands nothing over meanwhile (a writer elsewhere is refused at once, naming this process); once its writer's
+    handle closes, it is a reader again and hands the folder over."""
+    folder = tmp_path / "s"
+    chosen = make_store(folder, four, minilm_encoder)
+    names = list(chosen)
+    reader = LandmarkStore(folder, read_only=True)
+    try:
+        with LandmarkStore(folder) as writer:
+            assert writer.upsert_documents([(names[0], tagged(chosen[names[0]], names[0], 1))]) > 0
+            assert {n.text[:4] for n in reader.get_nodes() if n.doc_id == names[0]} == {"[v1]"}
+            said = _open_elsewhere(folder)
+            assert said.startswith(f"LOCKED {os.getpid()} ") and "being written" in said, said
+        assert read_holder(folder) == (os.getpid(), False)
+        assert _open_elsewhere(folder) == "OPENED"  # handed over
+        assert reader.backend.name == "qdrant-edge (reader copy)" and reader.check() == []
+        assert {n.text[:4] for n in reader.get_nodes() if n.doc_id == names[0]} == {"[v1]"}
+    finally:
+        reader.close()
+    _clean(folder)
