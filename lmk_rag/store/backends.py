@@ -399,19 +399,20 @@ def _open_edge(folder: Path, create: bool, read_only: bool, batch_size: int) -> 
                 return OpenedBackend(shared)
         commits = edge = None
         try:
+            if lock is not None:
+                write_holder(key, writes=not read_only)  # before loading: a writer coming meanwhile reads who holds
             commits = CommitLock(folder) if lock is not None and AVAILABLE else None
             backend = edge = EdgeBackend(folder, batch_size, commits)
             if read_only and commits is not None:  # the first reader holds the folder until a writer asks for it
                 backend = CopiedBackend(folder, CommitLock(folder), batch_size, held=edge)
             shared = SharedBackend(backend, str(folder), lock, key, commits, writers=0 if read_only else 1)
-            if lock is not None:
-                write_holder(key, writes=not read_only)
         except BaseException:
             if edge is not None:
                 edge.close()
             if commits is not None:
                 commits.close()
             if lock is not None:
+                clear_holder(key)
                 lock.release()
             raise
         _SHARED[key] = shared
