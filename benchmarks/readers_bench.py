@@ -44,7 +44,7 @@ class StandIn:
 
     dim = DIM
     fingerprint = "readers-bench-random-384"
-    settings: ClassVar[dict[str, Any]] = {}
+    settings: ClassVar[dict[str, Any]] = {"projection": "none"}  # a store of format 3 records it
 
 
 def unit(rng: np.random.Generator, *shape: int) -> np.ndarray:

@@ -104,7 +104,15 @@ class StoreNotFoundError(StoreError):
 
 
 class StoreLockedError(StoreError):
-    """Another process holds the store's write lock."""
+    """Another process holds the store's write lock.
+
+    :param pid: the process holding it, where known (a writer that waited for a reader to hand the folder over
+        names the reader).
+    """
+
+    def __init__(self, *args: object, pid: int | None = None) -> None:
+        super().__init__(*args)
+        self.pid = pid
 
 
 class StoreReadOnlyError(StoreError):

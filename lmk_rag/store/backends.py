@@ -3,14 +3,16 @@
 Exactly one of ``path`` (a Qdrant Edge folder; the default ``./lmk_store``), ``url`` (a Qdrant server),
 ``client`` (an existing ``QdrantClient``), ``location`` (qdrant-client local mode: ``":memory:"`` or a folder) or an
 ``aclient`` alone (an ``AsyncQdrantClient`` in local mode) picks the backend. A folder is held by one process at a
-time (its lock file): the one that writes, or the first reader. On Edge, a reader in another process reads its own
-copy of the folder (:mod:`~lmk_rag.store.copied`), taken at a committed state under the folder's commit lock
-(:mod:`~lmk_rag.store.locks`).
+time (its lock file): the one that writes, or the first reader until a writer asks for it. On Edge, a reader in
+another process reads its own copy of the folder (:mod:`~lmk_rag.store.copied`), taken at a committed state under
+the folder's commit lock (:mod:`~lmk_rag.store.locks`); a reader holding the folder hands it over to a writer that
+asks (:class:`Handover`): readers never keep a writer out.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from dataclasses import dataclass, field
@@ -31,18 +33,25 @@ from lmk_rag.store.base import Backend
 from lmk_rag.store.locks import (
     AVAILABLE,
     CONCURRENCY_DOCS,
+    HANDOVER_POLL,
     LOCK_FILE,
     CommitLock,
     ReadWriteLock,
+    await_handover,
+    clear_holder,
     folder_lock,
+    handover_requested,
     locked_open,
+    write_holder,
 )
 from lmk_rag.store.types import DEFAULT_COLLECTION, ServerOptions
 
 if TYPE_CHECKING:  # pragma: no cover
+    from lmk_rag.store.copied import CopiedBackend
     from lmk_rag.store.settings import Ledger
 
 DEFAULT_PATH = "./lmk_store"
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -71,6 +80,10 @@ class SharedBackend:
     write_lock: threading.RLock = field(default_factory=threading.RLock)
     #: keeps a reader's engine calls apart from a writer's (see :class:`ReadWriteLock`).
     access: ReadWriteLock = field(init=False)
+    #: the handles of this process that may write (a reader holding the folder hands it over only while none is).
+    writers: int = 0
+    #: the watch for a writer's request, while this process holds the folder to read it (see :class:`Handover`).
+    handover: Handover | None = None
 
     def __post_init__(self) -> None:
         self.access = ReadWriteLock(self.commits)
@@ -92,9 +105,10 @@ class OpenedBackend:
     :param shared: the backend and what the handles share.
     """
 
-    def __init__(self, shared: SharedBackend) -> None:
+    def __init__(self, shared: SharedBackend, writes: bool = False) -> None:
         self.shared = shared
         self.where = shared.where
+        self.writes = writes
         self._closed = False
 
     @property
@@ -111,16 +125,23 @@ class OpenedBackend:
         shared = self.shared
         with _SHARED_LOCK:
             shared.handles -= 1
+            shared.writers -= self.writes
             if shared.handles > 0:
+                if self.writes and not shared.writers and shared.lock is not None and shared.handover is not None:
+                    write_holder(shared.key, writes=False)  # type: ignore[arg-type]  # a reader again: it hands over
                 return
             if shared.key is not None:
                 _SHARED.pop(shared.key, None)
+        if shared.handover is not None:
+            shared.handover.stop()  # after a handover in flight ends
         try:
             shared.backend.close()
         finally:
             if shared.commits is not None:
                 shared.commits.close()
             if shared.lock is not None:
+                if shared.key is not None:
+                    clear_holder(shared.key)
                 shared.lock.release()
                 shared.lock = None
 
@@ -165,6 +186,85 @@ class ClosedBackend:
 
     def __getattr__(self, attribute: str) -> Any:
         raise StoreClosedError(f"{self.where}: this store is closed; open it again (LandmarkStore(...)) to use it")
+
+
+class Handover:
+    """While this process holds a folder to read it, a daemon thread that looks for a writer's request
+    (:data:`~lmk_rag.store.locks.HANDOVER_FILE`) every :data:`~lmk_rag.store.locks.HANDOVER_POLL` seconds and
+    hands the folder over: it copies the folder as any reader does, waits for this process's calls in flight and
+    swaps the copy in, closes the folder's shard and releases its lock. The handles read the copy from then on and
+    follow the writer's commits. No handover while a handle of this process may write.
+
+    :param shared: the backend, a :class:`~lmk_rag.store.copied.CopiedBackend` reading the held shard.
+    """
+
+    def __init__(self, shared: SharedBackend) -> None:
+        self.shared = shared
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name=f"lmk-rag handover {shared.where}", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        folder = self.shared.key
+        assert folder is not None
+        while not self._stop.wait(HANDOVER_POLL):
+            if not handover_requested(folder):
+                continue
+            try:
+                if self.hand_over():
+                    return
+            except Exception as error:  # the writer waits, then says the reader did not hand over
+                logger.warning("%s: cannot hand the store over to the writer asking for it: %s", self.shared.where,
+                               error)
+                return
+
+    def hand_over(self) -> bool:
+        """Hand the folder over now (see the class). The copy is taken holding no lock of this process, so its other
+        handles open, close and search meanwhile; only the swap waits for the calls in flight.
+
+        :return: False when it cannot be handed over (a handle of this process may write; the store is closing).
+        """
+        shared = self.shared
+        with _SHARED_LOCK:
+            if not self._may():
+                return False
+            backend: CopiedBackend = shared.backend  # type: ignore[assignment]
+        fresh = backend.take()  # as any reader: under the commit lock, shared
+        with shared.access.writing(), _SHARED_LOCK:  # after this process's calls in flight
+            held = backend.leave(fresh) if self._may() else None
+            if held is not None:
+                commits, shared.commits, shared.access.commits = shared.commits, None, None
+        if held is None:  # a writer's handle opened here meanwhile, or the store is closing
+            fresh.edge.close()
+            if fresh.copy is not None:
+                fresh.copy.remove()
+            return False
+        try:
+            held.close()  # under the folder's commit lock, which this process still holds the folder with
+        finally:
+            if commits is not None:
+                commits.close()
+            with _SHARED_LOCK:
+                if shared.lock is not None:
+                    clear_holder(shared.key)  # type: ignore[arg-type]
+                    shared.lock.release()
+                    shared.lock = None
+        logger.info("%s: handed over to a writer; reading a copy from now on", shared.where)
+        return True
+
+    def _may(self) -> bool:
+        """Whether the folder may be handed over now (with :data:`_SHARED_LOCK` held)."""
+        from lmk_rag.store.copied import CopiedBackend
+
+        shared, backend = self.shared, self.shared.backend
+        return (not self._stop.is_set() and shared.writers == 0 and shared.key is not None
+                and _SHARED.get(shared.key) is shared and isinstance(backend, CopiedBackend) and backend.holding)
+
+    def stop(self) -> None:
+        """Stop watching (waiting for a handover in flight)."""
+        self._stop.set()
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
 
 
 def open_backend(
@@ -270,39 +370,55 @@ def _open_edge(folder: Path, create: bool, read_only: bool, batch_size: int) -> 
     with _SHARED_LOCK:
         shared = _SHARED.get(key)
         if shared is not None:  # open in this process already: share its shard
-            if isinstance(shared.backend, CopiedBackend) and not read_only:
+            backend = shared.backend
+            if isinstance(backend, CopiedBackend) and not backend.holding and not read_only:
                 raise StoreLockedError(
                     f"{folder} is held by another process, and this process reads a copy of it: write from the "
                     f"process that holds it, or close it and every handle here first ({CONCURRENCY_DOCS})"
                 )
-            if not isinstance(shared.backend, (EdgeBackend, CopiedBackend)):
+            if not isinstance(backend, (EdgeBackend, CopiedBackend)):
                 raise StoreLockedError(f"{folder} is already open in this process: close the other handle first")
             shared.handles += 1
+            if not read_only:
+                shared.writers += 1
+                if shared.writers == 1 and shared.lock is not None:
+                    write_holder(key, writes=True)  # a writer elsewhere is refused at once, not after a wait
+            return OpenedBackend(shared, writes=not read_only)
+        if read_only and AVAILABLE and handover_requested(folder):  # a writer is taking the folder: read a copy
+            shared = _SHARED[key] = SharedBackend(_copied(folder, batch_size), str(folder), None, key)
             return OpenedBackend(shared)
         try:
             lock = folder_lock(folder, read_only)
-        except StoreLockedError as error:
+        except StoreLockedError:
             if not read_only:
-                raise StoreLockedError(
-                    f"{folder} is held by another process (lock {folder / LOCK_FILE}): one process at a time holds a "
-                    "store folder, to write it or as its first reader, and readers in other processes "
-                    "(read_only=True) read a copy. Close the other process to write here, or serve the store from "
-                    f"a Qdrant server ({CONCURRENCY_DOCS})"
-                ) from error
-            shared = _SHARED[key] = SharedBackend(_copied(folder, batch_size), str(folder), None, key)
-            return OpenedBackend(shared)
-        commits = None
+                if not AVAILABLE:
+                    raise
+                lock = await_handover(folder)  # a reader holding it hands it over; a writer refuses at once
+            else:
+                shared = _SHARED[key] = SharedBackend(_copied(folder, batch_size), str(folder), None, key)
+                return OpenedBackend(shared)
+        commits = edge = None
         try:
+            if lock is not None:
+                write_holder(key, writes=not read_only)  # before loading: a writer coming meanwhile reads who holds
             commits = CommitLock(folder) if lock is not None and AVAILABLE else None
-            shared = SharedBackend(EdgeBackend(folder, batch_size, commits), str(folder), lock, key, commits)
+            backend = edge = EdgeBackend(folder, batch_size, commits)
+            if read_only and commits is not None:  # the first reader holds the folder until a writer asks for it
+                backend = CopiedBackend(folder, CommitLock(folder), batch_size, held=edge)
+            shared = SharedBackend(backend, str(folder), lock, key, commits, writers=0 if read_only else 1)
         except BaseException:
+            if edge is not None:
+                edge.close()
             if commits is not None:
                 commits.close()
             if lock is not None:
+                clear_holder(key)
                 lock.release()
             raise
         _SHARED[key] = shared
-        return OpenedBackend(shared)
+        if read_only and commits is not None:
+            shared.handover = Handover(shared)
+        return OpenedBackend(shared, writes=not read_only)
 
 
 def _copied(folder: Path, batch_size: int) -> Backend:

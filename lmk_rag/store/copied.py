@@ -14,6 +14,12 @@ rewrites its files in place (flags, trackers, pages, the WAL), and loading a cop
 Every engine call runs on one copy: a refresh takes and opens the new copy first (:meth:`CopiedBackend.take`), then
 swaps it in between engine calls (:meth:`CopiedBackend.swap`, waiting for those in flight), then closes and
 removes the old one. It never writes: the store is open read-only.
+
+The first reader of a folder no process holds holds it itself: its backend starts on the folder's own shard
+(``held``, no copy) and hands the folder over when a writer asks (:meth:`CopiedBackend.leave`, called by
+:class:`~lmk_rag.store.backends.Handover`): it takes a copy as any reader does, reads it from then on, and closes
+the folder's shard so that its lock can be released. While it holds the folder, a writer's handle in the same
+process writes through it to the folder's shard.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -204,9 +210,9 @@ class Refresh:
 
 @dataclass
 class Opened:
-    """A copy, its shard and what it cost (from :meth:`CopiedBackend.take`)."""
+    """A copy, its shard and what it cost (from :meth:`CopiedBackend.take`); no copy: the folder's own shard, held."""
 
-    copy: Copy
+    copy: Copy | None
     edge: EdgeBackend
     cost: Refresh
 
@@ -217,21 +223,33 @@ class CopiedBackend(Backend):
     :param folder: the store folder.
     :param commits: the folder's commit lock.
     :param batch_size: points per update operation (unused: a copy is never written).
+    :param held: the folder's own shard, which this process holds (read from until :meth:`leave`; None: take a
+        copy now).
     :raises StoreFullError: when the disk has no room for the copy.
     """
 
-    name = "qdrant-edge (reader copy)"
     single_writer = True
+    ordered_upserts = True
 
-    def __init__(self, folder: Path, commits: CommitLock, batch_size: int) -> None:
-        """Take the first copy and open it."""
+    def __init__(self, folder: Path, commits: CommitLock, batch_size: int, held: EdgeBackend | None = None) -> None:
+        """Take the first copy and open it (or read the held shard)."""
         self.folder = folder
         self.commits = commits
         self.batch_size = batch_size
         #: held by the one thread taking a new copy.
         self.refreshing = threading.Lock()
         self._swap = ReadWriteLock()
-        self._current = self.take()
+        self._current = self.take() if held is None else Opened(None, held, Refresh(commits.generation(), 0, 0.0))
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        """``qdrant-edge`` while the folder's own shard is read, ``qdrant-edge (reader copy)`` after."""
+        return "qdrant-edge" if self.holding else "qdrant-edge (reader copy)"
+
+    @property
+    def holding(self) -> bool:
+        """Whether this process reads the folder's own shard (it holds the folder), not a copy."""
+        return self._current.copy is None
 
     @property
     def last(self) -> Refresh:
@@ -240,8 +258,8 @@ class CopiedBackend(Backend):
 
     @property
     def copy_folder(self) -> Path:
-        """The folder of the copy read now."""
-        return self._current.copy.folder
+        """The folder of the copy read now (the store folder while it is held)."""
+        return self.folder if self._current.copy is None else self._current.copy.folder
 
     @property
     def _edge(self) -> EdgeBackend:
@@ -264,8 +282,9 @@ class CopiedBackend(Backend):
         return Opened(copy, edge, Refresh(copy.generation, copy.bytes, time.perf_counter() - start))
 
     def moved(self) -> bool:
-        """Whether the holder committed a change since the copy read now was taken."""
-        return self.commits.generation() != self._current.copy.generation
+        """Whether the holder committed a change since the copy read now was taken (never while this process holds
+        the folder: nobody else changes it)."""
+        return self._current.copy is not None and self.commits.generation() != self._current.copy.generation
 
     def swap(self, fresh: Opened) -> None:
         """Read from a copy :meth:`take` made from now on (after the engine calls in flight), and remove the old."""
@@ -274,7 +293,15 @@ class CopiedBackend(Backend):
         try:
             old.edge.close()
         finally:
-            old.copy.remove()
+            if old.copy is not None:
+                old.copy.remove()
+
+    def leave(self, fresh: Opened) -> EdgeBackend:
+        """Read from a copy :meth:`take` made from now on (after the engine calls in flight), and return the
+        folder's own shard, held until now, for the caller to close before it releases the folder."""
+        with self._swap.writing():
+            old, self._current = self._current, fresh
+        return old.edge
 
     def _read(self, call: Callable[[EdgeBackend], T]) -> T:
         """Run an engine call on the current copy."""
@@ -319,41 +346,56 @@ class CopiedBackend(Backend):
         """Exact count."""
         return self._read(lambda edge: edge.count(native_filter))
 
+    def _held(self) -> EdgeBackend:
+        """The folder's own shard, for a write handle of this process while it holds the folder.
+
+        :raises StoreReadOnlyError: on a copy.
+        """
+        if self._current.copy is not None:
+            raise self._refuse()
+        return self._current.edge
+
     def _refuse(self) -> StoreReadOnlyError:
         """The error of any write: a copy is for reading."""
         return StoreReadOnlyError(f"{self.folder}: this process reads a copy (another process holds the store); "
                                   "write from the process that holds it")
 
     def create(self, spec: CollectionSpec) -> None:
-        """Refused: a copy is never written."""
-        raise self._refuse()
+        """On the held shard; refused on a copy, which is never written."""
+        self._held().create(spec)
 
     def write_settings(self, settings: dict[str, Any]) -> None:
-        """Refused: a copy is never written."""
-        raise self._refuse()
+        """On the held shard; refused on a copy, which is never written."""
+        self._held().write_settings(settings)
 
     def create_payload_index(self, key: str, kind: IndexKind) -> None:
-        """Refused: a copy is never written."""
-        raise self._refuse()
+        """On the held shard; refused on a copy, which is never written."""
+        self._held().create_payload_index(key, kind)
 
     def upsert(self, points: list[PointData]) -> None:
-        """Refused: a copy is never written."""
-        raise self._refuse()
+        """On the held shard; refused on a copy, which is never written."""
+        self._held().upsert(points)
 
     def delete(self, native_filter: Any) -> None:
-        """Refused: a copy is never written."""
-        raise self._refuse()
+        """On the held shard; refused on a copy, which is never written."""
+        self._held().delete(native_filter)
 
     def set_payload(self, native_filter: Any, payload: dict[str, Any]) -> None:
-        """Refused: a copy is never written."""
-        raise self._refuse()
+        """On the held shard; refused on a copy, which is never written."""
+        self._held().set_payload(native_filter, payload)
+
+    def reserve(self, points: Sequence[PointData], what: str) -> None:
+        """On the held shard; refused on a copy, which is never written."""
+        self._held().reserve(points, what)
 
     def optimize(self) -> bool:
-        """Refused: a copy is never written."""
-        raise self._refuse()
+        """On the held shard; refused on a copy, which is never written."""
+        return self._held().optimize()
 
     def flush(self) -> None:
-        """Nothing to flush: a copy is never written."""
+        """Flush the held shard; nothing to flush on a copy, which is never written."""
+        if self._current.copy is None:
+            self._current.edge.flush()
 
     def close(self) -> None:
         """Close the copy's shard and remove the copy (idempotent)."""
@@ -361,5 +403,6 @@ class CopiedBackend(Backend):
             try:
                 self._edge.close()
             finally:
-                self._current.copy.remove()
+                if self._current.copy is not None:
+                    self._current.copy.remove()
                 self.commits.close()

@@ -3,13 +3,17 @@ processes copy it under, and the read-write lock that keeps a search's engine ca
 the threads of one process.
 
 A folder is held by one process at a time (``lmk_rag.lock``, :func:`acquire_lock`): the one that writes, or the
-first reader. The process holding it takes ``.lmk_rag.commit`` exclusively (an OS lock, ``flock``,
-:class:`CommitLock`) around every change of the folder's files: loading the shard, each whole write or delete with
-its settings record, optimizing, closing. A reader in another process takes it shared while it copies the files
-(:mod:`~lmk_rag.store.copied`), so the copy is of one committed state, never of a change half applied. When a
-change ends the holder adds one to the counter in the file; a reader whose copy is older sees the counter move.
-Between threads, :class:`ReadWriteLock` lets many searches or one write run engine calls; a writer's also holds the
-commit lock.
+first reader until a writer asks for it. The holder records its pid and whether it writes in ``.lmk_rag.holder``
+(:func:`write_holder`). A writer finding the folder held by a reader writes its pid into ``.lmk_rag.handover`` and
+waits for the lock (:func:`await_handover`, at most :data:`HANDOVER_TIMEOUT` seconds); the reader, which watches for
+that file, copies the folder, reads its copy from then on and releases the lock
+(:class:`~lmk_rag.store.backends.Handover`). The process holding it takes ``.lmk_rag.commit`` exclusively (an OS
+lock, ``flock``, :class:`CommitLock`) around every change of the folder's files: loading the shard, each whole write
+or delete with its settings record, optimizing, closing. A reader in another process takes it shared while it copies
+the files (:mod:`~lmk_rag.store.copied`), so the copy is of one committed state, never of a change half applied.
+When a change ends the holder adds one to the counter in the file; a reader whose copy is older sees the counter
+move. Between threads, :class:`ReadWriteLock` lets many searches or one write run engine calls; a writer's also
+holds the commit lock.
 
 POSIX only (``fcntl``); elsewhere :data:`AVAILABLE` is False and other processes cannot read a held folder.
 """
@@ -20,6 +24,7 @@ import contextlib
 import errno
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -92,6 +97,126 @@ def acquire_lock(folder: Path) -> FileLock:
             "write, not one under a file or in a system folder"
         ) from error
     return lock
+
+
+HOLDER_FILE = ".lmk_rag.holder"
+HANDOVER_FILE = ".lmk_rag.handover"
+#: Seconds a writer waits for a reader holding the folder to hand it over (the reader first waits for its calls in
+#: flight, then copies the folder) before it raises :class:`StoreLockedError` naming the reader's pid.
+HANDOVER_TIMEOUT = 30.0
+#: Seconds between two looks, a writer's at the lock and a holding reader's at the handover request.
+HANDOVER_POLL = 0.05
+
+
+def write_holder(folder: Path, writes: bool) -> None:
+    """Record this process as the folder's holder (call with the lock held): its pid, and whether it writes."""
+    temporary = folder / f"{HOLDER_FILE}.{os.getpid()}"
+    with contextlib.suppress(OSError):  # a record is advice: a writer without it waits for the lock, then says so
+        temporary.write_text(f"{os.getpid()} {'write' if writes else 'read'}\n")
+        os.replace(temporary, folder / HOLDER_FILE)
+
+
+def clear_holder(folder: Path) -> None:
+    """Remove this process's holder record (before the lock is released)."""
+    record = read_holder(folder, alive=False)
+    if record is not None and record[0] == os.getpid():
+        with contextlib.suppress(OSError):
+            os.unlink(folder / HOLDER_FILE)
+
+
+def read_holder(folder: Path, alive: bool = True) -> tuple[int, bool] | None:
+    """The holder's ``(pid, writes)`` as recorded (None: no record, a damaged one, or with ``alive`` a process gone:
+    a holder killed with -9 leaves its record behind, and the OS released its lock)."""
+    try:
+        pid_text, mode = (folder / HOLDER_FILE).read_text().split()
+        pid = int(pid_text)
+    except (OSError, ValueError):
+        return None
+    if alive and not pid_alive(pid):
+        return None
+    return pid, mode == "write"
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid runs (on this machine)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def handover_requested(folder: Path) -> bool:
+    """Whether a live writer (not this process) waits for the folder; a dead writer's request is removed."""
+    try:
+        pid = int((folder / HANDOVER_FILE).read_text().strip() or 0)
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):  # damaged: a writer rewrites its request while it waits
+        return False
+    if pid == os.getpid():
+        return False
+    if not pid_alive(pid):
+        with contextlib.suppress(OSError):
+            os.unlink(folder / HANDOVER_FILE)
+        return False
+    return True
+
+
+def _request(folder: Path) -> None:
+    """Ask the folder's reader to hand it over (this process's pid in the request file)."""
+    temporary = folder / f"{HANDOVER_FILE}.{os.getpid()}"
+    temporary.write_text(f"{os.getpid()}\n")
+    os.replace(temporary, folder / HANDOVER_FILE)
+
+
+def _withdraw(folder: Path) -> None:
+    """Remove this process's request (another writer's stays)."""
+    path = folder / HANDOVER_FILE
+    with contextlib.suppress(OSError, ValueError):
+        if int(path.read_text().strip()) == os.getpid():
+            os.unlink(path)
+
+
+def await_handover(folder: Path, timeout: float | None = None) -> FileLock:
+    """A writer's wait for a folder another process holds: at once refused when a writer holds it, else the reader
+    holding it is asked to hand it over (:data:`HANDOVER_FILE`) and the lock taken when it does.
+
+    :param timeout: seconds to wait (None: :data:`HANDOVER_TIMEOUT`).
+    :raises StoreLockedError: when a writer holds the folder, or its reader did not hand it over in time (busy in
+        a call that long, stopped, or a lmk-rag without handovers); the error's ``pid`` is the holder's.
+    """
+    deadline = time.monotonic() + (HANDOVER_TIMEOUT if timeout is None else timeout)
+    try:
+        while True:
+            holder = read_holder(folder)
+            if holder is not None and holder[1]:
+                raise StoreLockedError(
+                    f"{folder} is being written by another process (pid {holder[0]}, lock {folder / LOCK_FILE}): one "
+                    "process at a time writes a store folder. Wait for it to finish, or close it "
+                    f"({CONCURRENCY_DOCS})", pid=holder[0])
+            if not (folder / HANDOVER_FILE).exists():
+                _request(folder)
+            try:
+                return acquire_lock(folder)
+            except StoreLockedError:
+                pass
+            if time.monotonic() >= deadline:
+                pid = None if holder is None else holder[0]
+                who = "another process (no holder record: a lmk-rag without handovers)" if pid is None else \
+                    f"the reader with pid {pid}"
+                raise StoreLockedError(
+                    f"{folder} is held by {who} (lock {folder / LOCK_FILE}), which did not hand it over to this "
+                    f"writer within {HANDOVER_TIMEOUT if timeout is None else timeout:g} s: it is busy in a call that "
+                    "long, stopped, or runs a lmk-rag without handovers. Retry when its call ends, or stop it "
+                    f"({CONCURRENCY_DOCS})", pid=pid)
+            time.sleep(HANDOVER_POLL)
+    finally:
+        _withdraw(folder)
 
 
 COMMIT_FILE = ".lmk_rag.commit"

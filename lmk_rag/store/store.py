@@ -116,7 +116,9 @@ class LandmarkStore:
     :param read_only: open to read only: no repair of interrupted writes (their half-written versions stay
         invisible), and every write raises :class:`StoreReadOnlyError`. An Edge folder another process holds (a
         writer, or the first reader) is read from a copy of this process's own, taken at the holder's last commit
-        and taken again when it commits (see :meth:`refresh` and docs/store.md, "Concurrency").
+        and taken again when it commits (see :meth:`refresh` and docs/store.md, "Concurrency"). A reader holding
+        the folder hands it over to a writer that asks, and reads a copy from then on: readers never keep a
+        writer out.
     :param batch_size: points per upsert request (one update operation on Edge).
     :param document_batch_size: documents encoded and written per batch by :meth:`add_documents`, each batch
         durable before the next.

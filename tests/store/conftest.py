@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +20,9 @@ import pytest
 
 from lmk_rag.store import LandmarkStore, NodeRecord
 
+#: The helper modules of the multi-process tests (processes.py, store_process.py), importable by name (pytest
+#: imports the tests themselves with importlib, which puts no folder on sys.path).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 N_DOCS = 8
 BACKENDS = ["edge", "local", "server"]
 

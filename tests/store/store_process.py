@@ -6,7 +6,9 @@ stdin, one JSON answer a line on stdout. Writes pre-encoded records only (no enc
 Commands: ``{"op": "write", "docs": [ids], "tag": n}`` (one batch: each document's records as version ``n``),
 ``{"op": "delete", "doc": id}``, ``{"op": "churn"}`` (rewrite the documents round after round, deleting and
 re-adding the first one, until ``{"op": "stop"}``), ``{"op": "where"}`` (the backend and the folder it reads),
-``{"op": "close"}``.
+``{"op": "versions"}`` (each document's version, after checking that every node of the document is of that version
+and that none is missing), ``{"op": "busy", "seconds": s}`` (a call that long in flight: a thread holds the store's
+read lock, as a long search does), ``{"op": "close"}``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import pickle
 import sys
 import threading
+import time
 from typing import Any
 
 from lmk_rag.store import LandmarkStore, NodeRecord
@@ -66,6 +69,13 @@ def main() -> None:
             answer({"churning": True})
         elif op == "stop":
             answer({"rounds": stop_churning(churning)})
+        elif op == "versions":
+            answer(versions(store, records))
+        elif op == "busy":
+            started = threading.Event()
+            threading.Thread(target=busy, args=(store, float(command["seconds"]), started), daemon=True).start()
+            started.wait()
+            answer({"busy": True})
         elif op == "where":
             backend = store.backend
             answer({"backend": backend.name, "folder": str(getattr(backend, "copy_folder", folder))})
@@ -74,6 +84,24 @@ def main() -> None:
             store.close()
             answer({"closed": True})
             return
+
+
+def versions(store: LandmarkStore, records: dict[str, list[NodeRecord]]) -> dict[str, Any]:
+    """Each document's version as a search-free read sees it, and whether each is whole (one version, every node)."""
+    tags: dict[str, set[int]] = {}
+    counts: dict[str, int] = {}
+    for node in store.get_nodes():
+        tags.setdefault(node.doc_id, set()).add(int(node.text[2 : node.text.index("]")]))
+        counts[node.doc_id] = counts.get(node.doc_id, 0) + 1
+    whole = all(len(t) == 1 and counts[d] == len(records[d]) for d, t in tags.items())
+    return {"versions": {d: min(t) for d, t in sorted(tags.items())}, "whole": whole, "backend": store.backend.name}
+
+
+def busy(store: LandmarkStore, seconds: float, started: threading.Event) -> None:
+    """Hold the store's read lock for ``seconds``, as a search that long does."""
+    with store._opened.shared.access.reading():
+        started.set()
+        time.sleep(seconds)
 
 
 def stop_churning(churning: dict[str, Any]) -> int:

@@ -7,19 +7,14 @@ this process's, which encodes the query once.
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import os
 import pickle
-import queue
-import signal
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from processes import StoreProcess, make_store, versions
 from typer.testing import CliRunner
 
 from llama_index.vector_stores.landmark import LandmarkVectorStore
@@ -31,70 +26,8 @@ from lmk_rag.store.edge import SETTINGS_FILE, SHARD_DIR
 from lmk_rag.store.locks import CommitLock
 
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parents[2]
-HELPER = Path(__file__).resolve().parent / "store_process.py"
-#: Seconds a process may take to answer a command before the test gives up on it (a bound, not a measure).
-PATIENCE = 300
 #: Copies the torn-copy test takes while the writer writes, each at a later commit than the one before.
 COPIES = 8
-
-
-class StoreProcess:
-    """A store opened in a process of its own (see store_process.py), answering one command at a time."""
-
-    def __init__(self, folder: Path, records: Path, read_only: bool = False) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-               "HF_HUB_OFFLINE": "1"}
-        args = [sys.executable, str(HELPER), str(folder), str(records)] + (["--read-only"] if read_only else [])
-        self.process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        self._lines: queue.Queue[str] = queue.Queue()
-        self._closed = False  # its store was closed: the process is ending (perhaps not ended yet)
-        threading.Thread(target=self._read, daemon=True).start()
-        assert self._answer() == {"ready": True}
-
-    def _read(self) -> None:
-        for line in self.process.stdout:
-            self._lines.put(line)
-        self._lines.put("")
-
-    def _answer(self) -> dict[str, Any]:
-        try:
-            line = self._lines.get(timeout=PATIENCE)
-        except queue.Empty:
-            self.kill()
-            raise AssertionError(f"the store process gave no answer in {PATIENCE} s") from None
-        assert line, f"the store process ended (exit code {self.process.wait()})"
-        return json.loads(line)
-
-    def send(self, **command: Any) -> dict[str, Any]:
-        """Send a command and return its answer."""
-        self.process.stdin.write(json.dumps(command) + "\n")
-        self.process.stdin.flush()
-        answer = self._answer()
-        self._closed = self._closed or answer == {"closed": True}
-        return answer
-
-    def kill(self) -> None:
-        """Kill -9 the process."""
-        if self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-
-    def close(self) -> None:
-        """Close its store (unless a command did) and wait for it to end."""
-        if not self._closed and self.process.poll() is None:
-            assert self.send(op="close") == {"closed": True}
-        self.process.wait(PATIENCE)
-
-
-def tagged(records: list[NodeRecord], doc_id: str, tag: int) -> list[NodeRecord]:
-    """A document's records as version ``tag``, as store_process.py writes them."""
-    return [dataclasses.replace(r, doc_id=doc_id, node_id=f"{doc_id}#{i}", text=f"[v{tag}] {r.text}")
-            for i, r in enumerate(records)]
-
-
-def _tag(text: str) -> int:
-    return int(text[2 : text.index("]")])
 
 
 @pytest.fixture
@@ -105,38 +38,13 @@ def four(tmp_path: Path, doc_records: dict[str, list[NodeRecord]]) -> Path:
     return path
 
 
-def _store(folder: Path, records: Path, encoder: Any) -> dict[str, list[NodeRecord]]:
-    """Make the store with version 0 of every document, closed; return the documents' records."""
-    chosen = pickle.loads(records.read_bytes())
-    with LandmarkStore(folder, encoder=encoder) as store:
-        store.upsert_documents((doc_id, tagged(nodes, doc_id, 0)) for doc_id, nodes in chosen.items())
-    return chosen
-
-
-def _versions(store: LandmarkStore, chosen: dict[str, list[NodeRecord]], query: Any) -> dict[str, int]:
-    """Each visible document's version, after checking that the store holds it whole: every node of one version,
-    as many as that version has, and searches that show that version only."""
-    by_doc: dict[str, set[int]] = {}
-    counts: dict[str, int] = {}
-    for node in store.get_nodes():
-        by_doc.setdefault(node.doc_id, set()).add(_tag(node.text))
-        counts[node.doc_id] = counts.get(node.doc_id, 0) + 1
-    assert all(len(tags) == 1 for tags in by_doc.values()), f"a document's nodes of two versions: {by_doc}"
-    versions = {doc_id: tags.pop() for doc_id, tags in by_doc.items()}
-    assert counts == {doc_id: len(chosen[doc_id]) for doc_id in versions}, "a version with nodes missing"
-    assert sorted(versions) == store.doc_ids()
-    for hit in store.search_encoded(query, k=20, doc_level=False):
-        assert _tag(hit.text) == versions[hit.doc_id], "a search showed another version than the store holds"
-    return versions
-
-
 def test_readers_never_copy_a_write_half_applied(tmp_path: Path, four: Path, minilm_encoder: Any) -> None:
     """A writer process rewrites and deletes documents without pause while this process copies the store again
     and again, as a reader does (each copy at a later commit): every copy opens as a store of its own, passes the
     store's full check (no interrupted write, no orphan node, committed counts equal to what it holds) and holds
     every document whole, at one version. Copying without the commit lock fails this."""
     folder = tmp_path / "s"
-    chosen = _store(folder, four, minilm_encoder)
+    chosen = make_store(folder, four, minilm_encoder)
     query = minilm_encoder.encode_queries("what does this page describe")
     writer = StoreProcess(folder, four)
     commits = CommitLock(folder)
@@ -148,7 +56,7 @@ def test_readers_never_copy_a_write_half_applied(tmp_path: Path, four: Path, min
             try:
                 with LandmarkStore(copy.folder, read_only=True) as reader:
                     assert reader.check() == []
-                    _versions(reader, chosen, query)
+                    versions(reader, chosen, query)
             finally:
                 copy.remove()
             assert not seen or copy.generation > seen[-1]
@@ -170,24 +78,24 @@ def test_a_reader_sees_each_commit_in_order(tmp_path: Path, four: Path, minilm_e
     """A reader opened beside a writer process sees what was committed before it opened; after each commit of the
     writer, its next read sees that commit (it takes a new copy), and nothing between two commits."""
     folder = tmp_path / "s"
-    chosen = _store(folder, four, minilm_encoder)
+    chosen = make_store(folder, four, minilm_encoder)
     names = list(chosen)
     query = minilm_encoder.encode_queries("what does this page describe")
     writer = StoreProcess(folder, four)
     try:
         reader = LandmarkStore(folder, read_only=True)
-        assert _versions(reader, chosen, query) == dict.fromkeys(names, 0)
+        assert versions(reader, chosen, query) == dict.fromkeys(names, 0)
         assert reader.refresh() is False  # nothing committed since the copy
         first = reader.backend.copy_folder
         assert writer.send(op="write", docs=names[:1], tag=1)["written"] > 0
         assert reader.backend.moved()
-        assert _versions(reader, chosen, query) == {names[0]: 1, **dict.fromkeys(names[1:], 0)}
+        assert versions(reader, chosen, query) == {names[0]: 1, **dict.fromkeys(names[1:], 0)}
         assert reader.backend.copy_folder != first and not first.exists()  # the old copy is gone
         assert reader.refresh() is False
         assert writer.send(op="delete", doc=names[0]) == {"deleted": True}
         assert writer.send(op="write", docs=names[1:3], tag=2)["written"] > 0
         assert reader.refresh() is True  # both commits in one new copy
-        assert _versions(reader, chosen, query) == {names[1]: 2, names[2]: 2, names[3]: 0}
+        assert versions(reader, chosen, query) == {names[1]: 2, names[2]: 2, names[3]: 0}
         info = CliRunner().invoke(app, ["info", "--store", str(folder)])  # lmk-rag beside the writer
         assert info.exit_code == 0 and json.loads(info.output)["documents"] == 3, info.output
         assert CliRunner().invoke(app, ["check", "--store", str(folder)]).output.startswith("ok: 3 documents")
@@ -209,10 +117,11 @@ def test_a_reader_sees_each_commit_in_order(tmp_path: Path, four: Path, minilm_e
 
 
 def test_readers_beside_a_reader_and_copies_of_dead_readers(tmp_path: Path, four: Path, minilm_encoder: Any) -> None:
-    """With no writer, the first reader holds the folder and the others read copies; a writer is then refused with
-    what to do; the copy of a reader killed with -9 is removed by the next reader."""
+    """With no writer, the first reader holds the folder and the others read copies; a writer then opens it (the
+    first reader hands it over, and reads a copy from then on); the copy of a reader killed with -9 is removed by
+    the next reader."""
     folder = tmp_path / "s"
-    chosen = _store(folder, four, minilm_encoder)
+    chosen = make_store(folder, four, minilm_encoder)
     first = StoreProcess(folder, four, read_only=True)
     second = StoreProcess(folder, four, read_only=True)
     try:
@@ -222,8 +131,9 @@ def test_readers_beside_a_reader_and_copies_of_dead_readers(tmp_path: Path, four
         dead = Path(where["folder"])
         assert dead.parent == folder / READERS_DIR and dead.is_dir()
         second.kill()
-        with pytest.raises(StoreLockedError, match=r"held by another process.*docs/store\.md"):
-            LandmarkStore(folder)
+        with LandmarkStore(folder) as writer:  # readers never keep a writer out (issue 46)
+            assert writer.backend.name == "qdrant-edge"
+            assert first.send(op="where")["backend"] == "qdrant-edge (reader copy)"
         with LandmarkStore(folder, read_only=True) as reader:
             assert not dead.exists()  # a dead reader's copy is removed
             assert reader.doc_ids() == sorted(chosen) and reader.check() == []
