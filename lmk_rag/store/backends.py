@@ -306,7 +306,7 @@ def open_backend(
     if len(chosen) > 1:
         raise InvalidInputError(f"give only one of path, url, client, location; got {', '.join(chosen)}")
     if path is not None or not (chosen or aclient is not None):
-        server_only = (["collection_name"] if collection_name is not None else []) + options.given()
+        server_only = (["collection_name"] if collection_name is not None else []) + list(options.given())
         if server_only:
             raise InvalidInputError(
                 f"{', '.join(server_only)}: only for qdrant-client backends (url=, client=, aclient= or location=); "

@@ -69,6 +69,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+#: The constructor's option objects, by argument name (a flat option names its object).
+OPTION_GROUPS = (("storage", StorageOptions), ("search", SearchOptions), ("server", ServerOptions))
 
 
 class LandmarkStore:
@@ -166,14 +168,13 @@ class LandmarkStore:
         **unknown: Any,
     ) -> None:
         """Open or create the store (see the class docstring)."""
-        for name, kind in (("storage", StorageOptions), ("search", SearchOptions), ("server", ServerOptions)):
+        for name, kind in OPTION_GROUPS:
             grouped = sorted(set(unknown) & {option.name for option in fields(kind)})
             if grouped:
                 raise TypeError(f"LandmarkStore() takes {', '.join(grouped)} in {name}={kind.__name__}(...), e.g. "
                                 f"{name}={kind.__name__}({grouped[0]}=...)")
         refuse_unknown("LandmarkStore()", unknown, set(inspect.signature(LandmarkStore).parameters) - {"unknown"})
-        for name, given, kind in (("storage", storage, StorageOptions), ("search", search, SearchOptions),
-                                  ("server", server, ServerOptions)):
+        for (name, kind), given in zip(OPTION_GROUPS, (storage, search, server)):
             if given is not None and not isinstance(given, kind):
                 raise InvalidInputError(f"{name} must be a {kind.__name__}, got {given!r}: e.g. "
                                         f"{name}={kind.__name__}(...)")

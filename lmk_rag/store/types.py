@@ -23,6 +23,12 @@ DEFAULT_BATCH_SIZE = 64
 """Points per upsert request (``QdrantVectorStore``'s default)."""
 
 
+def _given(options: Any) -> dict[str, Any]:
+    """An option object's fields that were given (not None), by name."""
+    return {option.name: getattr(options, option.name) for option in fields(options)
+            if getattr(options, option.name) is not None}
+
+
 @dataclass(frozen=True)
 class ServerOptions:
     """How a store on a qdrant-client backend talks to Qdrant, and what a new collection is made with (the names
@@ -49,9 +55,9 @@ class ServerOptions:
     parallel: int | None = None
     max_retries: int | None = None
 
-    def given(self) -> list[str]:
-        """The names of the options that were given (not None)."""
-        return [option.name for option in fields(self) if getattr(self, option.name) is not None]
+    def given(self) -> dict[str, Any]:
+        """The options that were given (not None), by name."""
+        return _given(self)
 
 
 @dataclass(frozen=True)
@@ -100,8 +106,7 @@ class StorageOptions:
 
     def given(self) -> dict[str, Any]:
         """The options that were given (not None), by name."""
-        return {option.name: getattr(self, option.name) for option in fields(self)
-                if getattr(self, option.name) is not None}
+        return _given(self)
 
 
 @dataclass(frozen=True)

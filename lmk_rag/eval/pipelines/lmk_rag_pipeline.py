@@ -20,10 +20,9 @@ from lmk_rag.eval.pipelines.base import IndexStats, PipelineOptions, Ranking, la
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder import LandmarkEncoder
 
-#: Pipeline settings in ``options.encoder`` that go to the store, not the encoder (the storage ones are the
+#: Pipeline settings in ``options.encoder`` that go to the store, not the encoder, besides the storage ones (the
 #: store's :data:`~lmk_rag.store.settings.STORAGE_KEYS`).
-STORE_SETTINGS = ("static_model", "prefetch_limit", "alpha", "oversampling", "exact", "quantization",
-                  "node_quantization", "on_disk", "hnsw_on_disk", "hnsw_m", "ef_construct")
+STORE_SETTINGS = ("static_model", "prefetch_limit", "alpha", "oversampling", "exact")
 #: The ``k`` of a product query, whose prefetch depth every search uses.
 PRODUCT_K = 10
 
@@ -88,7 +87,8 @@ class LmkRagPipeline:
         from lmk_rag.store.types import SearchOptions, StorageOptions
 
         self._encoder = landmark_encoder(
-            self.options, {key: value for key, value in self.options.encoder.items() if key not in STORE_SETTINGS}
+            self.options, {key: value for key, value in self.options.encoder.items()
+                           if key not in STORE_SETTINGS + STORAGE_KEYS}
         )
         result = encode_states_cached(self._encoder, docs, self.options.cache_dir)
         start = time.perf_counter()
