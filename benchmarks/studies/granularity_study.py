@@ -12,7 +12,9 @@ change the dense side only, so BM25 keeps its share ``1 - alpha``:
 - ``coverage a low-high``: alpha chosen per query from the share of the query's terms (by IDF) the best BM25
   node holds: the store's 0.7 when it holds ``high`` or more, rising to ``a`` at ``low`` or less;
 - ``gate``: ``g`` chosen per query from what is known at query time: how far the best candidate's chunk MaxSim
-  stands above its node cosine (a buried passage: far; a node read as a whole: near).
+  stands above its node cosine (a buried passage: far; a node read as a whole: near);
+- ``question a node g``: for a query asked as a question (its text ends with ``?``, a trailing parenthesis aside),
+  dense weight ``a`` and node weight ``g``; every other query keeps ``base``.
 
 Documents rank by their best node. Prints nDCG@10 per variant with the paired difference to ``base`` and writes
 the per-query values::
@@ -21,6 +23,8 @@ the per-query values::
 """
 
 from __future__ import annotations
+
+import re
 
 import common
 import numpy as np
@@ -37,6 +41,8 @@ COVERAGE_GATES = ((0.85, 0.5, 0.8), (0.9, 0.5, 0.8), (0.85, 0.6, 0.9), (0.9, 0.6
 #: The query gate: the node weight falls from ``g`` to 0 as the best candidate's MaxSim - node cosine grows
 #: from ``low`` to ``high``.
 GATES = ((0.5, 0.02, 0.08), (0.5, 0.03, 0.12), (0.75, 0.02, 0.08), (0.75, 0.03, 0.12))
+#: The question gate: (dense weight, node weight) for queries asked as questions.
+QUESTION_GATES = ((0.8, 0.0), (0.85, 0.0), (0.9, 0.0), (0.8, 0.25), (0.85, 0.25), (0.8, 0.5), (0.85, 0.5))
 
 
 class Study:
@@ -103,6 +109,10 @@ class Study:
         for g, low, high in GATES:
             weight = g * float(np.clip((high - gap) / (high - low), 0, 1))
             out[f"gate {g} {low}-{high}"] = mixed((1 - weight) * chunk + weight * node)
+        asked = re.search(r"\?\s*(\([^()]*\))?\s*$", self.corpus.data.query_texts[query]) is not None
+        for alpha, g in QUESTION_GATES:
+            dense = (1 - g) * chunk + g * node
+            out[f"question {alpha} node {g}"] = (alpha * dense + (1 - alpha) * lexical / top_bm25) if asked else base
         return {name: (nodes, values) for name, values in out.items()}
 
 

@@ -13,11 +13,16 @@ rerank in a second call: :class:`~lmk_rag.store.types.QueryPlan`), and the final
 
 ``alpha=1`` ranks by the dense side alone, ``alpha=0`` by BM25 alone over the whole store. See
 docs/decisions.md ("store: BM25 evidence in the final score") for the measurements behind the default.
+
+A query asked as a question (:func:`is_question`) shares fewer words with its answer than a statement does, so
+when no ``alpha`` is given with it, it gives :data:`QUESTION_SHARE` of the BM25 share to the dense side
+(:func:`query_alpha`: 0.7 -> 0.8; docs/decisions.md, "quality: natural questions").
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,6 +31,28 @@ from lmk_rag.store.types import Branch, QueryPlan, Rerank, ScoredPointData, Sear
 
 DEFAULT_ALPHA = 0.7
 """Weight of the dense side in the final score; best mean nDCG@10 over the whole dev sets (docs/decisions.md)."""
+QUESTION_SHARE = 1 / 3
+"""The share of the BM25 weight a question gives to the dense side (:func:`query_alpha`)."""
+_QUESTION = re.compile(r"\?\s*(\([^()]*\))?\s*$")  # ends with "?", a closing parenthesis aside
+
+
+def is_question(text: str | None) -> bool:
+    """Whether a query is asked as a question: its text ends with ``?`` (or with ``?`` and a parenthesis, as in
+    "How do I trap errors? (Exception handling)")."""
+    return text is not None and _QUESTION.search(text) is not None
+
+
+def query_alpha(alpha: float, text: str | None) -> float:
+    """The dense weight one query is ranked with when the caller gives none: the store's ``alpha``, or for a
+    question (:func:`is_question`) ``alpha + (1 - alpha) * QUESTION_SHARE``. ``alpha`` 0 and 1 (one side alone)
+    stay as they are.
+
+    :param alpha: the store's (or the handle's) weight of the dense side.
+    :param text: the query text (None: an encoded query without text, ranked by ``alpha``).
+    """
+    if 0.0 < alpha < 1.0 and is_question(text):
+        return alpha + (1.0 - alpha) * QUESTION_SHARE
+    return alpha
 
 
 def check_alpha(alpha: Any, name: str = "alpha") -> float:

@@ -39,6 +39,7 @@ from lmk_rag.store.query import (
     fuse,
     plan_mmr,
     plan_search,
+    query_alpha,
 )
 from lmk_rag.store.records import scroll
 from lmk_rag.store.settings import Ledger
@@ -123,7 +124,7 @@ class Reader:
             raise InvalidInputError(f"text must be the query's text (a string) or None, got {text!r}")
         rerank = self.default_rerank if rerank is None else check_rerank(rerank)
         prefetch_limit = self._candidates(k, prefetch_limit, "prefetch_limit")
-        alpha = self.alpha if alpha is None else check_alpha(alpha)
+        alpha = query_alpha(self.alpha, text) if alpha is None else check_alpha(alpha)
         if alpha < 1.0 and not self.bm25:
             raise SettingsMismatchError(
                 f"{self.where} was built without BM25 keyword vectors, so it cannot rank by keywords (alpha={alpha} "

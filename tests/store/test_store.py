@@ -13,7 +13,7 @@ import pytest
 
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import FieldCondition, Filter, NodeRecord, SearchOptions
-from lmk_rag.store.query import DEFAULT_ALPHA
+from lmk_rag.store.query import DEFAULT_ALPHA, is_question, query_alpha
 from lmk_rag.store.records import node_point_id
 
 
@@ -100,6 +100,35 @@ def test_alpha_one_ranks_by_maxsim_and_alpha_zero_by_bm25(open_store, doc_record
     assert store.alpha == DEFAULT_ALPHA == store.settings["alpha"]
     expected = {n: DEFAULT_ALPHA * maxsim[n] + (1 - DEFAULT_ALPHA) * bm25[n] / top for n in maxsim}
     np.testing.assert_allclose([h.score for h in fused], [expected[h.node_id] for h in fused], atol=1e-4)
+
+
+def test_a_question_leans_on_the_dense_side(open_store, doc_records, docs) -> None:
+    """A query asked as a question, searched without an alpha, is ranked as with ``query_alpha`` (0.7 -> 0.8); the
+    same words as a statement keep the store's alpha, and an alpha given with the query wins."""
+    store = open_store()
+    _fill(store, doc_records)
+    statement = _first_sentence(docs["page2.txt"]).rstrip(".?! ")
+    question = f"How does {statement[0].lower()}{statement[1:]}?"
+    nodes = sum(len(records) for records in doc_records.values())
+
+    def scores(text: str, **alpha: float) -> list[tuple[str, float]]:
+        return [(h.node_id, round(h.score, 4)) for h in store.search(text, k=nodes, doc_level=False, **alpha)]
+
+    assert query_alpha(DEFAULT_ALPHA, question) == pytest.approx(0.8)
+    assert scores(question) == scores(question, alpha=0.8) != scores(question, alpha=DEFAULT_ALPHA)
+    assert scores(question, alpha=0.5) != scores(question)
+    assert scores(statement) == scores(statement, alpha=DEFAULT_ALPHA) != scores(statement, alpha=0.8)
+
+
+@pytest.mark.parametrize(("text", "asked"), [
+    ("How do I trap errors?", True), ("How can I do an atexit()? (Exception handling)", True),
+    ("What is a closure ? ", True), ("get/set resource limits", False), ("Is $x ? $y : $z the ternary", False),
+    ("How to hack on Perl", False), ("", False), (None, False),
+])
+def test_what_counts_as_a_question(text, asked) -> None:
+    assert is_question(text) is asked
+    assert query_alpha(DEFAULT_ALPHA, text) == (pytest.approx(0.8) if asked else DEFAULT_ALPHA)
+    assert query_alpha(1.0, text) == 1.0 and query_alpha(0.0, text) == 0.0  # one side alone stays alone
 
 
 def test_scores_are_cosine_like_for_long_queries(open_store, doc_records, docs) -> None:
