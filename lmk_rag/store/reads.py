@@ -10,14 +10,14 @@ the hits' payloads are read by id after ranking, under the same read lock (:meth
 The full verification of a store (``lmk-rag check``, :func:`verify`) reads every point: markers against their
 nodes, nodes without a current marker, and every vector (finite, and unit length where the store wrote unit
 vectors); a handle's first search checks a sample of them (:func:`sample_problem`). Opening a store compares its
-committed counts with the engine's (:class:`~lmk_rag.store.settings.Ledger`).
+committed counts with the engine's (:class:`~lmk_rag.store.writes.Ledger`).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,9 +26,8 @@ from lmk_rag.checks import check_count
 from lmk_rag.encoder.types import EncodedText
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import records as rec
-from lmk_rag.store.base import Backend
-from lmk_rag.store.filters import FilterLike, every
-from lmk_rag.store.locks import ReadWriteLock
+from lmk_rag.store.base import Backend, ReadWriteLock
+from lmk_rag.store.filters import FilterLike
 from lmk_rag.store.query import (
     DEFAULT_ALPHA,
     best_hits,
@@ -40,8 +39,7 @@ from lmk_rag.store.query import (
     plan_mmr,
     plan_search,
 )
-from lmk_rag.store.records import scroll
-from lmk_rag.store.settings import Ledger
+from lmk_rag.store.records import every, scroll
 from lmk_rag.store.types import Branch, Hit, NodeRecord, Rerank, ScoredPointData, SearchOptions, StoreMode
 from lmk_rag.store.vectors import QueryVectors, StoreEncoder, check_directions, default_rerank
 
@@ -54,7 +52,8 @@ class Reader:
     :param settings: the store's settings record.
     :param queries: makes a query's vectors for the store's rerank and BM25.
     :param encoder: the store's encoder (built on first use).
-    :param ledger: the committed counts (for :meth:`check`).
+    :param committed: the ``(documents, nodes)`` the store committed, or None where it records none (for
+        :meth:`check`).
     :param mode: the store's mode.
     :param options: this handle's search options (prefetch depth, HNSW ``ef``, oversampling, exact search).
     :param alpha: this handle's weight of the rerank (None: the recorded one).
@@ -62,8 +61,8 @@ class Reader:
     """
 
     def __init__(self, backend: Backend, where: str, settings: dict[str, Any], queries: QueryVectors,
-                 encoder: StoreEncoder, ledger: Ledger, mode: StoreMode, options: SearchOptions,
-                 alpha: float | None, access: ReadWriteLock) -> None:
+                 encoder: StoreEncoder, committed: Callable[[], tuple[int, int] | None], mode: StoreMode,
+                 options: SearchOptions, alpha: float | None, access: ReadWriteLock) -> None:
         """Keep the store's collaborators."""
         self.access = access
         self.backend = backend
@@ -71,7 +70,7 @@ class Reader:
         self.settings = settings
         self.queries = queries
         self.encoder = encoder
-        self.ledger = ledger
+        self.committed = committed
         self.options = options
         self.bm25 = bool(settings.get("bm25"))
         self.alpha = alpha if alpha is not None else float(settings.get("alpha", DEFAULT_ALPHA if self.bm25 else 1.0))
@@ -293,7 +292,7 @@ class Reader:
 
     def check(self) -> list[str]:
         """What is wrong with the store, from a read of every point (see :meth:`LandmarkStore.check`)."""
-        return verify(self.backend, self.ledger.current() if self.ledger.enabled else None)
+        return verify(self.backend, self.committed())
 
 
 #: How far a stored unit vector's norm may drift (float32 storage, cosine normalisation).

@@ -31,7 +31,6 @@ from lmk_rag.store.query import DEFAULT_ALPHA, check_alpha
 from lmk_rag.store.reads import Reader
 from lmk_rag.store.settings import (
     DEFAULT_OVERSAMPLING,
-    Ledger,
     add_payload_indexes,
     check_payload_indexes,
     check_settings,
@@ -62,7 +61,7 @@ from lmk_rag.store.vectors import (
     resolve_mode,
     static_store_encoder,
 )
-from lmk_rag.store.writes import Writer, repair
+from lmk_rag.store.writes import Ledger, Writer, repair
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder
@@ -271,7 +270,7 @@ class LandmarkStore:
             logger.warning("%s: a write was interrupted; the next writer's open finishes or undoes it", where)
         else:
             ledger.verify(fix=not read_only)
-        self._reads = Reader(backend, where, settings, QueryVectors(spec, static_encoder), encoder, ledger,
+        self._reads = Reader(backend, where, settings, QueryVectors(spec, static_encoder), encoder, ledger.current,
                              self.mode, self.search_options, self._alpha, shared.access)
         self._writer = Writer(backend, where, settings, NodeVectors(spec, static_encoder), ledger, encoder, read_only,
                               self.document_batch_size, shared.write_lock, shared.access)
@@ -282,8 +281,9 @@ class LandmarkStore:
 
     @property
     def _reader(self) -> Reader:
-        """The reader, after :meth:`refresh`."""
-        self._opened.refresh()
+        """The reader, after :meth:`refresh` where the store reads a copy (elsewhere it is always current)."""
+        if self._opened.copied:
+            self._opened.refresh()
         return self._reads
 
     def refresh(self) -> bool:
