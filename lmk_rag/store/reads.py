@@ -45,7 +45,9 @@ from lmk_rag.store.vectors import QueryVectors, StoreEncoder, check_directions, 
 
 
 class Reader:
-    """Searches and look-ups of one store (see :class:`~lmk_rag.store.LandmarkStore`, whose methods these are).
+    """Searches and look-ups of one store: :class:`~lmk_rag.store.LandmarkStore`'s methods, on the arguments the
+    store has checked and resolved (its public methods document them; :meth:`rerank`, :meth:`weight` and
+    :meth:`candidates` resolve a search's defaults).
 
     :param backend: the store's backend.
     :param where: the store, for messages.
@@ -78,51 +80,34 @@ class Reader:
         self.dim = int(settings["encoder"]["dim"])
         self._sampled = False  # whether this handle has sampled the stored vectors (:meth:`_check_sample`)
 
-    def search(
-        self,
-        query: str,
-        k: int = 10,
-        rerank: Rerank | str | None = None,
-        filter: FilterLike = None,
-        doc_level: bool = True,
-        alpha: float | None = None,
-    ) -> list[Hit]:
-        """A text query, encoded once, searched in two stages (see :meth:`LandmarkStore.search`)."""
-        rerank = self.default_rerank if rerank is None else check_rerank(rerank)
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("query must be a non-empty string")
+    def rerank(self, given: Rerank | str | None) -> Rerank:
+        """A search's rerank: the store's default for None, else ``given`` checked."""
+        return self.default_rerank if given is None else check_rerank(given)
+
+    def weight(self, given: float | None) -> float:
+        """A search's weight of the rerank: this handle's for None, else ``given`` checked."""
+        return self.alpha if given is None else check_alpha(given)
+
+    def candidates(self, k: Any, given: Any, name: str) -> int:
+        """Check ``k`` and return how many candidates a search takes: ``given`` (checked, named ``name``), else the
+        store's ``prefetch_limit``, at least ``4 * k``."""
+        check_count("k", k)
+        return max(self.options.prefetch_limit, 4 * k) if given is None else check_count(name, given)
+
+    def search(self, query: str, k: int, prefetch_limit: int, rerank: Rerank, filter: FilterLike, doc_level: bool,
+               alpha: float) -> list[Hit]:
+        """A checked text query, encoded once and searched by :meth:`search_encoded`."""
         static_query = self.queries.static_query(query) if rerank == Rerank.STATIC else None
         with self.encoder.lock:
             encoded = self.encoder.get().encode_queries(query)
-        return self.search_encoded(encoded, k=k, rerank=rerank, filter=filter,
-                                   doc_level=doc_level, static_query=static_query, text=query, alpha=alpha)
+        return self.search_encoded(encoded, k, prefetch_limit, rerank, filter, doc_level, static_query, query, alpha)
 
-    def search_encoded(
-        self,
-        query: Any,
-        k: int = 10,
-        rerank: Rerank | str | None = None,
-        filter: FilterLike = None,
-        doc_level: bool = True,
-        static_query: np.ndarray | None = None,
-        text: str | None = None,
-        alpha: float | None = None,
-        prefetch_limit: int | None = None,
-    ) -> list[Hit]:
-        """An encoded query's fused search: one Query API call (on Edge, its BM25 search first) and, where this
-        process is the store's only writer, the look-up of its hits' payloads (:meth:`_read_hits`): its only
-        engine calls once this handle has sampled the stored vectors (see :meth:`LandmarkStore.search_encoded`)."""
+    def search_encoded(self, query: Any, k: int, prefetch_limit: int, rerank: Rerank, filter: FilterLike,
+                       doc_level: bool, static_query: np.ndarray | None, text: str | None, alpha: float) -> list[Hit]:
+        """A checked encoded query's fused search: one Query API call (on Edge, its BM25 search first) and, where
+        this process is the store's only writer, the look-up of its hits' payloads (:meth:`_read_hits`): its only
+        engine calls once this handle has sampled the stored vectors."""
         self._check_sample()
-        if not (hasattr(query, "vector") and hasattr(query, "chunk_vectors")):
-            raise InvalidInputError(
-                f"search_encoded takes an encoded query (store.encoder.encode_queries(text)), got {query!r}; "
-                "search a text with search()"
-            )
-        if text is not None and not isinstance(text, str):
-            raise InvalidInputError(f"text must be the query's text (a string) or None, got {text!r}")
-        rerank = self.default_rerank if rerank is None else check_rerank(rerank)
-        prefetch_limit = self._candidates(k, prefetch_limit, "prefetch_limit")
-        alpha = self.alpha if alpha is None else check_alpha(alpha)
         if alpha < 1.0 and not self.bm25:
             raise SettingsMismatchError(
                 f"{self.where} was built without BM25 keyword vectors, so it cannot rank by keywords (alpha={alpha} "
@@ -187,13 +172,12 @@ class Reader:
         """:meth:`_nodes_filter` for a search by vector (:func:`~lmk_rag.store.records.searched_filter`)."""
         return rec.searched_filter(self.backend, filter)
 
-    def search_vector(
-        self, vector: Sequence[float] | np.ndarray, k: int = 10, filter: FilterLike = None, doc_level: bool = True
-    ) -> list[Hit]:
-        """The nodes nearest to a query vector, by cosine (see :meth:`LandmarkStore.search_vector`)."""
+    def search_vector(self, vector: Sequence[float] | np.ndarray, k: int, prefetch_limit: int, filter: FilterLike,
+                      doc_level: bool, alpha: float) -> list[Hit]:
+        """The nodes nearest to a query vector, by cosine alone (:meth:`search_encoded` without a rerank or BM25)."""
         vector = np.asarray(vector, dtype=np.float32)
         encoded = EncodedText(vector=vector, chunk_vectors=vector.reshape(1, -1), spans=[(0, 0)])
-        return self.search_encoded(encoded, k=k, rerank=Rerank.NONE, filter=filter, doc_level=doc_level)
+        return self.search_encoded(encoded, k, prefetch_limit, Rerank.NONE, filter, doc_level, None, None, alpha)
 
     def _check_sample(self) -> None:
         """Before this handle's first search, look for damaged vectors in a sample of the stored nodes
@@ -211,23 +195,10 @@ class Reader:
             )
         self._sampled = True
 
-    def _candidates(self, k: Any, given: Any, name: str) -> int:
-        """Check ``k`` and return how many candidates a search takes: ``given`` (checked, named ``name``), else the
-        store's ``prefetch_limit``, at least ``4 * k``."""
-        check_count("k", k)
-        return max(self.options.prefetch_limit, 4 * k) if given is None else check_count(name, given)
-
-    def search_mmr(
-        self,
-        query: str | np.ndarray,
-        k: int = 10,
-        lambda_: float = 0.5,
-        filter: FilterLike = None,
-        candidates: int | None = None,
-    ) -> list[Hit]:
-        """Diverse results by maximal marginal relevance (see :meth:`LandmarkStore.search_mmr`)."""
+    def search_mmr(self, query: str | np.ndarray, k: int, lambda_: float, filter: FilterLike,
+                   candidates: int) -> list[Hit]:
+        """Diverse results by maximal marginal relevance, from ``candidates`` nearest nodes."""
         self._check_sample()
-        candidates = self._candidates(k, candidates, "candidates")
         if isinstance(query, str):
             if not query.strip():
                 raise InvalidInputError("query must be a non-empty string")
@@ -251,37 +222,37 @@ class Reader:
         (shown,) = rec.latest([picked])
         return [rec.hit_from_point(point, point.score) for point in shown]
 
-    def get_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> list[NodeRecord]:
-        """Nodes by id and/or metadata filter, with their vectors (see :meth:`LandmarkStore.get_nodes`)."""
+    def get_nodes(self, node_ids: Sequence[str] | None, filter: FilterLike) -> list[NodeRecord]:
+        """Nodes by id and/or metadata filter, with their vectors."""
         wanted = self._nodes_filter(filter, node_ids)
         with self.access.reading():
             (points,) = rec.latest([list(rec.scroll(self.backend, wanted, with_vectors=True))])
         return [rec.record_from_point(p) for p in points]
 
     def doc_ids(self) -> list[str]:
-        """The stored documents' ids, sorted (see :meth:`LandmarkStore.doc_ids`)."""
+        """The stored documents' ids, sorted."""
         return sorted(self.documents())
 
     def documents(self) -> dict[str, dict[str, Any]]:
-        """Every stored document's metadata, by doc id (see :meth:`LandmarkStore.documents`)."""
+        """Every stored document's metadata, by doc id."""
         markers = rec.scroll(self.backend, rec.documents_filter(self.backend), False)
         return {m.payload["doc_id"]: m.payload.get("meta") or {} for m in markers}
 
     def sources(self) -> dict[str, str]:
-        """The file each document was read from, by doc id (see :meth:`LandmarkStore.sources`)."""
+        """The file each document was read from, by doc id."""
         markers = rec.scroll(self.backend, rec.documents_filter(self.backend), False)
         return {m.payload["doc_id"]: m.payload["source"] for m in markers if isinstance(m.payload.get("source"), str)}
 
     def count(self) -> int:
-        """The number of stored nodes (see :meth:`LandmarkStore.count`)."""
+        """The number of stored nodes."""
         return self.backend.count(rec.nodes_filter(self.backend, None))
 
     def count_documents(self) -> int:
-        """The number of stored documents (see :meth:`LandmarkStore.count_documents`)."""
+        """The number of stored documents."""
         return self.backend.count(rec.documents_filter(self.backend))
 
     def info(self) -> dict[str, Any]:
-        """Where the store is, its counts and recorded settings (see :meth:`LandmarkStore.info`)."""
+        """Where the store is, its counts and recorded settings."""
         return {
             "backend": self.backend.name,
             "location": self.where,
@@ -291,7 +262,7 @@ class Reader:
         }
 
     def check(self) -> list[str]:
-        """What is wrong with the store, from a read of every point (see :meth:`LandmarkStore.check`)."""
+        """What is wrong with the store, from a read of every point."""
         return verify(self.backend, self.committed())
 
 

@@ -36,7 +36,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from lmk_rag.checks import check_count
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, StoreReadOnlyError
 from lmk_rag.store import records as rec
 from lmk_rag.store.base import Backend, ReadWriteLock
@@ -45,7 +44,6 @@ from lmk_rag.store.documents import (
     DocumentWrite,
     check_doc_id,
     check_documents,
-    check_on_ack,
     check_records,
     check_sources,
     clean_metadata,
@@ -75,7 +73,8 @@ def serialised(method: Callable[..., T]) -> Callable[..., T]:
 
 
 class Writer:
-    """Writes and deletes of one store (see :class:`~lmk_rag.store.LandmarkStore`, whose methods these are).
+    """Writes and deletes of one store: :class:`~lmk_rag.store.LandmarkStore`'s methods, on the arguments the store
+    has checked and resolved (its public methods document them).
 
     :param backend: the store's backend.
     :param where: the store, for messages.
@@ -84,14 +83,12 @@ class Writer:
     :param ledger: records what each change commits.
     :param encoder: the store's encoder (built on first use).
     :param read_only: refuse every change.
-    :param document_batch_size: documents encoded and written per batch by :meth:`add_documents`.
     :param lock: serialises the writes of every thread and handle of the store.
     :param access: keeps a write's engine calls apart from every search's, between threads.
     """
 
     def __init__(self, backend: Backend, where: str, settings: dict[str, Any], vectors: NodeVectors, ledger: Ledger,
-                 encoder: StoreEncoder, read_only: bool, document_batch_size: int, lock: threading.RLock,
-                 access: ReadWriteLock) -> None:
+                 encoder: StoreEncoder, read_only: bool, lock: threading.RLock, access: ReadWriteLock) -> None:
         """Keep the store's collaborators."""
         self.backend = backend
         self.where = where
@@ -100,30 +97,17 @@ class Writer:
         self.ledger = ledger
         self.encoder = encoder
         self.read_only = read_only
-        self.document_batch_size = document_batch_size
         self.lock = lock
         self.access = access
 
     @serialised
-    def add_documents(
-        self,
-        documents: Iterable[Document],
-        document_batch_size: int | None = None,
-        show_progress_bar: bool | None = None,
-        on_ack: Callable[[list[str]], None] | None = None,
-        skip_unchanged: bool = True,
-        sources: Mapping[str, str] | None = None,
-    ) -> int:
-        """Encode, cut and write documents in batches, each durable before the next (see
-        :meth:`LandmarkStore.add_documents`).
-
-        :return: the number of nodes written.
-        """
+    def add_documents(self, documents: Iterable[Document], batch_size: int, show_progress_bar: bool | None,
+                      on_ack: Callable[[list[str]], None] | None, skip_unchanged: bool,
+                      sources: Mapping[str, str] | None) -> int:
+        """Encode, cut and write documents, ``batch_size`` a batch, each durable before the next; the number of nodes
+        written."""
         from tqdm.auto import tqdm
 
-        batch_size = (self.document_batch_size if document_batch_size is None
-                      else check_count("document_batch_size", document_batch_size))
-        check_on_ack(on_ack)
         docs = check_documents(documents)
         sources = check_sources(sources, docs)
         hashes, found, changes = self._plan(docs)
@@ -170,19 +154,16 @@ class Writer:
         return hashes, found, changes
 
     @serialised
-    def upsert_nodes(self, doc_id: str, records: Sequence[NodeRecord], metadata: dict[str, Any] | None = None) -> int:
-        """Write pre-encoded nodes as the new version of a document (see :meth:`LandmarkStore.upsert_nodes`)."""
+    def upsert_nodes(self, doc_id: str, records: Sequence[NodeRecord], metadata: dict[str, Any] | None) -> int:
+        """Write pre-encoded nodes as the new version of a document."""
         records = check_records(doc_id, list(records))
         kept = dict(records[0].metadata) if metadata is None else clean_metadata(metadata, f"document {doc_id!r}")
         return self._write([DocumentWrite(doc_id, records, kept)])
 
     @serialised
     def add_nodes(self, records: Sequence[NodeRecord]) -> int:
-        """Write pre-encoded nodes into their documents, keeping the documents' other nodes (see
-        :meth:`LandmarkStore.add_nodes`).
-
-        :return: the number of nodes written, kept nodes included.
-        """
+        """Write pre-encoded nodes into their documents, keeping the documents' other nodes; the number of nodes
+        written, kept nodes included."""
         if isinstance(records, (str, bytes)) or not isinstance(records, Sequence) or not all(
                 isinstance(record, NodeRecord) for record in records):
             raise InvalidInputError(f"records must be a list of NodeRecord, got {records!r:.80}")
@@ -207,7 +188,7 @@ class Writer:
             elif stored.doc_id in incoming:
                 kept[stored.doc_id][stored.node_id] = stored
         if moved:
-            self.delete_nodes(node_ids=moved)
+            self.delete_nodes(moved, None)
         writes = []
         for doc_id, arriving in incoming.items():
             merged = check_records(doc_id, list({**kept[doc_id], **arriving}.values()))
@@ -215,20 +196,12 @@ class Writer:
         return self._write(writes)
 
     @serialised
-    def upsert_documents(
-        self,
-        documents: Iterable[tuple[str, Sequence[NodeRecord]]],
-        document_batch_size: int = 64,
-        on_ack: Callable[[list[str]], None] | None = None,
-    ) -> int:
-        """Write many pre-encoded documents, ``document_batch_size`` per write (see
-        :meth:`LandmarkStore.upsert_documents`).
+    def upsert_documents(self, documents: Iterable[tuple[str, Sequence[NodeRecord]]], batch_size: int,
+                         on_ack: Callable[[list[str]], None] | None) -> int:
+        """Write many pre-encoded documents, ``batch_size`` per write; the number of nodes written.
 
-        :return: the number of nodes written.
         :raises InvalidInputError: for bad records, or a doc id given twice.
         """
-        check_count("document_batch_size", document_batch_size)
-        check_on_ack(on_ack)
         total, batch, seen = 0, [], set()
         for doc_id, records in documents:
             records = check_records(doc_id, list(records))
@@ -236,7 +209,7 @@ class Writer:
                 raise InvalidInputError(f"doc_id {doc_id!r} is given twice in one call; give each document once")
             seen.add(doc_id)
             batch.append(DocumentWrite(doc_id, records, dict(records[0].metadata)))
-            if len(batch) == document_batch_size:
+            if len(batch) == batch_size:
                 total, batch = total + self._write(batch, on_ack=on_ack), []
         return total + (self._write(batch, on_ack=on_ack) if batch else 0)
 
@@ -271,7 +244,7 @@ class Writer:
 
     @serialised
     def delete_document(self, doc_id: str) -> bool:
-        """Delete a document and its nodes (see :meth:`LandmarkStore.delete_document`)."""
+        """Delete a document and its nodes; whether it existed."""
         check_doc_id(doc_id)
         self._check_writable()
         marker = rec.markers(self.backend, [doc_id]).get(doc_id)
@@ -283,8 +256,8 @@ class Writer:
         return True
 
     @serialised
-    def delete_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> int:
-        """Delete nodes by id and/or metadata filter (see :meth:`LandmarkStore.delete_nodes`)."""
+    def delete_nodes(self, node_ids: Sequence[str] | None, filter: FilterLike) -> int:
+        """Delete nodes by id and/or metadata filter; the number deleted."""
         if node_ids is None and filter is None:
             deleted = self.backend.count(rec.nodes_filter(self.backend, None))
             self.clear()
