@@ -29,14 +29,13 @@ from lmk_rag.errors import (
     StoreNotFoundError,
     needs_extra,
 )
-from lmk_rag.store.base import Backend
+from lmk_rag.store.base import Backend, ReadWriteLock
 from lmk_rag.store.locks import (
     AVAILABLE,
     CONCURRENCY_DOCS,
     HANDOVER_POLL,
     LOCK_FILE,
     CommitLock,
-    ReadWriteLock,
     await_handover,
     clear_holder,
     folder_lock,
@@ -48,7 +47,7 @@ from lmk_rag.store.types import DEFAULT_COLLECTION, ServerOptions
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.store.copied import CopiedBackend
-    from lmk_rag.store.settings import Ledger
+    from lmk_rag.store.writes import Ledger
 
 DEFAULT_PATH = "./lmk_store"
 logger = logging.getLogger(__name__)
@@ -86,7 +85,7 @@ class SharedBackend:
     handover: Handover | None = None
 
     def __post_init__(self) -> None:
-        self.access = ReadWriteLock(self.commits)
+        self.access = ReadWriteLock(None if self.commits is None else self.commits.exclusive)
 
     def changing(self) -> contextlib.AbstractContextManager[None]:
         """The commit lock held alone (nothing without one): opening a store to write, which may repair it."""
@@ -109,6 +108,8 @@ class OpenedBackend:
         self.shared = shared
         self.where = shared.where
         self.writes = writes
+        #: whether the backend is a reader's copy, which :meth:`refresh` takes again (fixed when it is opened).
+        self.copied = shared.backend.copied
         self._closed = False
 
     @property
@@ -233,7 +234,7 @@ class Handover:
         with shared.access.writing(), _SHARED_LOCK:  # after this process's calls in flight
             held = backend.leave(fresh) if self._may() else None
             if held is not None:
-                commits, shared.commits, shared.access.commits = shared.commits, None, None
+                commits, shared.commits, shared.access.exclusive = shared.commits, None, None
         if held is None:  # a writer's handle opened here meanwhile, or the store is closing
             fresh.edge.close()
             if fresh.copy is not None:

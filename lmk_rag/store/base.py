@@ -1,15 +1,19 @@
-"""The interface every store backend implements (Qdrant Edge in-process, qdrant-client local or server).
+"""The interface every store backend implements (Qdrant Edge in-process, qdrant-client local or server), and the
+two guards the store's calls into a backend go through.
 
 The :class:`~lmk_rag.store.store.LandmarkStore` facade owns the data layout, versions and search
-logic; a backend only moves backend-neutral points and plans in and out of one Qdrant flavour.
+logic; a backend only moves backend-neutral points and plans in and out of one Qdrant flavour. Around its calls,
+:class:`Guarded` turns each engine call's failures into typed errors, and :class:`ReadWriteLock` keeps a search's
+engine calls apart from a write's between the threads of one process.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -33,6 +37,9 @@ class Backend(ABC):
     #: the cluster settings given for a new collection (``shard_number``, ``replication_factor``,
     #: ``write_consistency_factor``; only those given): recorded with the store's settings, checked on reopen.
     cluster: Mapping[str, int] = MappingProxyType({})
+    #: whether this backend reads a copy of a folder another process holds, taken again when that process commits
+    #: (:meth:`~lmk_rag.store.backends.OpenedBackend.refresh`).
+    copied: bool = False
 
     @property
     @abstractmethod
@@ -153,3 +160,50 @@ class Guarded:
                 raise typed from error
 
         return guarded
+
+
+class ReadWriteLock:
+    """Many readers or one writer at a time (a writer waiting goes before new readers), between the threads of
+    one process: a reader's engine calls (query, visibility, payloads) see one state of the store, never a write
+    half applied.
+
+    :param exclusive: takes the folder's commit lock alone
+        (:meth:`~lmk_rag.store.locks.CommitLock.exclusive`), held while writing so that a reader in another process
+        never copies a write half applied (None: no folder, or this process reads a copy).
+    """
+
+    def __init__(self, exclusive: Callable[[], contextlib.AbstractContextManager[Any]] | None = None) -> None:
+        self.exclusive = exclusive
+        self._condition = threading.Condition()
+        self._readers = 0
+        self._writing = False
+        self._waiting = 0
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Hold the lock shared."""
+        with self._condition:
+            self._condition.wait_for(lambda: not self._writing and not self._waiting)
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._readers -= 1
+                self._condition.notify_all()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the lock alone."""
+        with self._condition:
+            self._waiting += 1
+            self._condition.wait_for(lambda: not self._writing and not self._readers)
+            self._waiting -= 1
+            self._writing = True
+        try:
+            with contextlib.nullcontext() if self.exclusive is None else self.exclusive():
+                yield
+        finally:
+            with self._condition:
+                self._writing = False
+                self._condition.notify_all()

@@ -37,10 +37,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from lmk_rag.errors import StoreReadOnlyError
-from lmk_rag.store.base import Backend, IndexKind
+from lmk_rag.store.base import Backend, IndexKind, ReadWriteLock
 from lmk_rag.store.edge import SETTINGS_FILE, SHARD_DIR, EdgeBackend, require_space, shard_bytes
 from lmk_rag.store.filters import ConditionBuilder
-from lmk_rag.store.locks import CommitLock, ReadWriteLock, fcntl
+from lmk_rag.store.locks import CommitLock, fcntl
 from lmk_rag.store.types import CollectionSpec, PointData, QueryPlan, ScoredPointData
 
 READERS_DIR = ".lmk_rag.readers"
@@ -230,6 +230,7 @@ class CopiedBackend(Backend):
 
     single_writer = True
     ordered_upserts = True
+    copied = True
 
     def __init__(self, folder: Path, commits: CommitLock, batch_size: int, held: EdgeBackend | None = None) -> None:
         """Take the first copy and open it (or read the held shard)."""

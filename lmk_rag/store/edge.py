@@ -332,7 +332,7 @@ class EdgeBackend(Backend):
         prefetches) or, for a plan with a plain search, two, so that its sparse search runs once: the plain search
         first (ids and scores), then the scorers, whose prefetch takes its points by id instead of searching BM25
         again. Both calls see one state of the shard: this process is its only writer, and the store holds its
-        read lock across them (:meth:`~lmk_rag.store.locks.ReadWriteLock.reading`)."""
+        read lock across them (:meth:`~lmk_rag.store.base.ReadWriteLock.reading`)."""
         searched = None if plan.search is None else self.shard.query(_plain_search(plan))
         requests = [self._request(plan, scorer, searched) for scorer in plan.scorers]
         if len(requests) == 1:

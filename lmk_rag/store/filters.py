@@ -33,7 +33,8 @@ OPERATORS: tuple[str, ...] = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte",
 STRING_OPERATORS = ("text", "substring", "substring_any_case")
 RESERVED_KEYS = frozenset({"doc_id", "node_id"})
 META_PREFIX = "meta."
-#: The payload key of a node's lower-cased copy of its metadata's strings (see :func:`lowered`).
+#: The payload key of a node's lower-cased copy of its metadata's strings (see
+#: :func:`~lmk_rag.store.records.lowered`).
 LOWER_KEY = "meta_lower"
 LOWER_PREFIX = LOWER_KEY + "."
 #: Characters a metadata key may not hold: the path syntax's (``.`` nests, ``[]`` indexes) and what its quoting
@@ -166,11 +167,6 @@ class ConditionBuilder(Protocol):
         """A native filter from native conditions."""
 
 
-def every(builder: ConditionBuilder, *conditions: Any, but_not: Sequence[Any] = ()) -> Any:
-    """The native filter of the points matching every one of ``conditions`` and none of ``but_not``."""
-    return builder.combine(list(conditions), [], list(but_not))
-
-
 def payload_key(key: str) -> str:
     """Map a filter key to its payload path: the store's own fields stay, metadata keys go under ``meta.``, each
     dotted part quoted (``my key.sub[]`` -> ``meta."my key"."sub"[]``), so a key of any characters but
@@ -192,29 +188,6 @@ def payload_key(key: str) -> str:
             f"{' or '.join(map(repr, PATH_CHARS))}, '[]' after a list of dicts"
         )
     return META_PREFIX + ".".join(f'"{part["name"]}"{part["index"]}' for part in parts if part)
-
-
-def lowered(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """The lower-cased copy of a metadata dict's strings that ``substring_any_case`` searches (stored on every node
-    as ``meta_lower``): strings lower-cased, dicts and lists kept for the strings they hold (lists keep their
-    positions, None elsewhere), everything else left out.
-
-    :param metadata: a node's metadata.
-    :return: the copy (empty when the metadata holds no string).
-    """
-
-    def lower(value: Any) -> Any:
-        if isinstance(value, str):
-            return value.lower()
-        if isinstance(value, Mapping):
-            kept = {key: lower(item) for key, item in value.items()}
-            return {key: item for key, item in kept.items() if item is not None} or None
-        if isinstance(value, (list, tuple)):  # positions kept (None elsewhere): an index in a key names the same item
-            items = [lower(item) for item in value]
-            return items if any(item is not None for item in items) else None
-        return None
-
-    return lower(metadata) or {}
 
 
 def uses_operator(value: FilterLike, op: str) -> bool:

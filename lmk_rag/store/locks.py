@@ -1,6 +1,5 @@
-"""The locks of a store folder: the lock file of the process holding it, the commit lock and counter other
-processes copy it under, and the read-write lock that keeps a search's engine calls apart from a write's between
-the threads of one process.
+"""The locks of a store folder between processes: the lock file of the process holding it, and the commit lock and
+counter other processes copy it under.
 
 A folder is held by one process at a time (``lmk_rag.lock``, :func:`acquire_lock`): the one that writes, or the
 first reader until a writer asks for it. The holder records its pid and whether it writes in ``.lmk_rag.holder``
@@ -12,8 +11,8 @@ lock, ``flock``, :class:`CommitLock`) around every change of the folder's files:
 or delete with its settings record, optimizing, closing. A reader in another process takes it shared while it copies
 the files (:mod:`~lmk_rag.store.copied`), so the copy is of one committed state, never of a change half applied.
 When a change ends the holder adds one to the counter in the file; a reader whose copy is older sees the counter
-move. Between threads, :class:`ReadWriteLock` lets many searches or one write run engine calls; a writer's also
-holds the commit lock.
+move. Between threads, :class:`~lmk_rag.store.base.ReadWriteLock` lets many searches or one write run engine calls;
+a writer's also holds the commit lock.
 
 POSIX only (``fcntl``); elsewhere :data:`AVAILABLE` is False and other processes cannot read a held folder.
 """
@@ -303,49 +302,3 @@ class CommitLock:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
-
-
-class ReadWriteLock:
-    """Many readers or one writer at a time (a writer waiting goes before new readers), between the threads of
-    one process: a reader's engine calls (query, visibility, payloads) see one state of the store, never a write
-    half applied.
-
-    :param commits: the folder's commit lock, also held alone while writing (None: none, or this process reads a
-        copy), so that a reader in another process never copies a write half applied.
-    """
-
-    def __init__(self, commits: CommitLock | None = None) -> None:
-        self.commits = commits
-        self._condition = threading.Condition()
-        self._readers = 0
-        self._writing = False
-        self._waiting = 0
-
-    @contextlib.contextmanager
-    def reading(self) -> Iterator[None]:
-        """Hold the lock shared."""
-        with self._condition:
-            self._condition.wait_for(lambda: not self._writing and not self._waiting)
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._condition:
-                self._readers -= 1
-                self._condition.notify_all()
-
-    @contextlib.contextmanager
-    def writing(self) -> Iterator[None]:
-        """Hold the lock alone."""
-        with self._condition:
-            self._waiting += 1
-            self._condition.wait_for(lambda: not self._writing and not self._readers)
-            self._waiting -= 1
-            self._writing = True
-        try:
-            with contextlib.nullcontext() if self.commits is None else self.commits.exclusive():
-                yield
-        finally:
-            with self._condition:
-                self._writing = False
-                self._condition.notify_all()

@@ -10,14 +10,14 @@ the hits' payloads are read by id after ranking, under the same read lock (:meth
 The full verification of a store (``lmk-rag check``, :func:`verify`) reads every point: markers against their
 nodes, nodes without a current marker, and every vector (finite, and unit length where the store wrote unit
 vectors); a handle's first search checks a sample of them (:func:`sample_problem`). Opening a store compares its
-committed counts with the engine's (:class:`~lmk_rag.store.settings.Ledger`).
+committed counts with the engine's (:class:`~lmk_rag.store.writes.Ledger`).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,9 +26,8 @@ from lmk_rag.checks import check_count
 from lmk_rag.encoder.types import EncodedText
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import records as rec
-from lmk_rag.store.base import Backend
-from lmk_rag.store.filters import FilterLike, every
-from lmk_rag.store.locks import ReadWriteLock
+from lmk_rag.store.base import Backend, ReadWriteLock
+from lmk_rag.store.filters import FilterLike
 from lmk_rag.store.query import (
     DEFAULT_ALPHA,
     best_hits,
@@ -41,21 +40,23 @@ from lmk_rag.store.query import (
     plan_search,
     query_alpha,
 )
-from lmk_rag.store.records import scroll
-from lmk_rag.store.settings import Ledger
+from lmk_rag.store.records import every, scroll
 from lmk_rag.store.types import Branch, Hit, NodeRecord, Rerank, ScoredPointData, SearchOptions, StoreMode
 from lmk_rag.store.vectors import QueryVectors, StoreEncoder, check_directions, default_rerank
 
 
 class Reader:
-    """Searches and look-ups of one store (see :class:`~lmk_rag.store.LandmarkStore`, whose methods these are).
+    """Searches and look-ups of one store: :class:`~lmk_rag.store.LandmarkStore`'s methods, on the arguments the
+    store has checked and resolved (its public methods document them; :meth:`rerank`, :meth:`weight` and
+    :meth:`candidates` resolve a search's defaults).
 
     :param backend: the store's backend.
     :param where: the store, for messages.
     :param settings: the store's settings record.
     :param queries: makes a query's vectors for the store's rerank and BM25.
     :param encoder: the store's encoder (built on first use).
-    :param ledger: the committed counts (for :meth:`check`).
+    :param committed: the ``(documents, nodes)`` the store committed, or None where it records none (for
+        :meth:`check`).
     :param mode: the store's mode.
     :param options: this handle's search options (prefetch depth, HNSW ``ef``, oversampling, exact search).
     :param alpha: this handle's weight of the rerank (None: the recorded one).
@@ -63,8 +64,8 @@ class Reader:
     """
 
     def __init__(self, backend: Backend, where: str, settings: dict[str, Any], queries: QueryVectors,
-                 encoder: StoreEncoder, ledger: Ledger, mode: StoreMode, options: SearchOptions,
-                 alpha: float | None, access: ReadWriteLock) -> None:
+                 encoder: StoreEncoder, committed: Callable[[], tuple[int, int] | None], mode: StoreMode,
+                 options: SearchOptions, alpha: float | None, access: ReadWriteLock) -> None:
         """Keep the store's collaborators."""
         self.access = access
         self.backend = backend
@@ -72,7 +73,7 @@ class Reader:
         self.settings = settings
         self.queries = queries
         self.encoder = encoder
-        self.ledger = ledger
+        self.committed = committed
         self.options = options
         self.bm25 = bool(settings.get("bm25"))
         self.alpha = alpha if alpha is not None else float(settings.get("alpha", DEFAULT_ALPHA if self.bm25 else 1.0))
@@ -80,51 +81,35 @@ class Reader:
         self.dim = int(settings["encoder"]["dim"])
         self._sampled = False  # whether this handle has sampled the stored vectors (:meth:`_check_sample`)
 
-    def search(
-        self,
-        query: str,
-        k: int = 10,
-        rerank: Rerank | str | None = None,
-        filter: FilterLike = None,
-        doc_level: bool = True,
-        alpha: float | None = None,
-    ) -> list[Hit]:
-        """A text query, encoded once, searched in two stages (see :meth:`LandmarkStore.search`)."""
-        rerank = self.default_rerank if rerank is None else check_rerank(rerank)
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("query must be a non-empty string")
+    def rerank(self, given: Rerank | str | None) -> Rerank:
+        """A search's rerank: the store's default for None, else ``given`` checked."""
+        return self.default_rerank if given is None else check_rerank(given)
+
+    def weight(self, given: float | None, text: str | None) -> float:
+        """A search's weight of the rerank: ``given`` checked, else this handle's for the query ``text``
+        (:func:`~lmk_rag.store.query.query_alpha`: a question leans on the dense side)."""
+        return query_alpha(self.alpha, text) if given is None else check_alpha(given)
+
+    def candidates(self, k: Any, given: Any, name: str) -> int:
+        """Check ``k`` and return how many candidates a search takes: ``given`` (checked, named ``name``), else the
+        store's ``prefetch_limit``, at least ``4 * k``."""
+        check_count("k", k)
+        return max(self.options.prefetch_limit, 4 * k) if given is None else check_count(name, given)
+
+    def search(self, query: str, k: int, prefetch_limit: int, rerank: Rerank, filter: FilterLike, doc_level: bool,
+               alpha: float) -> list[Hit]:
+        """A checked text query, encoded once and searched by :meth:`search_encoded`."""
         static_query = self.queries.static_query(query) if rerank == Rerank.STATIC else None
         with self.encoder.lock:
             encoded = self.encoder.get().encode_queries(query)
-        return self.search_encoded(encoded, k=k, rerank=rerank, filter=filter,
-                                   doc_level=doc_level, static_query=static_query, text=query, alpha=alpha)
+        return self.search_encoded(encoded, k, prefetch_limit, rerank, filter, doc_level, static_query, query, alpha)
 
-    def search_encoded(
-        self,
-        query: Any,
-        k: int = 10,
-        rerank: Rerank | str | None = None,
-        filter: FilterLike = None,
-        doc_level: bool = True,
-        static_query: np.ndarray | None = None,
-        text: str | None = None,
-        alpha: float | None = None,
-        prefetch_limit: int | None = None,
-    ) -> list[Hit]:
-        """An encoded query's fused search: one Query API call (on Edge, its BM25 search first) and, where this
-        process is the store's only writer, the look-up of its hits' payloads (:meth:`_read_hits`): its only
-        engine calls once this handle has sampled the stored vectors (see :meth:`LandmarkStore.search_encoded`)."""
+    def search_encoded(self, query: Any, k: int, prefetch_limit: int, rerank: Rerank, filter: FilterLike,
+                       doc_level: bool, static_query: np.ndarray | None, text: str | None, alpha: float) -> list[Hit]:
+        """A checked encoded query's fused search: one Query API call (on Edge, its BM25 search first) and, where
+        this process is the store's only writer, the look-up of its hits' payloads (:meth:`_read_hits`): its only
+        engine calls once this handle has sampled the stored vectors."""
         self._check_sample()
-        if not (hasattr(query, "vector") and hasattr(query, "chunk_vectors")):
-            raise InvalidInputError(
-                f"search_encoded takes an encoded query (store.encoder.encode_queries(text)), got {query!r}; "
-                "search a text with search()"
-            )
-        if text is not None and not isinstance(text, str):
-            raise InvalidInputError(f"text must be the query's text (a string) or None, got {text!r}")
-        rerank = self.default_rerank if rerank is None else check_rerank(rerank)
-        prefetch_limit = self._candidates(k, prefetch_limit, "prefetch_limit")
-        alpha = query_alpha(self.alpha, text) if alpha is None else check_alpha(alpha)
         if alpha < 1.0 and not self.bm25:
             raise SettingsMismatchError(
                 f"{self.where} was built without BM25 keyword vectors, so it cannot rank by keywords (alpha={alpha} "
@@ -189,13 +174,12 @@ class Reader:
         """:meth:`_nodes_filter` for a search by vector (:func:`~lmk_rag.store.records.searched_filter`)."""
         return rec.searched_filter(self.backend, filter)
 
-    def search_vector(
-        self, vector: Sequence[float] | np.ndarray, k: int = 10, filter: FilterLike = None, doc_level: bool = True
-    ) -> list[Hit]:
-        """The nodes nearest to a query vector, by cosine (see :meth:`LandmarkStore.search_vector`)."""
+    def search_vector(self, vector: Sequence[float] | np.ndarray, k: int, prefetch_limit: int, filter: FilterLike,
+                      doc_level: bool, alpha: float) -> list[Hit]:
+        """The nodes nearest to a query vector, by cosine alone (:meth:`search_encoded` without a rerank or BM25)."""
         vector = np.asarray(vector, dtype=np.float32)
         encoded = EncodedText(vector=vector, chunk_vectors=vector.reshape(1, -1), spans=[(0, 0)])
-        return self.search_encoded(encoded, k=k, rerank=Rerank.NONE, filter=filter, doc_level=doc_level)
+        return self.search_encoded(encoded, k, prefetch_limit, Rerank.NONE, filter, doc_level, None, None, alpha)
 
     def _check_sample(self) -> None:
         """Before this handle's first search, look for damaged vectors in a sample of the stored nodes
@@ -213,23 +197,10 @@ class Reader:
             )
         self._sampled = True
 
-    def _candidates(self, k: Any, given: Any, name: str) -> int:
-        """Check ``k`` and return how many candidates a search takes: ``given`` (checked, named ``name``), else the
-        store's ``prefetch_limit``, at least ``4 * k``."""
-        check_count("k", k)
-        return max(self.options.prefetch_limit, 4 * k) if given is None else check_count(name, given)
-
-    def search_mmr(
-        self,
-        query: str | np.ndarray,
-        k: int = 10,
-        lambda_: float = 0.5,
-        filter: FilterLike = None,
-        candidates: int | None = None,
-    ) -> list[Hit]:
-        """Diverse results by maximal marginal relevance (see :meth:`LandmarkStore.search_mmr`)."""
+    def search_mmr(self, query: str | np.ndarray, k: int, lambda_: float, filter: FilterLike,
+                   candidates: int) -> list[Hit]:
+        """Diverse results by maximal marginal relevance, from ``candidates`` nearest nodes."""
         self._check_sample()
-        candidates = self._candidates(k, candidates, "candidates")
         if isinstance(query, str):
             if not query.strip():
                 raise InvalidInputError("query must be a non-empty string")
@@ -253,37 +224,37 @@ class Reader:
         (shown,) = rec.latest([picked])
         return [rec.hit_from_point(point, point.score) for point in shown]
 
-    def get_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> list[NodeRecord]:
-        """Nodes by id and/or metadata filter, with their vectors (see :meth:`LandmarkStore.get_nodes`)."""
+    def get_nodes(self, node_ids: Sequence[str] | None, filter: FilterLike) -> list[NodeRecord]:
+        """Nodes by id and/or metadata filter, with their vectors."""
         wanted = self._nodes_filter(filter, node_ids)
         with self.access.reading():
             (points,) = rec.latest([list(rec.scroll(self.backend, wanted, with_vectors=True))])
         return [rec.record_from_point(p) for p in points]
 
     def doc_ids(self) -> list[str]:
-        """The stored documents' ids, sorted (see :meth:`LandmarkStore.doc_ids`)."""
+        """The stored documents' ids, sorted."""
         return sorted(self.documents())
 
     def documents(self) -> dict[str, dict[str, Any]]:
-        """Every stored document's metadata, by doc id (see :meth:`LandmarkStore.documents`)."""
+        """Every stored document's metadata, by doc id."""
         markers = rec.scroll(self.backend, rec.documents_filter(self.backend), False)
         return {m.payload["doc_id"]: m.payload.get("meta") or {} for m in markers}
 
     def sources(self) -> dict[str, str]:
-        """The file each document was read from, by doc id (see :meth:`LandmarkStore.sources`)."""
+        """The file each document was read from, by doc id."""
         markers = rec.scroll(self.backend, rec.documents_filter(self.backend), False)
         return {m.payload["doc_id"]: m.payload["source"] for m in markers if isinstance(m.payload.get("source"), str)}
 
     def count(self) -> int:
-        """The number of stored nodes (see :meth:`LandmarkStore.count`)."""
+        """The number of stored nodes."""
         return self.backend.count(rec.nodes_filter(self.backend, None))
 
     def count_documents(self) -> int:
-        """The number of stored documents (see :meth:`LandmarkStore.count_documents`)."""
+        """The number of stored documents."""
         return self.backend.count(rec.documents_filter(self.backend))
 
     def info(self) -> dict[str, Any]:
-        """Where the store is, its counts and recorded settings (see :meth:`LandmarkStore.info`)."""
+        """Where the store is, its counts and recorded settings."""
         return {
             "backend": self.backend.name,
             "location": self.where,
@@ -293,8 +264,8 @@ class Reader:
         }
 
     def check(self) -> list[str]:
-        """What is wrong with the store, from a read of every point (see :meth:`LandmarkStore.check`)."""
-        return verify(self.backend, self.ledger.current() if self.ledger.enabled else None)
+        """What is wrong with the store, from a read of every point."""
+        return verify(self.backend, self.committed())
 
 
 #: How far a stored unit vector's norm may drift (float32 storage, cosine normalisation).

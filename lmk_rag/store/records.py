@@ -31,7 +31,7 @@ Multivectors compare by MaxSim over cosines and may be quantized; HNSW is built 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -39,7 +39,7 @@ import numpy as np
 
 from lmk_rag.errors import CorruptStoreError, InvalidInputError
 from lmk_rag.store.base import Backend
-from lmk_rag.store.filters import LOWER_KEY, FilterLike, every, lowered, translate
+from lmk_rag.store.filters import LOWER_KEY, ConditionBuilder, FilterLike, translate
 from lmk_rag.store.types import CollectionSpec, Hit, NodeRecord, PointData, StoreMode
 
 NAMESPACE = uuid.UUID("6f1d3c52-7f4e-4a55-9a38-5b1f0c2d9e10")
@@ -129,6 +129,29 @@ def node_point(record: NodeRecord, version: int, slot: int, vectors: dict[str, A
     if lower:
         payload[LOWER_KEY] = lower
     return PointData(node_point_id(record.node_id, slot), vectors, payload)
+
+
+def lowered(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The lower-cased copy of a metadata dict's strings that ``substring_any_case`` searches (stored on every node
+    as ``meta_lower``): strings lower-cased, dicts and lists kept for the strings they hold (lists keep their
+    positions, None elsewhere), everything else left out.
+
+    :param metadata: a node's metadata.
+    :return: the copy (empty when the metadata holds no string).
+    """
+
+    def lower(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.lower()
+        if isinstance(value, Mapping):
+            kept = {key: lower(item) for key, item in value.items()}
+            return {key: item for key, item in kept.items() if item is not None} or None
+        if isinstance(value, (list, tuple)):  # positions kept (None elsewhere): an index in a key names the same item
+            items = [lower(item) for item in value]
+            return items if any(item is not None for item in items) else None
+        return None
+
+    return lower(metadata) or {}
 
 
 def record_from_point(point: PointData) -> NodeRecord:
@@ -254,6 +277,20 @@ def latest(results: Sequence[Sequence[Any]]) -> list[list[Any]]:
             for points in results]
 
 
+def every(builder: ConditionBuilder, *conditions: Any, but_not: Sequence[Any] = ()) -> Any:
+    """The native filter of the points matching every one of ``conditions`` and none of ``but_not``: the store's
+    own conditions on its payload (``kind``, ``live``, ``version``, ...)."""
+    return builder.combine(list(conditions), [], list(but_not))
+
+
+def _matching(backend: Backend, filter: FilterLike, must: Sequence[Any], but_not: Sequence[Any]) -> Any:
+    """The store's own conditions and, when there is one, a caller's filter translated
+    (:func:`~lmk_rag.store.filters.translate`): the native filter of the points matching all of them."""
+    if filter is None:
+        return every(backend.builder, *must, but_not=but_not)
+    return translate(filter, backend.builder, must, but_not)
+
+
 def nodes_filter(backend: Backend, filter: FilterLike, node_ids: Sequence[str] | None = None) -> Any:
     """The native filter of the nodes (of every version, committed or not) matching a caller's filter (and, when
     given, some node ids).
@@ -274,7 +311,7 @@ def searched_filter(backend: Backend, filter: FilterLike) -> Any:
     which only the markers fail, and a marker has no vectors, so no search scores one. The keyword condition cost
     2.3 ms of a fused search's rerank call at a million nodes (docs/decisions.md, "store: a search reads the
     payloads of its hits alone, and filters on ``live`` alone")."""
-    return translate(filter, backend.builder, (), (backend.builder.match(LIVE, False),))
+    return _matching(backend, filter, (), (backend.builder.match(LIVE, False),))
 
 
 def _nodes(backend: Backend, filter: FilterLike, node_ids: Sequence[str] | None, but_not: Sequence[Any]) -> Any:
@@ -286,7 +323,7 @@ def _nodes(backend: Backend, filter: FilterLike, node_ids: Sequence[str] | None,
                 isinstance(node_id, str) for node_id in node_ids):
             raise InvalidInputError(f"node_ids must be a list of str, got {node_ids!r:.80}")
         extra.append(b.match_any("node_id", list(node_ids)))
-    return translate(filter, b, extra, but_not)
+    return _matching(backend, filter, extra, but_not)
 
 
 def hidden_filter(backend: Backend) -> Any:

@@ -4,7 +4,8 @@ The store opens a backend (:mod:`~lmk_rag.store.backends`: folder checks, lock),
 (:mod:`~lmk_rag.store.settings`), and builds two collaborators over them, as ``QdrantClient`` builds its local or
 remote client: a :class:`~lmk_rag.store.reads.Reader` (searches and look-ups) and a
 :class:`~lmk_rag.store.writes.Writer` (writes and deletes through :mod:`~lmk_rag.store.writes`). Each public
-method is one call to one of them.
+method's arguments are documented here, and checked and given their defaults here, once; the method then makes one
+call to one of the two with the resolved values.
 """
 
 from __future__ import annotations
@@ -25,13 +26,12 @@ from lmk_rag.nodes import DEFAULT_NODE_TOKENS
 from lmk_rag.store import records as rec
 from lmk_rag.store.backends import OpenedBackend, open_backend
 from lmk_rag.store.base import Backend, IndexKind
-from lmk_rag.store.documents import Document
+from lmk_rag.store.documents import Document, check_on_ack
 from lmk_rag.store.filters import FilterLike
 from lmk_rag.store.query import DEFAULT_ALPHA, check_alpha
 from lmk_rag.store.reads import Reader
 from lmk_rag.store.settings import (
     DEFAULT_OVERSAMPLING,
-    Ledger,
     add_payload_indexes,
     check_payload_indexes,
     check_settings,
@@ -62,7 +62,7 @@ from lmk_rag.store.vectors import (
     resolve_mode,
     static_store_encoder,
 )
-from lmk_rag.store.writes import Writer, repair
+from lmk_rag.store.writes import Ledger, Writer, repair
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder
@@ -271,10 +271,10 @@ class LandmarkStore:
             logger.warning("%s: a write was interrupted; the next writer's open finishes or undoes it", where)
         else:
             ledger.verify(fix=not read_only)
-        self._reads = Reader(backend, where, settings, QueryVectors(spec, static_encoder), encoder, ledger,
+        self._reads = Reader(backend, where, settings, QueryVectors(spec, static_encoder), encoder, ledger.current,
                              self.mode, self.search_options, self._alpha, shared.access)
         self._writer = Writer(backend, where, settings, NodeVectors(spec, static_encoder), ledger, encoder, read_only,
-                              self.document_batch_size, shared.write_lock, shared.access)
+                              shared.write_lock, shared.access)
 
     @property
     def _backend(self) -> Backend:
@@ -282,8 +282,9 @@ class LandmarkStore:
 
     @property
     def _reader(self) -> Reader:
-        """The reader, after :meth:`refresh`."""
-        self._opened.refresh()
+        """The reader, after :meth:`refresh` where the store reads a copy (elsewhere it is always current)."""
+        if self._opened.copied:
+            self._opened.refresh()
         return self._reads
 
     def refresh(self) -> bool:
@@ -374,7 +375,12 @@ class LandmarkStore:
             None: the store's :attr:`default_rerank`.
         :return: hits, best first.
         """
-        return self._reader.search(query, k, rerank, filter, doc_level, alpha)
+        reader = self._reader
+        rerank = reader.rerank(rerank)
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("query must be a non-empty string")
+        return reader.search(query, k, reader.candidates(k, None, "prefetch_limit"), rerank, filter, doc_level,
+                             reader.weight(alpha, query))
 
     def search_encoded(
         self,
@@ -401,13 +407,24 @@ class LandmarkStore:
         :param doc_level: at most one hit (the best node) per document.
         :param static_query: the query's static token vectors, shape (q, static_dim); needed for ``"static"``.
         :param text: the query text for BM25; None ranks by the rerank alone.
-        :param alpha: weight of the rerank score in [0, 1] (None: the store's :attr:`alpha`).
+        :param alpha: weight of the rerank score in [0, 1] (None: the store's :attr:`alpha`, moved toward the rerank
+            for a ``text`` asked as a question: :func:`~lmk_rag.store.query.query_alpha`).
         :param prefetch_limit: candidates per prefetch branch (None: the store's, at least ``4 * k``).
         :return: hits, best first; scores lie in [-1, 1].
         :raises SettingsMismatchError: for ``alpha`` < 1 on a store without BM25.
         """
-        return self._reader.search_encoded(query, k, rerank, filter, doc_level, static_query, text, alpha,
-                                           prefetch_limit)
+        reader = self._reader
+        if not (hasattr(query, "vector") and hasattr(query, "chunk_vectors")):
+            raise InvalidInputError(
+                f"search_encoded takes an encoded query (store.encoder.encode_queries(text)), got {query!r}; "
+                "search a text with search()"
+            )
+        if text is not None and not isinstance(text, str):
+            raise InvalidInputError(f"text must be the query's text (a string) or None, got {text!r}")
+        rerank = reader.rerank(rerank)
+        prefetch_limit = reader.candidates(k, prefetch_limit, "prefetch_limit")
+        return reader.search_encoded(query, k, prefetch_limit, rerank, filter, doc_level, static_query, text,
+                                     reader.weight(alpha, text))
 
     def search_vector(
         self, vector: Sequence[float] | np.ndarray, k: int = 10, filter: FilterLike = None, doc_level: bool = True
@@ -421,7 +438,9 @@ class LandmarkStore:
         :param doc_level: at most one hit (the best node) per document.
         :return: hits, best first; scores lie in [-1, 1].
         """
-        return self._reader.search_vector(vector, k, filter, doc_level)
+        reader = self._reader
+        return reader.search_vector(vector, k, reader.candidates(k, None, "prefetch_limit"), filter, doc_level,
+                                    reader.weight(None, None))
 
     def search_mmr(
         self,
@@ -444,7 +463,8 @@ class LandmarkStore:
             ``4 * k``).
         :return: hits in MMR order; each hit's score is its node vector's cosine to the query, in [-1, 1].
         """
-        return self._reader.search_mmr(query, k, lambda_, filter, candidates)
+        reader = self._reader
+        return reader.search_mmr(query, k, lambda_, filter, reader.candidates(k, candidates, "candidates"))
 
     def get_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> list[NodeRecord]:
         """Nodes by id and/or metadata filter, with their vectors (in no particular order)."""
@@ -491,7 +511,7 @@ class LandmarkStore:
         :return: the number of nodes written.
         :raises EmptyTextError: when the text is empty.
         """
-        return self._writer.add_documents([(doc_id, text, metadata)], show_progress_bar=False)
+        return self.add_documents([(doc_id, text, metadata)], show_progress_bar=False)
 
     def add_documents(
         self,
@@ -519,8 +539,10 @@ class LandmarkStore:
         :raises InvalidInputError: for a bad document, a doc id given twice, a ``document_batch_size`` that is not a
             positive integer or an ``on_ack`` that is not callable (nothing is written then).
         """
-        return self._writer.add_documents(documents, document_batch_size, show_progress_bar, on_ack, skip_unchanged,
-                                          sources)
+        batch_size = (self.document_batch_size if document_batch_size is None
+                      else check_count("document_batch_size", document_batch_size))
+        check_on_ack(on_ack)
+        return self._writer.add_documents(documents, batch_size, show_progress_bar, on_ack, skip_unchanged, sources)
 
     def changes(self, documents: Iterable[Document]) -> dict[str, str]:
         """What writing these documents would do to each: ``"new"``, ``"changed"`` or ``"unchanged"`` (same text,
@@ -572,7 +594,9 @@ class LandmarkStore:
         :raises InvalidInputError: for bad records, a ``document_batch_size`` that is not a positive integer or an
             ``on_ack`` that is not callable.
         """
-        return self._writer.upsert_documents(documents, document_batch_size, on_ack)
+        batch_size = check_count("document_batch_size", document_batch_size)
+        check_on_ack(on_ack)
+        return self._writer.upsert_documents(documents, batch_size, on_ack)
 
     def delete_document(self, doc_id: str) -> bool:
         """Delete a document and its nodes.

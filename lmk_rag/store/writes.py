@@ -14,9 +14,16 @@ upsert of the nodes and the commit markers (one call where :attr:`~lmk_rag.store
 else two), a flush (no call on a server), a set-payload, a delete and the upsert of the finished markers: 6 on Qdrant
 Edge and on a server. A delete is one delete of the nodes and the marker together.
 
-Every change is recorded in the store's :class:`~lmk_rag.store.settings.Ledger`; a store opened ``read_only``
-refuses them all. A batch reads its documents' markers once (:func:`~lmk_rag.store.records.markers`) and hashes
-each document once.
+Every change is recorded in the store's :class:`Ledger`; a store opened ``read_only`` refuses them all. A batch reads
+its documents' markers once (:func:`~lmk_rag.store.records.markers`) and hashes each document once.
+
+After every acknowledged write or delete the settings record holds ``committed``: the number of documents and of
+nodes the store holds. Before a change it also records what the change will leave (``next``; ``"unknown"`` when
+that cannot be known in advance), so a crash in between leaves counts equal to one of the two. Opening compares
+the engine's counts with the record (:meth:`Ledger.verify`, after :func:`repair`): anything else means points were
+lost or added behind the store's back (a truncated or deleted segment, a damaged id tracker), and raises
+:class:`~lmk_rag.errors.CorruptStoreError`. Only for stores with a single writer (a folder: Qdrant Edge or
+qdrant-client local mode); a server collection may have several writers, so its counts are not recorded.
 """
 
 from __future__ import annotations
@@ -25,19 +32,18 @@ import dataclasses
 import functools
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from lmk_rag.checks import check_count
-from lmk_rag.errors import InvalidInputError, StoreReadOnlyError
+from lmk_rag.errors import CorruptStoreError, InvalidInputError, StoreReadOnlyError
 from lmk_rag.store import records as rec
-from lmk_rag.store.base import Backend
+from lmk_rag.store.base import Backend, ReadWriteLock
 from lmk_rag.store.documents import (
     Document,
     DocumentWrite,
     check_doc_id,
     check_documents,
-    check_on_ack,
     check_records,
     check_sources,
     clean_metadata,
@@ -45,10 +51,8 @@ from lmk_rag.store.documents import (
     cut_documents,
     fill_chunk_vectors,
 )
-from lmk_rag.store.filters import FieldCondition, Filter, FilterLike, every
-from lmk_rag.store.locks import ReadWriteLock
-from lmk_rag.store.records import pending_filter, scroll
-from lmk_rag.store.settings import Ledger
+from lmk_rag.store.filters import FieldCondition, Filter, FilterLike
+from lmk_rag.store.records import every, pending_filter, scroll
 from lmk_rag.store.types import NodeRecord, PointData
 from lmk_rag.store.vectors import NodeVectors, StoreEncoder
 
@@ -69,7 +73,8 @@ def serialised(method: Callable[..., T]) -> Callable[..., T]:
 
 
 class Writer:
-    """Writes and deletes of one store (see :class:`~lmk_rag.store.LandmarkStore`, whose methods these are).
+    """Writes and deletes of one store: :class:`~lmk_rag.store.LandmarkStore`'s methods, on the arguments the store
+    has checked and resolved (its public methods document them).
 
     :param backend: the store's backend.
     :param where: the store, for messages.
@@ -78,14 +83,12 @@ class Writer:
     :param ledger: records what each change commits.
     :param encoder: the store's encoder (built on first use).
     :param read_only: refuse every change.
-    :param document_batch_size: documents encoded and written per batch by :meth:`add_documents`.
     :param lock: serialises the writes of every thread and handle of the store.
     :param access: keeps a write's engine calls apart from every search's, between threads.
     """
 
     def __init__(self, backend: Backend, where: str, settings: dict[str, Any], vectors: NodeVectors, ledger: Ledger,
-                 encoder: StoreEncoder, read_only: bool, document_batch_size: int, lock: threading.RLock,
-                 access: ReadWriteLock) -> None:
+                 encoder: StoreEncoder, read_only: bool, lock: threading.RLock, access: ReadWriteLock) -> None:
         """Keep the store's collaborators."""
         self.backend = backend
         self.where = where
@@ -94,30 +97,17 @@ class Writer:
         self.ledger = ledger
         self.encoder = encoder
         self.read_only = read_only
-        self.document_batch_size = document_batch_size
         self.lock = lock
         self.access = access
 
     @serialised
-    def add_documents(
-        self,
-        documents: Iterable[Document],
-        document_batch_size: int | None = None,
-        show_progress_bar: bool | None = None,
-        on_ack: Callable[[list[str]], None] | None = None,
-        skip_unchanged: bool = True,
-        sources: Mapping[str, str] | None = None,
-    ) -> int:
-        """Encode, cut and write documents in batches, each durable before the next (see
-        :meth:`LandmarkStore.add_documents`).
-
-        :return: the number of nodes written.
-        """
+    def add_documents(self, documents: Iterable[Document], batch_size: int, show_progress_bar: bool | None,
+                      on_ack: Callable[[list[str]], None] | None, skip_unchanged: bool,
+                      sources: Mapping[str, str] | None) -> int:
+        """Encode, cut and write documents, ``batch_size`` a batch, each durable before the next; the number of nodes
+        written."""
         from tqdm.auto import tqdm
 
-        batch_size = (self.document_batch_size if document_batch_size is None
-                      else check_count("document_batch_size", document_batch_size))
-        check_on_ack(on_ack)
         docs = check_documents(documents)
         sources = check_sources(sources, docs)
         hashes, found, changes = self._plan(docs)
@@ -164,19 +154,16 @@ class Writer:
         return hashes, found, changes
 
     @serialised
-    def upsert_nodes(self, doc_id: str, records: Sequence[NodeRecord], metadata: dict[str, Any] | None = None) -> int:
-        """Write pre-encoded nodes as the new version of a document (see :meth:`LandmarkStore.upsert_nodes`)."""
+    def upsert_nodes(self, doc_id: str, records: Sequence[NodeRecord], metadata: dict[str, Any] | None) -> int:
+        """Write pre-encoded nodes as the new version of a document."""
         records = check_records(doc_id, list(records))
         kept = dict(records[0].metadata) if metadata is None else clean_metadata(metadata, f"document {doc_id!r}")
         return self._write([DocumentWrite(doc_id, records, kept)])
 
     @serialised
     def add_nodes(self, records: Sequence[NodeRecord]) -> int:
-        """Write pre-encoded nodes into their documents, keeping the documents' other nodes (see
-        :meth:`LandmarkStore.add_nodes`).
-
-        :return: the number of nodes written, kept nodes included.
-        """
+        """Write pre-encoded nodes into their documents, keeping the documents' other nodes; the number of nodes
+        written, kept nodes included."""
         if isinstance(records, (str, bytes)) or not isinstance(records, Sequence) or not all(
                 isinstance(record, NodeRecord) for record in records):
             raise InvalidInputError(f"records must be a list of NodeRecord, got {records!r:.80}")
@@ -201,7 +188,7 @@ class Writer:
             elif stored.doc_id in incoming:
                 kept[stored.doc_id][stored.node_id] = stored
         if moved:
-            self.delete_nodes(node_ids=moved)
+            self.delete_nodes(moved, None)
         writes = []
         for doc_id, arriving in incoming.items():
             merged = check_records(doc_id, list({**kept[doc_id], **arriving}.values()))
@@ -209,20 +196,12 @@ class Writer:
         return self._write(writes)
 
     @serialised
-    def upsert_documents(
-        self,
-        documents: Iterable[tuple[str, Sequence[NodeRecord]]],
-        document_batch_size: int = 64,
-        on_ack: Callable[[list[str]], None] | None = None,
-    ) -> int:
-        """Write many pre-encoded documents, ``document_batch_size`` per write (see
-        :meth:`LandmarkStore.upsert_documents`).
+    def upsert_documents(self, documents: Iterable[tuple[str, Sequence[NodeRecord]]], batch_size: int,
+                         on_ack: Callable[[list[str]], None] | None) -> int:
+        """Write many pre-encoded documents, ``batch_size`` per write; the number of nodes written.
 
-        :return: the number of nodes written.
         :raises InvalidInputError: for bad records, or a doc id given twice.
         """
-        check_count("document_batch_size", document_batch_size)
-        check_on_ack(on_ack)
         total, batch, seen = 0, [], set()
         for doc_id, records in documents:
             records = check_records(doc_id, list(records))
@@ -230,7 +209,7 @@ class Writer:
                 raise InvalidInputError(f"doc_id {doc_id!r} is given twice in one call; give each document once")
             seen.add(doc_id)
             batch.append(DocumentWrite(doc_id, records, dict(records[0].metadata)))
-            if len(batch) == document_batch_size:
+            if len(batch) == batch_size:
                 total, batch = total + self._write(batch, on_ack=on_ack), []
         return total + (self._write(batch, on_ack=on_ack) if batch else 0)
 
@@ -265,7 +244,7 @@ class Writer:
 
     @serialised
     def delete_document(self, doc_id: str) -> bool:
-        """Delete a document and its nodes (see :meth:`LandmarkStore.delete_document`)."""
+        """Delete a document and its nodes; whether it existed."""
         check_doc_id(doc_id)
         self._check_writable()
         marker = rec.markers(self.backend, [doc_id]).get(doc_id)
@@ -277,8 +256,8 @@ class Writer:
         return True
 
     @serialised
-    def delete_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> int:
-        """Delete nodes by id and/or metadata filter (see :meth:`LandmarkStore.delete_nodes`)."""
+    def delete_nodes(self, node_ids: Sequence[str] | None, filter: FilterLike) -> int:
+        """Delete nodes by id and/or metadata filter; the number deleted."""
         if node_ids is None and filter is None:
             deleted = self.backend.count(rec.nodes_filter(self.backend, None))
             self.clear()
@@ -305,6 +284,83 @@ class Writer:
         """Refuse writes to a store opened ``read_only``."""
         if self.read_only:
             raise StoreReadOnlyError(f"{self.where} was opened read_only; open it without read_only=True to write")
+
+
+Counts = tuple[int, int]
+"""``(documents, nodes)``."""
+
+
+class Ledger:
+    """The ``committed`` entry of a store's settings record.
+
+    :param backend: the store's backend (its settings record is rewritten on each change).
+    :param settings: the store's settings record (updated in place).
+    :param where: the store, for messages.
+    """
+
+    def __init__(self, backend: Backend, settings: dict[str, Any], where: str) -> None:
+        self.backend = backend
+        self.settings = settings
+        self.where = where
+        self.enabled = backend.single_writer
+
+    def verify(self, fix: bool) -> None:
+        """Compare the engine's counts with the record (after the store's repair of interrupted writes).
+
+        :param fix: record the counts an interrupted change left (a writer opening the store).
+        :raises CorruptStoreError: naming what the record says and what the engine holds.
+        """
+        record = self.settings.get("committed")
+        if not self.enabled or record is None:
+            return
+        actual = rec.counts(self.backend)
+        expected = (record["documents"], record["nodes"])
+        upcoming = record.get("next")
+        if actual == expected and upcoming is None:
+            return
+        if upcoming is None or (upcoming != "unknown" and actual not in (expected, tuple(upcoming))):
+            raise CorruptStoreError(
+                f"{self.where}: the store committed {expected[0]} documents and {expected[1]} nodes but holds "
+                f"{actual[0]} and {actual[1]}: its data files were damaged or changed behind its back. "
+                f"Run lmk-rag check --store {self.where} for details; rebuild by re-ingesting into a new store"
+            )
+        if fix:
+            self._record(actual, None)
+
+    @contextmanager
+    def change(self, upcoming: Counts | None) -> Iterator[None]:
+        """Record a change: what it will leave (None: unknown) before; after, that (a write knows it: no engine call),
+        else the engine's counts. A write that left other counts is caught by the next open's :meth:`verify`."""
+        if not self.enabled:
+            yield
+            return
+        self._record(self.counts(), upcoming or "unknown")
+        yield
+        self._record(upcoming or rec.counts(self.backend), None)
+
+    def counts(self) -> Counts:
+        """The committed counts, else (none recorded yet) the engine's."""
+        return self.current() or rec.counts(self.backend)
+
+    def after(self, delta: Counts) -> Counts | None:
+        """What a change of ``delta`` documents and nodes will leave (None when the ledger is off)."""
+        if not self.enabled:
+            return None
+        now = self.counts()
+        return now[0] + delta[0], now[1] + delta[1]
+
+    def current(self) -> Counts | None:
+        """The committed counts, or None when they are not recorded (or this store records none)."""
+        record = self.settings.get("committed") if self.enabled else None
+        return None if record is None else (record["documents"], record["nodes"])
+
+    def _record(self, counts: Counts, upcoming: Counts | str | None) -> None:
+        """Rewrite the settings record with these counts (and what the change under way will leave)."""
+        entry: dict[str, Any] = {"documents": counts[0], "nodes": counts[1]}
+        if upcoming is not None:
+            entry["next"] = list(upcoming) if isinstance(upcoming, tuple) else upcoming
+        self.settings["committed"] = entry
+        self.backend.write_settings(self.settings)
 
 
 #: Makes the node points of one document's records at a version and id slot.
