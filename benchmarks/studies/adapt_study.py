@@ -27,6 +27,7 @@ import hashlib
 import re
 import tempfile
 from pathlib import Path
+from typing import ClassVar
 
 import common
 import numpy as np
@@ -70,16 +71,26 @@ def mine_pairs(documents: list[str]) -> list[tuple[str, str]]:
 class Fitter:
     """Fits projections on encoded pairs and saves them where an encoder loads them."""
 
+    #: each text's chunk vectors without a projection, encoded once in a run (the training pairs serve every set)
+    vectors: ClassVar[dict[str, np.ndarray]] = {}
+
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.encoder = LandmarkEncoder(projection=None)
         self.shipped = LinearProjection.load(SHIPPED_PROJECTION_DIR)
 
+    def encode(self, texts: list[str]) -> list[np.ndarray]:
+        """The texts' chunk vectors without a projection (``lmk-rag train-projection``'s encoding)."""
+        new = [text for text in dict.fromkeys(texts) if text not in self.vectors]
+        for text, encoded in zip(new, self.encoder.encode_documents(new) if new else []):
+            self.vectors[text] = encoded.chunk_vectors
+        return [self.vectors[text] for text in texts]
+
     def fit(self, name: str, pairs: list[tuple[str, str]], after: LinearProjection | None = None) -> str:
         """A projection fitted on ``pairs`` (from the identity, or on top of ``after``), saved; its folder."""
 
         def encode(texts: list[str]) -> list[np.ndarray]:
-            vectors = [text.chunk_vectors for text in self.encoder.encode_documents(texts)]
+            vectors = self.encode(texts)
             return [after.apply(rows) for rows in vectors] if after is not None else vectors
 
         encoded = EncodedPairs(pairs, encode)
