@@ -182,14 +182,14 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         if hybrid_fusion_fn is not None and not callable(hybrid_fusion_fn):
             raise InvalidInputError(f"hybrid_fusion_fn must be a callable (dense_result, sparse_result, alpha, "
                                     f"top_k) -> VectorStoreQueryResult, got {hybrid_fusion_fn!r}")
-        options = {"alpha": alpha, "read_only": read_only, "payload_indexes": payload_indexes, "batch_size": batch_size,
-                   "parallel": parallel, "max_retries": max_retries, "shard_number": shard_number,
-                   "replication_factor": replication_factor, "write_consistency_factor": write_consistency_factor}
-        config = {name: value for name, value in options.items() if value is not None}
+        config = {"alpha": alpha, "read_only": read_only, "payload_indexes": payload_indexes, "batch_size": batch_size,
+                  "parallel": parallel, "max_retries": max_retries, "shard_number": shard_number,
+                  "replication_factor": replication_factor, "write_consistency_factor": write_consistency_factor}
+        config = {name: value for name, value in config.items() if value is not None}  # what to_dict records
         opening = {"path": path, "url": url, "api_key": api_key, "client": client, "aclient": aclient,
                    "location": location, "collection_name": collection_name, "enable_hybrid": enable_hybrid,
-                   "client_kwargs": client_kwargs, "static_encoder": static_encoder, **config}
-        given = {name: value for name, value in opening.items() if value is not None}
+                   "client_kwargs": client_kwargs, "static_encoder": static_encoder}
+        given = {**{name: value for name, value in opening.items() if value is not None}, **config}
         if store is not None and given:
             raise InvalidInputError(f"give either store= or the arguments that open one ({', '.join(sorted(given))}), "
                                     "not both")
@@ -203,9 +203,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
             store = LandmarkStore(encoder=None if embed_model is None else embed_model.encoder,
                                   bm25=given.pop("enable_hybrid", None),
                                   server=ServerOptions(**server) if server else None, **given)
-        self._store = store
-        self._embed_model = embed_model
-        self._hybrid_fusion_fn = hybrid_fusion_fn
+        self._store, self._embed_model, self._hybrid_fusion_fn = store, embed_model, hybrid_fusion_fn
 
     @classmethod
     def class_name(cls) -> str:
