@@ -1,9 +1,9 @@
 """Qdrant-agnostic payload filters and their one translation function.
 
 Callers (the CLI, the LlamaIndex adapter) build a :class:`Filter` of :class:`FieldCondition`
-leaves, or pass a plain ``{key: value}`` mapping (every key must equal its value; a list value
-means "any of"). :func:`translate` walks the tree once and asks a backend's
-:class:`ConditionBuilder` for the native objects, so both backends share the logic.
+leaves, pass a plain ``{key: value}`` mapping (every key must equal its value; a list value
+means "any of"), or a qdrant-client ``models.Filter`` (:meth:`Filter.from_qdrant`). :func:`translate` walks the
+tree once and asks a backend's :class:`ConditionBuilder` for the native objects, so both backends share the logic.
 
 Keys name document metadata (stored under ``meta.`` in the payload); ``doc_id`` and ``node_id``
 name the store's own fields.
@@ -21,9 +21,12 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
-from lmk_rag.errors import InvalidInputError
+from lmk_rag.errors import InvalidInputError, needs_extra
+
+if TYPE_CHECKING:
+    from qdrant_client.http.models import Filter as QdrantFilter
 
 Operator = Literal["eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "text", "substring", "substring_any_case",
                    "is_empty"]
@@ -131,9 +134,34 @@ class Filter:
                     f"write Filter({name}=[condition])"
                 )
 
+    @classmethod
+    def from_qdrant(cls, native: Any) -> Filter:
+        """A qdrant-client ``models.Filter`` as a store filter (what a ``filter=`` argument does with one): keys name
+        metadata keys (``doc_id`` and ``node_id`` the store's own fields), ``HasIdCondition`` names node ids.
+
+        :param native: the ``models.Filter``: ``must``/``should``/``must_not`` of nested ``Filter``,
+            ``IsEmptyCondition``, ``HasIdCondition`` and ``FieldCondition`` with a match (``MatchValue``,
+            ``MatchAny``, ``MatchExcept``, ``MatchText``, ``MatchSubstring``), a range (``Range``,
+            ``DatetimeRange``) or ``is_empty``.
+        :return: the same conditions as a :class:`Filter`.
+        :raises InvalidInputError: for anything but a ``models.Filter``, or a condition the store has not (geo,
+            ``values_count``, ``is_null``, ``min_should``, nested arrays, prefix and phrase matches, ...), naming it and
+            what is supported.
+        :raises MissingExtraError: when qdrant-client is not installed.
+        """
+        with needs_extra("a qdrant-client filter"):
+            from qdrant_client.http import models
+        if not isinstance(native, models.Filter):
+            raise InvalidInputError(
+                f"a native filter must be a qdrant_client.models.Filter, got {type(native).__name__}"
+            )
+        return _native_filter(native, models)
+
 
 Condition = FieldCondition | Filter
-FilterLike = Filter | Mapping[str, Any] | None
+FilterLike: TypeAlias = "Filter | Mapping[str, Any] | QdrantFilter | None"
+"""What a ``filter=`` argument takes: a :class:`Filter`, a ``{key: value}`` mapping, a qdrant-client
+``models.Filter`` (:meth:`Filter.from_qdrant`), or None (see :func:`as_filter`)."""
 
 
 class ConditionBuilder(Protocol):
@@ -200,7 +228,8 @@ def uses_operator(value: FilterLike, op: str) -> bool:
 
 
 def as_filter(value: FilterLike) -> Filter | None:
-    """Normalise a filter argument: None, a :class:`Filter`, or a ``{key: value}`` mapping (list = any of).
+    """Normalise a filter argument: None, a :class:`Filter`, a ``{key: value}`` mapping (list = any of), or a
+    qdrant-client ``models.Filter`` (:meth:`Filter.from_qdrant`).
 
     :param value: the caller's filter.
     :return: a :class:`Filter` or None.
@@ -215,7 +244,11 @@ def as_filter(value: FilterLike) -> Filter | None:
                 for key, v in value.items()
             )
         )
-    raise InvalidInputError(f"filter must be a lmk_rag.store.filters.Filter or a dict, got {type(value).__name__}")
+    if type(value).__module__.startswith("qdrant_client."):
+        return Filter.from_qdrant(value)
+    raise InvalidInputError(
+        f"filter must be a lmk_rag.store.Filter, a dict or a qdrant_client.models.Filter, got {type(value).__name__}"
+    )
 
 
 def translate(value: FilterLike, builder: ConditionBuilder, extra_must: Sequence[Any] = (),
@@ -321,3 +354,71 @@ def _any_of(key: str, values: list[Any], builder: ConditionBuilder) -> Any:
     if not conditions:
         return builder.match_any(key, [])
     return builder.combine([], conditions, [])
+
+
+#: What :meth:`Filter.from_qdrant` reads, named in its refusals.
+NATIVE_SUPPORTED = ("Filter (must, should, must_not), FieldCondition with match (MatchValue, MatchAny, MatchExcept, "
+                    "MatchText, MatchSubstring), range (Range, DatetimeRange) or is_empty, IsEmptyCondition, "
+                    "HasIdCondition (node ids)")
+#: ``FieldCondition`` fields the store cannot run.
+NATIVE_UNSUPPORTED = ("geo_bounding_box", "geo_radius", "geo_polygon", "values_count", "is_null")
+
+
+def _native_filter(native: Any, models: Any) -> Filter:
+    """One ``models.Filter`` level (a clause is one condition, a list, or None)."""
+    if native.min_should is not None:
+        raise InvalidInputError(f"qdrant-client filter: min_should is not supported; use {NATIVE_SUPPORTED}")
+    clauses = [[] if c is None else c if isinstance(c, list) else [c] for c in (native.must, native.should,
+                                                                              native.must_not)]
+    must, should, must_not = (tuple(_native_condition(c, models) for c in clause) for clause in clauses)
+    return Filter(must=must, should=should, must_not=must_not)
+
+
+def _native_condition(condition: Any, models: Any) -> Condition:
+    """One native condition."""
+    if isinstance(condition, models.Filter):
+        return _native_filter(condition, models)
+    if isinstance(condition, models.FieldCondition):
+        return _native_field(condition, models)
+    if isinstance(condition, models.IsEmptyCondition):
+        return FieldCondition(condition.is_empty.key, "is_empty")
+    if isinstance(condition, models.HasIdCondition):
+        return FieldCondition("node_id", "in", [str(point_id) for point_id in condition.has_id])
+    raise InvalidInputError(
+        f"qdrant-client filter: {type(condition).__name__} is not supported by the store; use {NATIVE_SUPPORTED}"
+    )
+
+
+def _native_field(condition: Any, models: Any) -> Condition:
+    """A ``models.FieldCondition``: its match, range and ``is_empty``, all of which must hold."""
+    key = condition.key
+    unsupported = [name for name in NATIVE_UNSUPPORTED if getattr(condition, name) is not None]
+    if unsupported:
+        raise InvalidInputError(f"qdrant-client filter: FieldCondition {key!r} {unsupported[0]} is not supported by "
+                                f"the store; use {NATIVE_SUPPORTED}")
+    parts: list[Condition] = []
+    if condition.match is not None:
+        parts.append(_native_match(key, condition.match, models))
+    if condition.range is not None:
+        parts += [FieldCondition(key, op, getattr(condition.range, op)) for op in ("gt", "gte", "lt", "lte")
+                  if getattr(condition.range, op) is not None]
+    if condition.is_empty is not None:
+        empty = FieldCondition(key, "is_empty")
+        parts.append(empty if condition.is_empty else Filter(must_not=(empty,)))
+    if not parts:
+        raise InvalidInputError(f"qdrant-client filter: FieldCondition {key!r} has no condition (match, range or "
+                                "is_empty)")
+    return parts[0] if len(parts) == 1 else Filter(must=tuple(parts))
+
+
+def _native_match(key: str, match: Any, models: Any) -> FieldCondition:
+    """A ``FieldCondition``'s match."""
+    matches = {models.MatchValue: ("eq", "value"), models.MatchAny: ("in", "any"),
+               models.MatchExcept: ("nin", "except_"), models.MatchText: ("text", "text"),
+               models.MatchSubstring: ("substring", "substring")}
+    if type(match) not in matches:
+        raise InvalidInputError(f"qdrant-client filter: FieldCondition {key!r} {type(match).__name__} is not "
+                                f"supported by the store; use {NATIVE_SUPPORTED}")
+    op, name = matches[type(match)]
+    value = getattr(match, name)
+    return FieldCondition(key, op, list(value) if op in ("in", "nin") else value)

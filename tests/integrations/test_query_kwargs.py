@@ -58,44 +58,17 @@ def test_qdrant_filters_and_metadata_filters_both_hold(filled: LandmarkVectorSto
     assert result.nodes and {node.metadata["parity"] for node in result.nodes} == {"odd"}
 
 
-def test_qdrant_conditions_translate_to_store_conditions() -> None:
-    native = models.Filter(
-        must=[
-            models.FieldCondition(key="tag", match=models.MatchExcept(**{"except": ["a", "b"]})),
-            models.FieldCondition(key="year", range=models.Range(gte=2020, lt=2026)),
-            models.FieldCondition(key="title", match=models.MatchText(text="tar")),
-            models.FieldCondition(key="title", match=models.MatchSubstring(substring="ar")),
-            models.IsEmptyCondition(is_empty=models.PayloadField(key="notes")),
-            models.HasIdCondition(has_id=["n1"]),
-            models.FieldCondition(key="lang", is_empty=False),
-        ],
-    )
-    assert to_store_filter(None, qdrant_filters=native) == Filter(must=(Filter(must=(
-        FieldCondition("tag", "nin", ["a", "b"]),
-        Filter(must=(FieldCondition("year", "gte", 2020), FieldCondition("year", "lt", 2026))),
-        FieldCondition("title", "text", "tar"),
-        FieldCondition("title", "substring", "ar"),
-        FieldCondition("notes", "is_empty"),
-        FieldCondition("node_id", "in", ["n1"]),
-        Filter(must_not=(FieldCondition("lang", "is_empty"),)),
-    )),))
-
-
-@pytest.mark.parametrize(
-    ("native", "named"),
-    [
-        (models.Filter(must=[models.FieldCondition(key="geo", geo_radius=models.GeoRadius(
-            center=models.GeoPoint(lon=0, lat=0), radius=1))]), "geo_radius"),
-        (models.Filter(must=[models.IsNullCondition(is_null=models.PayloadField(key="k"))]), "IsNullCondition"),
-        (models.Filter(must=[models.FieldCondition(key="k", match=models.MatchPrefix(prefix="a"))]), "MatchPrefix"),
-        (models.Filter(should=[models.FieldCondition(key="k", match=models.MatchValue(value=1))], min_should=
-                       models.MinShould(conditions=[], min_count=1)), "min_should"),
-        ({"must": []}, "qdrant_client.models.Filter"),
-    ],
-)
-def test_qdrant_filters_the_store_cannot_run_are_refused_by_name(native: object, named: str) -> None:
-    with pytest.raises(InvalidInputError, match=named):
-        to_store_filter(None, qdrant_filters=native)
+def test_qdrant_filters_are_the_stores_native_filter_anded_with_the_rest() -> None:
+    """The translation and its refusals are the store's (tests/store/test_native_filters.py)."""
+    native = models.Filter(must=[models.HasIdCondition(has_id=["n1"])])
+    assert to_store_filter(None, doc_ids=["d"], qdrant_filters=native) == Filter(must=(
+        FieldCondition("doc_id", "in", ["d"]), Filter.from_qdrant(native)))
+    geo = models.Filter(must=[models.FieldCondition(key="geo", geo_radius=models.GeoRadius(
+        center=models.GeoPoint(lon=0, lat=0), radius=1))])
+    with pytest.raises(InvalidInputError, match="geo_radius"):
+        to_store_filter(None, qdrant_filters=geo)
+    with pytest.raises(InvalidInputError, match=r"qdrant_client\.models\.Filter"):
+        to_store_filter(None, qdrant_filters={"must": []})
 
 
 def test_an_unknown_vector_store_kwarg_is_refused_with_the_close_name(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, ValidationError
@@ -25,7 +25,6 @@ from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_
 from llama_index.embeddings.landmark import LandmarkEmbedding
 from llama_index.node_parser.landmark import ENCODER_KEY, LandmarkNode, without_encoder_key
 from llama_index.vector_stores.landmark.filters import to_store_filter
-from llama_index.vector_stores.landmark.search import search
 from lmk_rag import TokenEncoder
 from lmk_rag.adapters import clean_metadata, invalid_fields
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError, refuse_unknown
@@ -37,69 +36,46 @@ node is a document of its own, which ``delete(ref_doc_id)`` never reaches. Reser
 with it."""
 
 
-class HybridFusionCallable(Protocol):
-    """QdrantVectorStore's ``hybrid_fusion_fn`` signature (``llama_index.vector_stores.qdrant.utils``): the dense and
-    the sparse results of one query fused into one."""
-
-    def __call__(
-        self, dense_result: VectorStoreQueryResult, sparse_result: VectorStoreQueryResult, alpha: float = 0.5,
-        top_k: int = 2,
-    ) -> VectorStoreQueryResult:
-        """Fuse ``dense_result`` and ``sparse_result`` (``alpha``: 1 dense only, 0 sparse only) into ``top_k``."""
-        ...
-
+HybridFusionCallable = Callable[..., VectorStoreQueryResult]
+"""QdrantVectorStore's ``hybrid_fusion_fn``: ``fn(dense_result, sparse_result, alpha=..., top_k=...)``, the dense and
+the sparse results of one query fused into one (``alpha``: 1 dense only, 0 sparse only)."""
 
 QUERY_OPTIONS = ("rerank", "alpha", "mmr_threshold", "qdrant_filters")
 """The keyword arguments of :meth:`LandmarkVectorStore.query` (a retriever's ``vector_store_kwargs``)."""
+FUSED_MODES = {VectorStoreQueryMode.DEFAULT: None, VectorStoreQueryMode.HYBRID: None,
+               VectorStoreQueryMode.SPARSE: 0.0, VectorStoreQueryMode.TEXT_SEARCH: 0.0}
+"""The modes the store's fused search runs, and the ``alpha`` each fixes (None: ``VectorStoreQuery.alpha`` in
+``hybrid``, else the query kwarg's, else the store's; 0: BM25 alone)."""
+MMR_DEFAULT = 0.5
+"""``mmr_threshold`` when neither the query nor its kwargs give one (LlamaIndex's default)."""
 
 
 UNSUPPORTED = {
     "sparse_doc_fn": "the sparse side is Qdrant's own BM25, computed by the engine from each node's text with IDF "
                      "at query time (bm25_language= picks its stop words and stemmer)",
     "sparse_query_fn": "the sparse side is Qdrant's own BM25, computed by the engine from the query text",
-    "dense_vector_name": "the store's named vectors are fixed (node, chunks, bm25, ...: docs/store.md)",
-    "sparse_vector_name": "the store's named vectors are fixed (node, chunks, bm25, ...: docs/store.md)",
+    **dict.fromkeys(("dense_vector_name", "sparse_vector_name"),
+                    "the store's named vectors are fixed (node, chunks, bm25, ...: docs/store.md)"),
     "dense_config": "the store sets its own vector parameters (cosine node vectors, MaxSim chunk multivectors)",
     "sparse_config": "the store sets its own sparse parameters (BM25 with Qdrant's IDF modifier)",
-    "quantization_config": "each named vector has its own: open the store with LandmarkStore(..., quantization=..., "
-                           "node_quantization=...) ('int8', 'binary' or 'turbo4') and pass it as store=",
-    "sharding_method": "custom sharding is not offered; shard_number= spreads a collection over a cluster",
-    "shard_key_selector_fn": "custom sharding is not offered; shard_number= spreads a collection over a cluster",
-    "shard_keys": "custom sharding is not offered; shard_number= spreads a collection over a cluster",
+    "quantization_config": "each named vector has its own: open the store with LandmarkStore(..., storage="
+                           "StorageOptions(quantization=..., node_quantization=...)) ('int8', 'binary' or 'turbo4') "
+                           "and pass it as store=",
+    **dict.fromkeys(("sharding_method", "shard_key_selector_fn", "shard_keys"),
+                    "custom sharding is not offered; shard_number= spreads a collection over a cluster"),
 }
 """``QdrantVectorStore`` arguments with no meaning here, and why (given, even as None, they raise
 ``NotImplementedError``)."""
 
 
-def open_store(embed_model: LandmarkEmbedding | None, enable_hybrid: bool | None, **arguments: Any) -> LandmarkStore:
-    """The :class:`LandmarkStore` a ``LandmarkVectorStore(...)`` opens (the one place its arguments meet the store's):
-    ``enable_hybrid`` is the store's ``bm25``, ``embed_model`` lends its encoder, the qdrant-client options go into its
-    ``server=ServerOptions(...)``, the others keep their names; None
-    values are left out (the store's defaults apply).
-
-    :param arguments: where the store is (``path``, ``url``, ``client``, ...) and the other arguments given.
-    """
-    given = {name: value for name, value in arguments.items() if value is not None}
-    server = {option.name: given.pop(option.name) for option in fields(ServerOptions) if option.name in given}
-    encoder = None if embed_model is None else embed_model.encoder
-    return LandmarkStore(encoder=encoder, bm25=enable_hybrid, server=ServerOptions(**server) if server else None,
-                         **given)
-
-
 class LandmarkVectorStore(BasePydanticVectorStore):
-    """Landmark nodes in Qdrant (Edge in-process, or a server), searched in two stages.
-
-    The store encodes each query once (``is_embedding_query`` is False, so LlamaIndex does not embed it first) and
-    runs one Query API call (on Edge, its BM25 search first): candidates by node vector and by BM25, each scored
-    by a rerank (MaxSim over the nodes' chunk vectors with ``rerank="chunks"``, over static token vectors with
-    ``"static"``, which needs a store opened with ``static_encoder=``, or the node vector's cosine with ``"none"``;
-    by default the store's: ``"chunks"``, or ``"static"`` in a static store) fused with its BM25 score. Nodes from
-    :class:`LandmarkNodeParser` bring their chunk vectors; other nodes with an embedding are written with that
-    embedding as their only chunk vector. A static store (no transformer) comes from a static embedding:
-    ``LandmarkVectorStore(path=..., embed_model=LandmarkEmbedding(static=True))``, parsed by the same
-    :class:`LandmarkNodeParser`.
-    Pass ``rerank`` or ``alpha`` per query with ``index.as_retriever(vector_store_kwargs={"rerank": "static"})``.
-    Query modes, filters and what is not supported: docs/llamaindex.md.
+    """Landmark nodes in Qdrant (Edge in-process, or a server), searched in two stages by the
+    :class:`LandmarkStore` it opens or wraps (:meth:`LandmarkStore.search`), which encodes each query once
+    (``is_embedding_query`` is False). Nodes from :class:`LandmarkNodeParser` bring their chunk vectors; other nodes
+    with an embedding are written with it as their one chunk vector. A static store (no transformer) comes from
+    ``embed_model=LandmarkEmbedding(static=True)``. Pass ``rerank``, ``alpha``, ``mmr_threshold`` or
+    ``qdrant_filters`` per query with ``index.as_retriever(vector_store_kwargs={"rerank": "static"})``. Query
+    modes, filters and what is not supported: docs/llamaindex.md.
 
     Example::
 
@@ -158,38 +134,24 @@ class LandmarkVectorStore(BasePydanticVectorStore):
 
         :param collection_name: the collection on a Qdrant server or in local mode (default ``"lmk_rag"``); an
             Edge store (``path``) is its folder.
-        :param client: an existing ``qdrant_client.QdrantClient``.
-        :param aclient: a ``qdrant_client.AsyncQdrantClient``: the async methods call it natively (beside
-            ``client`` on a server; alone in local mode). Built from ``url`` when not given.
-        :param url: URL of a Qdrant server; ``api_key`` authenticates.
-        :param api_key: API key for ``url``.
-        :param batch_size: points per upsert request (None: 64, QdrantVectorStore's default).
-        :param parallel: processes uploading points to a server (default 1).
-        :param max_retries: times a failed upsert request to a server is sent again (default 3).
-        :param client_kwargs: other arguments of the clients built for ``url`` or ``location``.
-        :param enable_hybrid: BM25 sparse vectors beside the dense ones, fused into every ranking; None = as
-            recorded (on for a new store: it wins on every dev set, docs/decisions.md).
-        :param hybrid_fusion_fn: ``fn(dense_result, sparse_result, alpha=..., top_k=...) -> VectorStoreQueryResult``
-            (QdrantVectorStore's ``HybridFusionCallable``) for ``hybrid`` queries, which then run the dense and the
-            BM25 search apart and pass both; None: the store's own fusion (one Query API call; two on Edge).
+        :param client: an existing ``qdrant_client.QdrantClient``; ``aclient`` an ``AsyncQdrantClient`` the async
+            methods call natively (beside ``client``, or alone in local mode; built from ``url`` when not given).
+        :param url: URL of a Qdrant server; ``api_key`` authenticates; ``client_kwargs`` are the other arguments of
+            the clients built for ``url`` or ``location``.
+        :param batch_size: points per upsert request (None: 64); ``parallel`` processes upload to a server (1),
+            ``max_retries`` times a failed upsert is sent again (3); ``shard_number``, ``replication_factor`` and
+            ``write_consistency_factor`` shape a new collection on a cluster (:class:`lmk_rag.store.ServerOptions`).
+        :param enable_hybrid: BM25 sparse vectors fused into every ranking (the store's ``bm25``); None = as
+            recorded (on for a new store). ``fastembed_sparse_model`` is accepted with a warning and turns it on.
+        :param hybrid_fusion_fn: a :data:`HybridFusionCallable` for ``hybrid`` queries, which then run the dense and
+            the BM25 search apart and pass both; None: the store's own fusion (one Query API call; two on Edge).
         :param payload_indexes: ``[{"field_name": key, "field_schema": type}, ...]``: metadata keys to index.
-        :param shard_number: shards of a new collection on a cluster.
-        :param replication_factor: copies of each shard of a new collection.
-        :param write_consistency_factor: replicas that must confirm a write, for a new collection.
-        :param fastembed_sparse_model: accepted with a warning (the sparse side is Qdrant's own BM25; no FastEmbed
-            model is loaded); turns ``enable_hybrid`` on, as in QdrantVectorStore.
-        :param index_doc_id: the ``doc_id`` index is always made (deletes and versions filter by it); False warns.
-        :param text_key: the payload key of the node text: ``"text"`` only.
-        :param path: folder of an embedded Qdrant Edge store (the default ``./lmk_store``).
-        :param location: qdrant-client local mode, ``":memory:"`` or a folder.
-        :param read_only: open to read only (a reader beside a writer process, see :class:`LandmarkStore`).
-        :param alpha: weight of the rerank score against BM25 (see :class:`LandmarkStore`); a query may override it.
-        :param store: an open :class:`LandmarkStore` to use instead of the arguments above (:meth:`close` leaves it
-            open: it is the caller's); the way to give any other store option.
-        :param embed_model: share this model's encoder with the store (else the store builds its own
-            from its recorded settings).
-        :param static_encoder: a ``StaticTokenEncoder`` (a :class:`lmk_rag.TokenEncoder`) to fill and search static
-            token vectors.
+        :param index_doc_id: the ``doc_id`` index is always made; False warns. ``text_key``: ``"text"`` only.
+        :param path: folder of an Edge store (the default ``./lmk_store``); ``location`` qdrant-client local mode
+            (``":memory:"`` or a folder); ``read_only``, ``alpha``, ``static_encoder`` as :class:`LandmarkStore`'s.
+        :param store: an open :class:`LandmarkStore` instead of the arguments above, the way to give any other
+            store option (:meth:`close` leaves it open: it is the caller's).
+        :param embed_model: share this model's encoder with the store (else the store builds its own).
         :param rerank: the default second stage (None: the store's, ``"chunks"`` or ``"static"`` in a static store).
         :raises TypeError: for an argument this class does not take, naming the close ones.
         :raises NotImplementedError: for a QdrantVectorStore argument with no meaning here, saying why.
@@ -211,34 +173,37 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         for name, flag in (("enable_hybrid", enable_hybrid), ("index_doc_id", index_doc_id)):
             if flag is not None and not isinstance(flag, bool):
                 raise InvalidInputError(f"{name} must be True or False, got {flag!r}")
-        if text_key is not None and not isinstance(text_key, str):
-            raise InvalidInputError(f"text_key must be the payload key of the node text, 'text', got {text_key!r}")
+        if text_key != "text":
+            error = NotImplementedError if text_key is None or isinstance(text_key, str) else InvalidInputError
+            raise error(f"text_key={text_key!r}: a LandmarkVectorStore keeps node text under 'text'")
         if index_doc_id is False:
             warnings.warn("index_doc_id=False has no effect: the store always indexes doc_id (its deletes and "
                           "versions filter by it)", stacklevel=2)
-        if text_key != "text":
-            raise NotImplementedError(f"text_key={text_key!r}: a LandmarkVectorStore keeps node text under 'text'")
         if hybrid_fusion_fn is not None and not callable(hybrid_fusion_fn):
             raise InvalidInputError(f"hybrid_fusion_fn must be a callable (dense_result, sparse_result, alpha, "
                                     f"top_k) -> VectorStoreQueryResult, got {hybrid_fusion_fn!r}")
-        options = {"alpha": alpha, "read_only": read_only, "payload_indexes": payload_indexes, "batch_size": batch_size,
-                   "parallel": parallel, "max_retries": max_retries, "shard_number": shard_number,
-                   "replication_factor": replication_factor, "write_consistency_factor": write_consistency_factor}
+        config = {"alpha": alpha, "read_only": read_only, "payload_indexes": payload_indexes, "batch_size": batch_size,
+                  "parallel": parallel, "max_retries": max_retries, "shard_number": shard_number,
+                  "replication_factor": replication_factor, "write_consistency_factor": write_consistency_factor}
+        config = {name: value for name, value in config.items() if value is not None}  # what to_dict records
         opening = {"path": path, "url": url, "api_key": api_key, "client": client, "aclient": aclient,
                    "location": location, "collection_name": collection_name, "enable_hybrid": enable_hybrid,
-                   "client_kwargs": client_kwargs, "static_encoder": static_encoder, **options}
-        if store is not None and any(value is not None for value in opening.values()):
-            given = sorted(name for name, value in opening.items() if value is not None)
-            raise InvalidInputError(f"give either store= or the arguments that open one ({', '.join(given)}), not both")
+                   "client_kwargs": client_kwargs, "static_encoder": static_encoder}
+        given = {**{name: value for name, value in opening.items() if value is not None}, **config}
+        if store is not None and given:
+            raise InvalidInputError(f"give either store= or the arguments that open one ({', '.join(sorted(given))}), "
+                                    "not both")
         try:
             super().__init__(rerank=rerank)
         except ValidationError as error:
             raise invalid_fields("LandmarkVectorStore", error) from None
-        self._owns_store = store is None
-        self._store = store or open_store(embed_model, **opening)
-        self._embed_model = embed_model
-        self._hybrid_fusion_fn = hybrid_fusion_fn
-        self._config = {name: value for name, value in options.items() if value is not None}
+        self._config, self._owns_store = config, store is None
+        if store is None:  # enable_hybrid is the store's bm25, the qdrant-client options its server=ServerOptions(...)
+            server = {option.name: given.pop(option.name) for option in fields(ServerOptions) if option.name in given}
+            store = LandmarkStore(encoder=None if embed_model is None else embed_model.encoder,
+                                  bm25=given.pop("enable_hybrid", None),
+                                  server=ServerOptions(**server) if server else None, **given)
+        self._store, self._embed_model, self._hybrid_fusion_fn = store, embed_model, hybrid_fusion_fn
 
     @classmethod
     def class_name(cls) -> str:
@@ -299,34 +264,33 @@ class LandmarkVectorStore(BasePydanticVectorStore):
 
     @property
     def enable_hybrid(self) -> bool:
-        """Whether the store holds BM25 vectors, fused into every ranking (as the store records it)."""
+        """Whether the store holds BM25 vectors, fused into every ranking (the store's ``bm25``)."""
         return self._store.bm25
 
     @property
     def flat_metadata(self) -> bool:
-        """False: metadata may nest (dicts and lists of JSON values), as ``QdrantVectorStore(flat_metadata=False)``
-        keeps it."""
+        """False: metadata may nest, as ``QdrantVectorStore(flat_metadata=False)`` keeps it."""
         return False
 
     @property
     def store(self) -> LandmarkStore:
-        """The underlying :class:`LandmarkStore`."""
+        """The underlying :class:`LandmarkStore`: its ``client``, ``aclient`` and ``collection_name`` are this
+        store's (None on Edge; without an ``aclient`` the async methods run the sync calls in a worker thread)."""
         return self._store
 
     @property
     def client(self) -> Any:
-        """The ``QdrantClient`` where the store has one (a server or local mode), None on Edge."""
+        """The store's ``QdrantClient``, None on Edge."""
         return self._store.client
 
     @property
     def aclient(self) -> Any:
-        """The ``AsyncQdrantClient`` the async methods call, None where there is none (they run the sync calls in
-        a worker thread then)."""
+        """The store's ``AsyncQdrantClient``, None where there is none."""
         return self._store.aclient
 
     @property
     def collection_name(self) -> str | None:
-        """The collection on a qdrant-client backend, None on Edge (the store is its folder)."""
+        """The store's collection, None on Edge (the store is its folder)."""
         return self._store.collection_name
 
     @property
@@ -401,8 +365,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         :raises TypeError: for any other keyword argument.
         """
         refuse_unknown("LandmarkVectorStore.delete_nodes()", delete_kwargs, ())
-        flt = to_store_filter(filters)
-        self._store.delete_nodes(node_ids=node_ids, filter=flt)
+        self._store.delete_nodes(node_ids=node_ids, filter=to_store_filter(filters))
 
     async def adelete_nodes(
         self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None, **delete_kwargs: Any
@@ -421,8 +384,9 @@ class LandmarkVectorStore(BasePydanticVectorStore):
     # ------------------------------------------------------------------ reading
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
-        """Search by the query's mode (``default``, ``hybrid``, ``sparse``, ``text_search``, ``mmr``; see
-        :mod:`llama_index.vector_stores.landmark.search`).
+        """Search by the query's mode: ``default`` and ``hybrid`` (``VectorStoreQuery.alpha``, ``hybrid_top_k``)
+        are the store's fused search, ``sparse`` (``sparse_top_k``) and ``text_search`` BM25 alone, ``mmr``
+        maximal marginal relevance; without ``query_str``, the nearest node vectors (docs/llamaindex.md).
 
         :param query: LlamaIndex's query: ``query_str`` (encoded once by the store) or, without it,
             ``query_embedding``; ``similarity_top_k``, ``filters``, ``doc_ids``, ``node_ids``, ``mode``, ``alpha``,
@@ -440,11 +404,11 @@ class LandmarkVectorStore(BasePydanticVectorStore):
                        {name: value for name, value in kwargs.items() if name not in QUERY_OPTIONS}, QUERY_OPTIONS)
         fusion = self._hybrid_fusion_fn
         if fusion is None or query.mode != VectorStoreQueryMode.HYBRID or not query.query_str:
-            return self._result(self._search(query, **kwargs))
+            return _result(self._search(query, **kwargs))
         kwargs.pop("alpha", None)
         dense = self._search(replace(query, mode=VectorStoreQueryMode.DEFAULT), alpha=1.0, **kwargs)
         sparse = self._search(replace(query, mode=VectorStoreQueryMode.SPARSE), **kwargs)
-        return fusion(self._result(dense), self._result(sparse), alpha=0.5 if query.alpha is None else query.alpha,
+        return fusion(_result(dense), _result(sparse), alpha=0.5 if query.alpha is None else query.alpha,
                       top_k=query.hybrid_top_k or query.similarity_top_k)
 
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
@@ -452,17 +416,46 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         return await self._store.call_async(self.query, query, **kwargs)
 
     def _search(
-        self, query: VectorStoreQuery, rerank: Rerank | str | None = None, alpha: float | None = None, **kwargs: Any
+        self, query: VectorStoreQuery, rerank: Rerank | str | None = None, alpha: float | None = None,
+        qdrant_filters: Any = None, **kwargs: Any
     ) -> list[Hit]:
-        """The store's hits for a LlamaIndex query."""
-        return search(self._store, query, rerank or self.rerank, alpha, **kwargs)
+        """The store's hits for a LlamaIndex query, by its mode (see :meth:`query`; ``mmr_threshold`` given, even as
+        None, overrides the query's, else 0.5). An empty ``node_ids`` or ``doc_ids`` list restricts nothing, as in
+        ``QdrantVectorStore`` (``VectorStoreIndex.as_retriever`` passes ``[]`` for a store that keeps the text).
 
-    def _result(self, hits: list[Hit]) -> VectorStoreQueryResult:
-        """LlamaIndex's result from store hits."""
-        nodes = [_to_node(hit.node_id, hit.doc_id, hit.text, hit.span, hit.metadata) for hit in hits]
-        return VectorStoreQueryResult(
-            nodes=nodes, similarities=[hit.score for hit in hits], ids=[hit.node_id for hit in hits]
-        )
+        :raises InvalidInputError: for a query with neither text nor embedding, or a lexical query without text.
+        :raises SettingsMismatchError: for a lexical query on a store without BM25.
+        :raises NotImplementedError: for the learner modes and ``semantic_hybrid``.
+        """
+        mode, store, k = VectorStoreQueryMode(query.mode), self._store, query.similarity_top_k
+        flt = to_store_filter(query.filters, query.node_ids or None, query.doc_ids or None, qdrant_filters)
+        if mode == VectorStoreQueryMode.MMR:
+            threshold = kwargs.get("mmr_threshold", query.mmr_threshold)
+            return store.search_mmr(query.query_str or _embedding(query, mode), k,
+                                    lambda_=MMR_DEFAULT if threshold is None else threshold, filter=flt)
+        if mode not in FUSED_MODES:
+            raise NotImplementedError(
+                f"LandmarkVectorStore does not run query mode {mode.value!r}: use 'default' (fused rerank + BM25), "
+                "'hybrid' (with VectorStoreQuery.alpha), 'sparse'/'text_search' (BM25) or 'mmr'"
+            )
+        fixed_alpha = FUSED_MODES[mode]
+        lexical = fixed_alpha == 0.0
+        if not query.query_str:
+            if lexical:
+                raise InvalidInputError(
+                    f"query mode {mode.value!r} scores words with BM25: VectorStoreQuery.query_str is empty"
+                )
+            return store.search_vector(_embedding(query, mode), k=k, filter=flt, doc_level=False)
+        if lexical and not store.bm25:
+            raise SettingsMismatchError(
+                f"query mode {mode.value!r} ranks by BM25 keyword vectors, and {store.where} was built without them "
+                "(enable_hybrid=False): query in mode 'default', or ingest into a new store with enable_hybrid=True"
+            )
+        if mode == VectorStoreQueryMode.HYBRID and query.alpha is not None:
+            alpha = query.alpha
+        top_k = {VectorStoreQueryMode.HYBRID: query.hybrid_top_k, VectorStoreQueryMode.SPARSE: query.sparse_top_k}
+        return store.search(query.query_str, k=top_k.get(mode) or k, rerank=rerank or self.rerank, filter=flt,
+                            doc_level=False, alpha=alpha if fixed_alpha is None else fixed_alpha)
 
     def get_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None) -> list[BaseNode]:
         """Stored nodes by id and/or metadata filter, with their embeddings.
@@ -471,14 +464,8 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         :param filters: metadata filters.
         :return: the nodes, in no particular order.
         """
-        flt = to_store_filter(filters)
-        records = self._store.get_nodes(node_ids=node_ids, filter=flt)
-        nodes = []
-        for record in records:
-            node = _to_node(record.node_id, record.doc_id, record.text, record.span, record.metadata)
-            node.embedding = record.vector.tolist()
-            nodes.append(node)
-        return nodes
+        records = self._store.get_nodes(node_ids=node_ids, filter=to_store_filter(filters))
+        return [_to_node(record, embedding=record.vector.tolist()) for record in records]
 
     async def aget_nodes(
         self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
@@ -555,15 +542,31 @@ def _to_record(node: BaseNode, fingerprint: str) -> NodeRecord:
     )
 
 
-def _to_node(node_id: str, doc_id: str, text: str, span: tuple[int, int], metadata: dict[str, Any]) -> BaseNode:
+def _to_node(stored: Hit | NodeRecord, embedding: list[float] | None = None) -> BaseNode:
     """The LlamaIndex node of a stored node: rebuilt from its JSON when LlamaIndex wrote it, else from the fields."""
-    if "_node_content" in metadata:
-        return metadata_dict_to_node(metadata, text=text)
-    return TextNode(
-        id_=node_id,
-        text=text,
-        start_char_idx=span[0],
-        end_char_idx=span[1],
-        metadata=dict(metadata),
-        relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=doc_id)},
-    )
+    if "_node_content" in stored.metadata:
+        node = metadata_dict_to_node(stored.metadata, text=stored.text)
+    else:
+        node = TextNode(id_=stored.node_id, text=stored.text, start_char_idx=stored.span[0],
+                        end_char_idx=stored.span[1], metadata=dict(stored.metadata),
+                        relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=stored.doc_id)})
+    node.embedding = embedding
+    return node
+
+
+def _result(hits: list[Hit]) -> VectorStoreQueryResult:
+    """LlamaIndex's result from store hits."""
+    return VectorStoreQueryResult(nodes=[_to_node(hit) for hit in hits], similarities=[hit.score for hit in hits],
+                                  ids=[hit.node_id for hit in hits])
+
+
+def _embedding(query: VectorStoreQuery, mode: VectorStoreQueryMode) -> np.ndarray:
+    """The query's embedding as float32, shape (dim,).
+
+    :raises InvalidInputError: when the query has neither text nor embedding.
+    """
+    if query.query_embedding is None:
+        raise InvalidInputError(
+            f"query mode {mode.value!r}: the query has neither query_str (which the store encodes) nor query_embedding"
+        )
+    return np.asarray(query.query_embedding, dtype=np.float32)
