@@ -72,6 +72,7 @@ def serialised(method: Callable[..., T]) -> Callable[..., T]:
     return locked
 
 
+@dataclasses.dataclass(eq=False)
 class Writer:
     """Writes and deletes of one store: :class:`~lmk_rag.store.LandmarkStore`'s methods, on the arguments the store
     has checked and resolved (its public methods document them).
@@ -87,18 +88,15 @@ class Writer:
     :param access: keeps a write's engine calls apart from every search's, between threads.
     """
 
-    def __init__(self, backend: Backend, where: str, settings: dict[str, Any], vectors: NodeVectors, ledger: Ledger,
-                 encoder: StoreEncoder, read_only: bool, lock: threading.RLock, access: ReadWriteLock) -> None:
-        """Keep the store's collaborators."""
-        self.backend = backend
-        self.where = where
-        self.settings = settings
-        self.vectors = vectors
-        self.ledger = ledger
-        self.encoder = encoder
-        self.read_only = read_only
-        self.lock = lock
-        self.access = access
+    backend: Backend
+    where: str
+    settings: dict[str, Any]
+    vectors: NodeVectors
+    ledger: Ledger
+    encoder: StoreEncoder
+    read_only: bool
+    lock: threading.RLock
+    access: ReadWriteLock
 
     @serialised
     def add_documents(self, documents: Iterable[Document], batch_size: int, show_progress_bar: bool | None,
