@@ -13,6 +13,10 @@ change the dense side only, so BM25 keeps its share ``1 - alpha``:
   node holds: the store's 0.7 when it holds ``high`` or more, rising to ``a`` at ``low`` or less;
 - ``gate``: ``g`` chosen per query from what is known at query time: how far the best candidate's chunk MaxSim
   stands above its node cosine (a buried passage: far; a node read as a whole: near);
+- ``coherent d lo-hi`` / ``bonus d lo-hi``: the document cosine weighted by how far the document's chunks agree
+  (its coherence: the length of the mean of its unit chunk vectors; a haystack of unrelated pages is low, one page
+  high), ``g = clip((coherence - lo) / (hi - lo), 0, 1)``: ``(1 - d g) * chunk MaxSim + d g * document cosine``
+  (coherent), or ``chunk MaxSim + d g * document cosine`` (bonus);
 - ``question a node g``: for a query asked as a question (its text ends with ``?``, a trailing parenthesis aside),
   dense weight ``a`` and node weight ``g``; every other query keeps ``base``.
 
@@ -41,6 +45,8 @@ COVERAGE_GATES = ((0.85, 0.5, 0.8), (0.9, 0.5, 0.8), (0.85, 0.6, 0.9), (0.9, 0.6
 #: The query gate: the node weight falls from ``g`` to 0 as the best candidate's MaxSim - node cosine grows
 #: from ``low`` to ``high``.
 GATES = ((0.5, 0.02, 0.08), (0.5, 0.03, 0.12), (0.75, 0.02, 0.08), (0.75, 0.03, 0.12))
+#: The coherence gates of the document cosine: (d, lo, hi).
+COHERENCE_GATES = ((0.5, 0.55, 0.65), (0.5, 0.5, 0.6), (0.5, 0.6, 0.7), (0.25, 0.55, 0.65))
 #: The question gate: (dense weight, node weight) for queries asked as questions.
 QUESTION_GATES = ((0.8, 0.0), (0.85, 0.0), (0.9, 0.0), (0.8, 0.25), (0.85, 0.25), (0.8, 0.5), (0.85, 0.5))
 
@@ -52,7 +58,8 @@ class Study:
         self.corpus = corpus
         self.bm25 = common.Bm25Index.of_store(corpus.node_texts)
         self.query_terms = common.query_terms(corpus.data.query_texts)
-        sums, _ = common.document_chunk_sums(corpus)
+        sums, counts = common.document_chunk_sums(corpus)
+        self.coherence = np.linalg.norm(sums, axis=1) / np.maximum(counts, 1)
         self.rows = self.bm25.weights.tocsr()
         self.coverages: list[float] = []
         self.doc_vectors = sums / np.maximum(np.linalg.norm(sums, axis=1), 1e-12)[:, None]
@@ -109,6 +116,11 @@ class Study:
         for g, low, high in GATES:
             weight = g * float(np.clip((high - gap) / (high - low), 0, 1))
             out[f"gate {g} {low}-{high}"] = mixed((1 - weight) * chunk + weight * node)
+        coherence = self.coherence[corpus.node_doc[nodes]]
+        for d, low, high in COHERENCE_GATES:
+            weight = d * np.clip((coherence - low) / (high - low), 0, 1)
+            out[f"coherent {d} {low}-{high}"] = mixed((1 - weight) * chunk + weight * doc)
+            out[f"bonus {d} {low}-{high}"] = mixed(chunk + weight * doc)
         asked = re.search(r"\?\s*(\([^()]*\))?\s*$", self.corpus.data.query_texts[query]) is not None
         for alpha, g in QUESTION_GATES:
             dense = (1 - g) * chunk + g * node
