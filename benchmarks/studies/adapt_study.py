@@ -35,7 +35,6 @@ import numpy as np
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.encoder.projection import SHIPPED_PROJECTION_DIR, LinearProjection
 from lmk_rag.splits import split_heldout
-from lmk_rag.store.query import DEFAULT_ALPHA
 from lmk_rag.train.data import load_training_data
 from lmk_rag.train.projection import EncodedPairs, ProjectionConfig, train_projection
 
@@ -108,14 +107,7 @@ def rankings(corpus: common.Corpus) -> list[list[int]]:
     """The store's document rankings of every query (its candidates and fusion)."""
     bm25 = common.Bm25Index.of_store(corpus.node_texts)
     terms = common.query_terms(corpus.data.query_texts)
-    ranked = []
-    for query, vector in enumerate(corpus.query_vectors):
-        lexical = bm25.scores(terms[query])
-        nodes = common.store_candidates(corpus.node_vectors, vector, lexical)
-        chunks = corpus.query_chunks[query]
-        ranked.append(common.store_ranking(nodes, common.chunk_maxsim(corpus, chunks)[nodes], lexical[nodes], chunks,
-                                           DEFAULT_ALPHA, corpus.node_doc))
-    return ranked
+    return [common.query_ranking(corpus, query, bm25.scores(terms[query])) for query in range(len(terms))]
 
 
 def study(corpus: common.Corpus) -> dict[str, dict[str, float]]:

@@ -22,8 +22,6 @@ from __future__ import annotations
 import common
 import numpy as np
 
-from lmk_rag.store.query import DEFAULT_ALPHA
-
 #: Each variant's Qdrant ``Bm25Config`` settings over the store's (None: the store's model itself).
 MODELS: dict[str, dict[str, object] | None] = {
     "base": None, "word": {"tokenizer": "word"}, "b 0.4": {"b": 0.4}, "b 0.9": {"b": 0.9}, "b 1.0": {"b": 1.0},
@@ -73,11 +71,8 @@ def study(corpus: common.Corpus) -> dict[str, dict[str, float]]:
             bm25 = index.scores(terms[query])
             rankings.setdefault(f"alone {name}", []).append(
                 common.doc_ranking(every_node, np.round(bm25, 6), corpus.node_doc))
-            vector, chunks = corpus.query_vectors[query], corpus.query_chunks[query]
-            nodes = common.store_candidates(corpus.node_vectors, vector, bm25)
-            dense = common.chunk_maxsim(corpus, chunks)[nodes]
             rankings.setdefault("base" if name == "base" else f"fused {name}", []).append(
-                common.store_ranking(nodes, dense, bm25[nodes], chunks, DEFAULT_ALPHA, corpus.node_doc))
+                common.query_ranking(corpus, query, bm25))
     return common.ndcg_per_query(corpus, rankings)
 
 

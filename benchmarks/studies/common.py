@@ -29,7 +29,7 @@ from lmk_rag.eval.metrics import per_query_metrics
 from lmk_rag.eval.states import encode_states_cached
 from lmk_rag.nodes import group_chunks
 from lmk_rag.paths import user_cache_dir
-from lmk_rag.store.query import best_hits, fuse, plan_search
+from lmk_rag.store.query import DEFAULT_ALPHA, best_hits, fuse, plan_search
 from lmk_rag.store.types import Branch, ScoredPointData, SparseVector
 from lmk_rag.store.vectors import Bm25Encoder
 from lmk_rag.vectors import maxsim_scores
@@ -243,6 +243,15 @@ def store_ranking(
     points.sort(key=lambda point: (-point.score, point.id))
     best = best_hits(points, k, doc_level=True)
     return [int(node_doc[int(point.id)]) for point in best]
+
+
+def query_ranking(corpus: Corpus, query: int, bm25: np.ndarray) -> list[int]:
+    """The store's document ranking of one query, given every node's BM25 score for it: its candidates
+    (:func:`store_candidates`), their chunk MaxSim and :func:`store_ranking` at the store's alpha."""
+    vector, chunks = corpus.query_vectors[query], corpus.query_chunks[query]
+    nodes = store_candidates(corpus.node_vectors, vector, bm25)
+    return store_ranking(nodes, chunk_maxsim(corpus, chunks)[nodes], bm25[nodes], chunks, DEFAULT_ALPHA,
+                         corpus.node_doc)
 
 
 def doc_ranking(nodes: np.ndarray, scores: np.ndarray, node_doc: np.ndarray, k: int = 10) -> list[int]:

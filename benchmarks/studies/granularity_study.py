@@ -28,12 +28,10 @@ the per-query values::
 
 from __future__ import annotations
 
-import re
-
 import common
 import numpy as np
 
-from lmk_rag.store.query import DEFAULT_ALPHA
+from lmk_rag.store.query import DEFAULT_ALPHA, is_question
 
 NODE_WEIGHTS = (0.25, 0.5, 0.75, 1.0)
 DOC_WEIGHTS = (0.25, 0.5)
@@ -90,10 +88,10 @@ class Study:
         node = corpus.node_vectors[nodes] @ vector
         doc = self.doc_vectors[corpus.node_doc[nodes]] @ vector
         top_bm25 = lexical.max() if lexical.max() > 0 else 1.0
-        bm25_part = (1 - DEFAULT_ALPHA) * lexical / top_bm25  # the store's BM25 share, as it fuses it
 
-        def mixed(dense: np.ndarray) -> np.ndarray:
-            return DEFAULT_ALPHA * dense + bm25_part
+        def mixed(dense: np.ndarray, alpha: float = DEFAULT_ALPHA) -> np.ndarray:
+            """A dense side fused with BM25 as the store fuses them, at ``alpha``."""
+            return alpha * dense + (1 - alpha) * lexical / top_bm25
 
         out = {"base": base}
         for g in NODE_WEIGHTS:
@@ -103,14 +101,14 @@ class Study:
             for g in (0.25, 0.5):
                 out[f"node {g} doc {d}"] = mixed((1 - g - d) * chunk + g * node + d * doc) if g + d <= 1 else base
         for alpha in ALPHAS:
-            out[f"alpha {alpha}"] = alpha * chunk + (1 - alpha) * lexical / top_bm25
+            out[f"alpha {alpha}"] = mixed(chunk, alpha)
         best_bm25 = int(np.argmax(bm25))  # the first of the best, as the BM25 prefetch ranks them
         coverage = self.coverage(query, best_bm25) if bm25[best_bm25] > 0 else 0.0
         self.coverages.append(coverage)
         for high_alpha, low, high in COVERAGE_GATES:
             lean = float(np.clip((high - coverage) / (high - low), 0, 1))
             alpha = DEFAULT_ALPHA + (high_alpha - DEFAULT_ALPHA) * lean
-            out[f"coverage {high_alpha} {low}-{high}"] = alpha * chunk + (1 - alpha) * lexical / top_bm25
+            out[f"coverage {high_alpha} {low}-{high}"] = mixed(chunk, alpha)
         top = int(np.argmax(base))
         gap = float(chunk[top] - node[top])
         for g, low, high in GATES:
@@ -121,10 +119,9 @@ class Study:
             weight = d * np.clip((coherence - low) / (high - low), 0, 1)
             out[f"coherent {d} {low}-{high}"] = mixed((1 - weight) * chunk + weight * doc)
             out[f"bonus {d} {low}-{high}"] = mixed(chunk + weight * doc)
-        asked = re.search(r"\?\s*(\([^()]*\))?\s*$", self.corpus.data.query_texts[query]) is not None
+        asked = is_question(corpus.data.query_texts[query])
         for alpha, g in QUESTION_GATES:
-            dense = (1 - g) * chunk + g * node
-            out[f"question {alpha} node {g}"] = (alpha * dense + (1 - alpha) * lexical / top_bm25) if asked else base
+            out[f"question {alpha} node {g}"] = mixed((1 - g) * chunk + g * node, alpha) if asked else base
         return {name: (nodes, values) for name, values in out.items()}
 
 
