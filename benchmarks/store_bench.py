@@ -23,6 +23,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -44,9 +45,16 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def real_nodes(encoder: LandmarkEncoder, n_docs: int) -> tuple[list[list[NodeRecord]], list[str]]:
-    """Nodes of real needle-haystack pages (manpages-needle/L2048) and real query texts."""
-    data = subsample(load_beir(DATA / "manpages-needle" / "L2048"), n_docs, n_docs, 0)
+#: Where a run's real nodes come from: needle haystacks (a store whose rerank is chunk MaxSim alone) or whole Perl
+#: pages (one that blends in the document cosine, a second scorer in the Query API call:
+#: ``LandmarkStore.document_weight``).
+PAGES = {"manpages-needle/L2048": DATA / "manpages-needle" / "L2048",
+         "perldoc-longdoc": Path(__file__).resolve().parent / "data" / "perldoc-longdoc"}
+
+
+def real_nodes(encoder: LandmarkEncoder, n_docs: int, pages: str) -> tuple[list[list[NodeRecord]], list[str]]:
+    """Nodes of ``n_docs`` real pages of a set (:data:`PAGES`) and its real query texts."""
+    data = subsample(load_beir(PAGES[pages]), n_docs, n_docs, 0)
     result = encode_states_cached(encoder, data.doc_texts, CACHE)
     docs = []
     for index, (text, encoded) in enumerate(zip(data.doc_texts, encoder.pool(result.states))):
@@ -127,10 +135,10 @@ def overhead(encoder: LandmarkEncoder, n_docs: int) -> dict[str, float]:
     model_s = 0.0
     original = encoder.encode_documents
 
-    def timed(texts_: list[str]):  # a stopwatch around the real encoder
+    def timed(texts_: list[str], *args: Any, **kwargs: Any):  # a stopwatch around the real encoder
         nonlocal model_s
         start = time.perf_counter()
-        out = original(texts_)
+        out = original(texts_, *args, **kwargs)
         model_s += time.perf_counter() - start
         return out
 
@@ -154,7 +162,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--local-max", type=int, default=10_000, help="largest size run on qdrant-client local mode")
-    parser.add_argument("--real-docs", type=int, default=60, help="real L2048 pages encoded (cached) for nodes")
+    parser.add_argument("--real-docs", type=int, default=60, help="real pages encoded (cached) for nodes")
+    parser.add_argument("--pages", choices=sorted(PAGES), default="manpages-needle/L2048",
+                        help="the set whose pages give the nodes")
     parser.add_argument("--overhead-docs", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--local-queries", type=int, default=15, help="queries timed on local mode (it is slow)")
@@ -166,7 +176,7 @@ def main() -> None:
 
     started = time.perf_counter()
     encoder = LandmarkEncoder(projection=None) if args.no_projection else LandmarkEncoder()
-    docs, query_texts = real_nodes(encoder, args.real_docs)
+    docs, query_texts = real_nodes(encoder, args.real_docs, args.pages)
     n_real = sum(len(d) for d in docs)
     queries = encoder.encode_queries(query_texts)
     print(f"real nodes: {n_real} from {len(docs)} pages; queries: {len(queries)}", flush=True)
@@ -181,7 +191,7 @@ def main() -> None:
             with LandmarkStore(**kwargs, encoder=encoder) as store:
                 built = build(store, docs, size)
                 row = {"size": size, "backend": store.backend.name, **built,
-                       "docs_per_s": built["docs"] / built["write_s"]}
+                       "docs_per_s": built["docs"] / built["write_s"], "document_weight": store.document_weight}
                 timed = queries if backend == "edge" else queries[: args.local_queries]
                 for mode in MODES:
                     p50, p95, results = latencies(store, timed, query_texts, mode, args.repeats)
@@ -223,8 +233,10 @@ def write_report(args, rows, recall_rows, over, n_real, n_pages, n_queries, wall
         f"Python {platform.python_version()}, qdrant-edge-py 0.9.0. "
         f"Whole run: {wall_s / 60:.1f} min.",
         "",
-        f"Nodes: {n_real} real nodes (256 tokens) of {n_pages} real manual pages (manpages-needle/L2048, default "
-        "encoder), replicated with Gaussian noise (sigma 0.02 per dimension, renormalised) to each size. "
+        f"Nodes: {n_real} real nodes (256 tokens) of {n_pages} real pages ({args.pages}, default "
+        "encoder; the stores' document weight: "
+        + ", ".join(sorted({f"{r['document_weight']:g}" for r in rows}))
+        + "), replicated with Gaussian noise (sigma 0.02 per dimension, renormalised) to each size. "
         f"Queries: {n_queries} real query texts (qdrant-client local mode: the first {args.local_queries}), encoded "
         f"once (excluded from latency), each run {args.repeats}x; latency = one `search_encoded` call "
         "(k=10, node level, store defaults: BM25 vectors written), hits with their payloads. "

@@ -18,7 +18,13 @@ change the dense side only, so BM25 keeps its share ``1 - alpha``:
   high), ``g = clip((coherence - lo) / (hi - lo), 0, 1)``: ``(1 - d g) * chunk MaxSim + d g * document cosine``
   (coherent), or ``chunk MaxSim + d g * document cosine`` (bonus);
 - ``question a node g``: for a query asked as a question (its text ends with ``?``, a trailing parenthesis aside),
-  dense weight ``a`` and node weight ``g``; every other query keeps ``base``.
+  dense weight ``a`` and node weight ``g``; every other query keeps ``base``;
+- ``product``: the store's ranking with the question gate (``query_alpha``); ``product doc d``: with the document
+  cosine at ``d`` beside MaxSim; ``store``: with the store's own document weight (``document_weight`` of every
+  document of the set: 0.25 on a set of whole documents, 0 on haystacks);
+- ``contrast d lo-hi``: the document cosine's weight chosen per query from the candidates' documents: the median
+  agreement of a document's chunks against the mean agreement between two candidates' documents (their
+  *contrast*), ``d`` from a contrast of ``hi`` up, 0 below ``lo``.
 
 Documents rank by their best node. Prints nDCG@10 per variant with the paired difference to ``base`` and writes
 the per-query values::
@@ -31,7 +37,7 @@ from __future__ import annotations
 import common
 import numpy as np
 
-from lmk_rag.store.query import DEFAULT_ALPHA, is_question
+from lmk_rag.store.query import DEFAULT_ALPHA, document_weight, is_question, query_alpha
 
 NODE_WEIGHTS = (0.25, 0.5, 0.75, 1.0)
 DOC_WEIGHTS = (0.25, 0.5)
@@ -58,6 +64,10 @@ class Study:
         self.query_terms = common.query_terms(corpus.data.query_texts)
         sums, counts = common.document_chunk_sums(corpus)
         self.coherence = np.linalg.norm(sums, axis=1) / np.maximum(counts, 1)
+        self.counts = counts
+        self.pair = np.where(counts > 1, (counts * self.coherence**2 - 1) / np.maximum(counts - 1, 1), 1.0)
+        self.contrasts: list[float] = []
+        self.document_weight = document_weight(sums / np.maximum(counts, 1)[:, None], counts)
         self.rows = self.bm25.weights.tocsr()
         self.coverages: list[float] = []
         self.doc_vectors = sums / np.maximum(np.linalg.norm(sums, axis=1), 1e-12)[:, None]
@@ -120,6 +130,23 @@ class Study:
             out[f"coherent {d} {low}-{high}"] = mixed((1 - weight) * chunk + weight * doc)
             out[f"bonus {d} {low}-{high}"] = mixed(chunk + weight * doc)
         asked = is_question(corpus.data.query_texts[query])
+        product_alpha = query_alpha(DEFAULT_ALPHA, corpus.data.query_texts[query])
+        for d in (0.2, 0.25, 0.3, 0.35, 0.5):
+            out[f"product doc {d}"] = mixed((1 - d) * chunk + d * doc, product_alpha)
+        out["product"] = mixed(chunk, product_alpha)
+        w = self.document_weight
+        out["store"] = mixed((1 - w) * chunk + w * doc, product_alpha)
+        docs = np.unique(corpus.node_doc[nodes])
+        means = self.doc_vectors[docs] * self.coherence[docs][:, None]
+        cross = means @ means.T
+        between = (cross.sum() - np.trace(cross)) / max(len(docs) * (len(docs) - 1), 1)
+        contrast = float((np.median(self.pair[docs]) - between) / (1 - between))
+        self.contrasts.append(contrast)
+        for d in (0.25, 0.35, 0.5):
+            for low, high in ((0.2, 0.2), (0.18, 0.22), (0.17, 0.23), (0.19, 0.25)):
+                weight = d * float(np.clip((contrast - low) / (high - low), 0, 1)) if high > low else \
+                    d * float(contrast >= low)
+                out[f"contrast {d} {low}-{high}"] = mixed((1 - weight) * chunk + weight * doc, product_alpha)
         for alpha, g in QUESTION_GATES:
             out[f"question {alpha} node {g}"] = mixed((1 - g) * chunk + g * node, alpha) if asked else base
         return {name: (nodes, values) for name, values in out.items()}
@@ -132,6 +159,8 @@ def study(corpus: common.Corpus) -> dict[str, dict[str, float]]:
     for query in range(len(corpus.data.query_ids)):
         for name, (nodes, values) in scorer.scores(query).items():
             rankings.setdefault(name, []).append(common.doc_ranking(nodes, np.round(values, 6), corpus.node_doc))
+    print(f"  the store's document weight: {scorer.document_weight}; per-query contrast percentiles 10/25/50/75/90:",
+          np.percentile(scorer.contrasts, [10, 25, 50, 75, 90]).round(3), flush=True)
     print("  coverage of the best BM25 node, percentiles 10/25/50/75/90:",
           np.percentile(scorer.coverages, [10, 25, 50, 75, 90]).round(3), flush=True)
     return common.ndcg_per_query(corpus, rankings)

@@ -104,10 +104,10 @@ def edge_config(spec: CollectionSpec) -> qe.EdgeConfig:
     """The Edge shard configuration of a collection spec (pure; tested on its own).
 
     :param spec: what the store holds (see :mod:`lmk_rag.store.records`).
-    :return: the config: dense vectors with HNSW, multivectors (MaxSim) without, each quantized and placed as
-        ``spec.storage`` says; sparse vectors with the IDF modifier; the payloads warmed into the page cache when
-        the shard loads (Edge's default reads them from disk at a search's first touch), or left on disk with the
-        vectors (``storage.on_disk``).
+    :return: the config: dense vectors with HNSW, scored ones and multivectors (MaxSim) without, each quantized
+        and placed as ``spec.storage`` says; sparse vectors with the IDF modifier; the payloads warmed into the page
+        cache when the shard loads (Edge's default reads them from disk at a search's first touch), or left on disk
+        with the vectors (``storage.on_disk``).
     """
     storage = spec.storage
     vectors_memory = qe.Memory.Cold if storage.on_disk else None
@@ -115,10 +115,10 @@ def edge_config(spec: CollectionSpec) -> qe.EdgeConfig:
                               memory=qe.Memory.Cold if storage.hnsw_on_disk else None)
     vectors, sparse = {}, {}
     for slot in vector_layout(spec):
-        if slot.kind == "dense":
+        if slot.kind in ("dense", "scored"):
             vectors[slot.name] = qe.EdgeVectorParams(
-                size=slot.size, distance=qe.Distance.Cosine, hnsw_config=hnsw, memory=vectors_memory,
-                quantization_config=_quantization(storage.node_quantization),
+                size=slot.size, distance=qe.Distance.Cosine, hnsw_config=hnsw if slot.kind == "dense" else _NO_HNSW,
+                memory=vectors_memory, quantization_config=_quantization(storage.node_quantization),
             )
         elif slot.kind == "multivector":
             vectors[slot.name] = qe.EdgeVectorParams(

@@ -14,6 +14,12 @@ rerank in a second call: :class:`~lmk_rag.store.types.QueryPlan`), and the final
 ``alpha=1`` ranks by the dense side alone, ``alpha=0`` by BM25 alone over the whole store. See
 docs/decisions.md ("store: BM25 evidence in the final score") for the measurements behind the default.
 
+In a store of whole documents (pages, sections, answers: not unrelated texts glued together), the dense side also
+weighs each candidate's *document cosine*, the query vector against the mean of its document's chunk vectors:
+``(1 - w) * chunk MaxSim + w * document cosine``. ``w`` is :data:`DOCUMENT_WEIGHT` for such a store and 0 for a
+store of glued texts, told apart by how far a document's chunks agree with each other beyond what chunks of two
+documents do (:func:`document_weight`; docs/decisions.md, "quality: the document cosine and a coherence gate").
+
 A query asked as a question (:func:`is_question`) shares fewer words with its answer than a statement does, so
 when no ``alpha`` is given with it, it gives :data:`QUESTION_SHARE` of the BM25 share to the dense side
 (:func:`query_alpha`: 0.7 -> 0.8; docs/decisions.md, "quality: natural questions").
@@ -26,11 +32,17 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from lmk_rag.errors import CorruptStoreError, InvalidInputError
 from lmk_rag.store.types import Branch, QueryPlan, Rerank, ScoredPointData, SearchOptions, SparseVector
 
 DEFAULT_ALPHA = 0.7
 """Weight of the dense side in the final score; best mean nDCG@10 over the whole dev sets (docs/decisions.md)."""
+DOCUMENT_WEIGHT = 0.25
+"""The document cosine's share of the dense side in a store of whole documents (:func:`document_weight`)."""
+CONTRAST_RAMP = (0.20, 0.26)
+"""The contrasts over which the document cosine's weight rises from 0 to :data:`DOCUMENT_WEIGHT`."""
 QUESTION_SHARE = 1 / 3
 """The share of the BM25 weight a question gives to the dense side (:func:`query_alpha`)."""
 _QUESTION = re.compile(r"\?\s*(\([^()]*\))?\s*$")  # ends with "?", a closing parenthesis aside
@@ -53,6 +65,31 @@ def query_alpha(alpha: float, text: str | None) -> float:
     if 0.0 < alpha < 1.0 and is_question(text):
         return alpha + (1.0 - alpha) * QUESTION_SHARE
     return alpha
+
+
+def document_weight(means: np.ndarray, chunks: np.ndarray) -> float:
+    """The weight of the document cosine in a store's dense side, from a sample of its documents.
+
+    A document's *agreement* is the mean cosine between two of its chunk vectors (from the length of their mean);
+    the *baseline* is the mean cosine between chunk vectors of two different documents of the sample (from the
+    dot products of their means). Their *contrast*, ``(median agreement - baseline) / (1 - baseline)``, is the
+    same whatever cosine a model gives unrelated texts. Pages of manuals and FAQ sections measure 0.29-0.31,
+    documents of one chunk 1, haystacks of unrelated pages glued together 0.17: the weight rises from 0 at a
+    contrast of :data:`CONTRAST_RAMP` ``[0]`` to :data:`DOCUMENT_WEIGHT` at ``[1]``.
+
+    :param means: ``(n, dim)``: each sampled document's mean of its unit chunk vectors.
+    :param chunks: ``(n,)``: each one's number of chunk vectors.
+    :return: the weight; 0 for fewer than two documents (nothing to compare).
+    """
+    if len(means) < 2:
+        return 0.0
+    means, chunks = np.asarray(means, dtype=np.float64), np.asarray(chunks, dtype=np.float64)
+    lengths = np.einsum("ij,ij->i", means, means)
+    agreement = np.where(chunks > 1, (chunks * lengths - 1) / np.maximum(chunks - 1, 1), 1.0)
+    baseline = (means.sum(axis=0) @ means.sum(axis=0) - lengths.sum()) / (len(means) * (len(means) - 1))
+    contrast = (np.median(agreement) - baseline) / max(1.0 - baseline, 1e-6)
+    low, high = CONTRAST_RAMP
+    return DOCUMENT_WEIGHT * float(np.clip((contrast - low) / (high - low), 0.0, 1.0))
 
 
 def check_alpha(alpha: Any, name: str = "alpha") -> float:
@@ -89,6 +126,8 @@ def plan_search(
     filter: Any,
     payload_keys: list[str],
     options: SearchOptions = SearchOptions(),
+    document: Branch | None = None,
+    document_weight: float = 0.0,
 ) -> QueryPlan:
     """The plan of one search.
 
@@ -101,6 +140,9 @@ def plan_search(
     :param filter: the backend-native filter.
     :param payload_keys: payload keys returned with each scored point.
     :param options: how the dense searches run.
+    :param document: the query vector against the ``document`` vectors: a second scorer of the dense side (see
+        :func:`fuse`) when ``document_weight`` is above 0 and the search has a dense side.
+    :param document_weight: the document cosine's share of the dense side.
     :return: the plan; BM25 widens the prefetch whenever the query has BM25 terms; unless ``alpha`` is 1, a plain
         BM25 search of the same depth runs in the same call and gives the BM25 scores (a candidate outside its
         top scores 0); ``alpha`` 0 is a plain BM25 search of the whole store.
@@ -113,6 +155,9 @@ def plan_search(
         prefetch, scorers = (), (lexical,)
     else:
         prefetch = (*dense, lexical)
+    blended = document is not None and document_weight > 0.0 and scorers == (scorer,)
+    if blended:
+        scorers = (scorer, document)
     return QueryPlan(
         prefetch=prefetch,
         scorers=scorers,
@@ -122,6 +167,7 @@ def plan_search(
         payload_keys=payload_keys,
         options=options,
         search=lexical if lexical is not None and 0.0 < alpha < 1.0 else None,
+        document_weight=document_weight if blended else 0.0,
     )
 
 
@@ -178,14 +224,17 @@ def fuse(plan: QueryPlan, results: list[list[ScoredPointData]], alpha: float) ->
     last bits) never decides an order, the point id does.
 
     :param plan: the plan the results answer.
-    :param results: one scored list per scorer of the plan.
-    :param alpha: weight of the dense side; a plan without one of the two sides ranks by the other alone.
+    :param results: one scored list per scorer of the plan (then the plain search's).
+    :param alpha: weight of the dense side; a plan without one of the two sides ranks by the other alone. The dense
+        side is the first scorer's score, blended with the document cosine when the plan has one
+        (:attr:`~lmk_rag.store.types.QueryPlan.document_weight`).
     :return: every candidate once, with its final score.
     """
     sides = dict(zip([scorer.using for scorer in plan.scorers] + ([plan.search.using] if plan.search else []), results))
     lexical = sides.pop("bm25", None)
+    document = sides.pop("document", None) if plan.document_weight > 0 else None
     dense = next(iter(sides.values()), None)
-    scorer = next((s for s in plan.scorers if s.using != "bm25"), None)
+    scorer = next((s for s in plan.scorers if s.using not in ("bm25", "document")), None)
     points: dict[str, ScoredPointData] = {}
     dense_scores: dict[str, float] = {}
     if dense is not None and scorer is not None:
@@ -193,6 +242,12 @@ def fuse(plan: QueryPlan, results: list[list[ScoredPointData]], alpha: float) ->
         for point in dense:
             points[point.id] = point
             dense_scores[point.id] = checked_score(point, point.score / vectors, COSINE_RANGE)
+    if document is not None:
+        share = plan.document_weight
+        cosines = {point.id: checked_score(point, point.score, COSINE_RANGE) for point in document}
+        floor = min(cosines.values(), default=0.0)  # a candidate the document scorer did not return
+        dense_scores = {point_id: (1 - share) * score + share * cosines.get(point_id, floor)
+                        for point_id, score in dense_scores.items()}
     lexical_scores: dict[str, float] = {}
     if lexical is not None:
         top = max((checked_score(point, point.score, (0.0, math.inf)) for point in lexical), default=0.0)

@@ -35,6 +35,7 @@ from lmk_rag.store.query import (
     check_alpha,
     check_rerank,
     checked_score,
+    document_weight,
     fuse,
     plan_mmr,
     plan_search,
@@ -80,6 +81,8 @@ class Reader:
         self.default_rerank = default_rerank(mode)
         self.dim = int(settings["encoder"]["dim"])
         self._sampled = False  # whether this handle has sampled the stored vectors (:meth:`_check_sample`)
+        self.documents_held = "document" in rec.recorded_vectors(settings)
+        self._document_weight: tuple[Any, float] | None = None  # (the committed entry it was measured at, weight)
 
     def rerank(self, given: Rerank | str | None) -> Rerank:
         """A search's rerank: the store's default for None, else ``given`` checked."""
@@ -116,23 +119,49 @@ class Reader:
                 "asks for BM25): search with alpha=1 (the rerank alone, what the store does by default), or ingest "
                 "into a new store with BM25 (bm25=True, enable_hybrid=True or lmk-rag ingest --bm25)"
             )
-        plan = plan_search(
-            dense=[Branch("node", np.asarray(query.vector, dtype=np.float32).tolist())],
-            scorer=self.queries.scorer(rerank, query, static_query),
-            sparse=self.queries.sparse_query(text),
-            alpha=alpha,
-            prefetch_limit=prefetch_limit,
-            filter=self._search_filter(filter),
-            payload_keys=[] if self.backend.single_writer else rec.HIT_KEYS,
-            options=self.options,
-        )
+        vector = np.asarray(query.vector, dtype=np.float32).tolist()
         with self.access.reading():
+            plan = plan_search(
+                dense=[Branch("node", vector)],
+                scorer=self.queries.scorer(rerank, query, static_query),
+                sparse=self.queries.sparse_query(text),
+                alpha=alpha,
+                prefetch_limit=prefetch_limit,
+                filter=self._search_filter(filter),
+                payload_keys=[] if self.backend.single_writer else rec.HIT_KEYS,
+                options=self.options,
+                document=Branch("document", vector),
+                document_weight=self.document_weight() if rerank == Rerank.CHUNKS else 0.0,
+            )
             results = self.backend.query(plan)
             if self.backend.single_writer:
                 best = self._read_hits(fuse(plan, carry_payloads(plan, results), alpha), k, doc_level)
             else:
                 best = best_hits(fuse(plan, rec.latest(carry_payloads(plan, results)), alpha), k, doc_level)
         return [rec.hit_from_point(point, point.score) for point in best]
+
+    def document_weight(self) -> float:
+        """The document cosine's share of the chunk rerank in this store
+        (:func:`~lmk_rag.store.query.document_weight`), measured on the first :data:`DOCUMENT_SAMPLE` live nodes
+        in id order (ids are hashes: a spread of the documents). Kept until the store commits a change (a new
+        ``committed`` entry in its settings record); where none is recorded (a server), for good once the sample is
+        full. 0 for a store without document vectors.
+        """
+        if not self.documents_held:
+            return 0.0
+        committed = self.settings.get("committed")  # a new entry with every change (writes.Ledger)
+        if self._document_weight is not None and self._document_weight[0] is committed:
+            return self._document_weight[1]
+        points, _ = self.backend.scroll(self._nodes_filter(None), True, DOCUMENT_SAMPLE, None)
+        documents = {point.payload["doc_id"]: point for point in points
+                     if point.vectors.get("document") is not None and rec.DOCUMENT_KEY in point.payload}
+        stats = [point.payload[rec.DOCUMENT_KEY] for point in documents.values()]
+        means = np.asarray([np.asarray(point.vectors["document"], dtype=np.float64) * stat["coherence"]
+                            for point, stat in zip(documents.values(), stats)]).reshape(len(stats), self.dim)
+        weight = document_weight(means, np.asarray([stat["chunks"] for stat in stats]))
+        if committed is not None or len(points) == DOCUMENT_SAMPLE:
+            self._document_weight = (committed, weight)
+        return weight
 
     def _read_hits(self, ranked: list[ScoredPointData], k: int, doc_level: bool) -> list[ScoredPointData]:
         """The first ``k`` hits of a ranking of points without payloads, their payloads read by id: the best ``k``
@@ -255,11 +284,14 @@ class Reader:
 
     def info(self) -> dict[str, Any]:
         """Where the store is, its counts and recorded settings."""
+        with self.access.reading():
+            weight = self.document_weight()
         return {
             "backend": self.backend.name,
             "location": self.where,
             "documents": self.count_documents(),
             "nodes": self.count(),
+            "document_weight": weight,
             **{key: value for key, value in self.settings.items() if key != "format"},
         }
 
@@ -274,6 +306,8 @@ NORM_TOLERANCE = 1e-2
 SHOWN = 5
 #: Nodes an open reads from each of two places in the id order to look for damaged vectors.
 SAMPLE = 32
+#: Nodes read to measure how far a store's documents agree with themselves (:meth:`Reader.document_weight`).
+DOCUMENT_SAMPLE = 256
 
 
 def verify(backend: Backend, committed: tuple[int, int] | None) -> list[str]:

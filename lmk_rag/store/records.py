@@ -53,6 +53,10 @@ HIT_KEYS = ["doc_id", "node_id", "version", "text", "span", "meta"]
 #: The payload key of a node that says whether its version was committed: false when written, true once its
 #: document's marker points at its version.
 LIVE = "live"
+#: The payload key of a node's document statistics: ``{"chunks": n, "coherence": c}``, the number of chunk vectors
+#: of its document and the length of their mean (1 when they all point one way; the ``document`` vector is that mean
+#: made unit). Read by :meth:`~lmk_rag.store.reads.Reader.document_weight`.
+DOCUMENT_KEY = "document"
 #: The payload indexes of every store: what the write protocol and searches filter on.
 PAYLOAD_INDEXES = (("kind", "keyword"), ("doc_id", "keyword"), ("node_id", "keyword"), ("version", "integer"),
                    (LIVE, "bool"))
@@ -112,10 +116,14 @@ def marker_point(payload: dict[str, Any]) -> PointData:
     return PointData(marker_point_id(payload["doc_id"]), {}, payload)
 
 
-def node_point(record: NodeRecord, version: int, slot: int, vectors: dict[str, Any]) -> PointData:
+def node_point(record: NodeRecord, version: int, slot: int, vectors: dict[str, Any],
+               document: dict[str, Any] | None = None) -> PointData:
     """A node point: its named vectors (built by :class:`~lmk_rag.store.vectors.NodeVectors`) and payload (not
-    ``live`` yet: committing its version sets it)."""
-    payload = {
+    ``live`` yet: committing its version sets it).
+
+    :param document: what the node's document vector was made from (:data:`DOCUMENT_KEY`), when it has one.
+    """
+    payload: dict[str, Any] = {
         "kind": NODE,
         "doc_id": record.doc_id,
         "node_id": record.node_id,
@@ -128,6 +136,8 @@ def node_point(record: NodeRecord, version: int, slot: int, vectors: dict[str, A
     lower = lowered(record.metadata)
     if lower:
         payload[LOWER_KEY] = lower
+    if document is not None:
+        payload[DOCUMENT_KEY] = document
     return PointData(node_point_id(record.node_id, slot), vectors, payload)
 
 
@@ -190,7 +200,7 @@ def hit_from_point(point: PointData, score: float) -> Hit:
     )
 
 
-VectorKind = Literal["dense", "multivector", "sparse"]
+VectorKind = Literal["dense", "scored", "multivector", "sparse"]
 
 
 @dataclass(frozen=True)
@@ -198,7 +208,8 @@ class VectorSlot:
     """One named vector of a collection.
 
     :param name: the vector's name in Qdrant.
-    :param kind: ``"dense"`` (HNSW), ``"multivector"`` (MaxSim, no HNSW) or ``"sparse"`` (IDF modifier).
+    :param kind: ``"dense"`` (HNSW), ``"scored"`` (a dense vector only scored on candidates: no HNSW),
+        ``"multivector"`` (MaxSim, no HNSW) or ``"sparse"`` (IDF modifier).
     :param size: the dimension (None for sparse vectors).
     """
 
@@ -211,11 +222,12 @@ def vector_layout(spec: CollectionSpec) -> list[VectorSlot]:
     """The named vectors a collection spec asks for, in a fixed order.
 
     :param spec: what the store holds.
-    :return: ``node``, then ``chunks``, ``static`` and ``bm25`` when the spec has them.
+    :return: ``node``, then ``chunks`` and ``document``, ``static`` and ``bm25`` when the spec has them.
     """
     slots = [VectorSlot("node", "dense", spec.dim)]
     if spec.chunks:
         slots.append(VectorSlot("chunks", "multivector", spec.dim))
+        slots.append(VectorSlot("document", "scored", spec.dim))
     if spec.static_dim is not None:
         slots.append(VectorSlot("static", "multivector", spec.static_dim))
     if spec.bm25:
@@ -236,7 +248,7 @@ def store_mode(settings: dict[str, Any]) -> StoreMode:
 
 def recorded_vectors(settings: dict[str, Any]) -> set[str]:
     """The names of the vectors a store's settings record says its collection holds."""
-    names = {"node"} if store_mode(settings) == StoreMode.STATIC else {"node", "chunks"}
+    names = {"node"} if store_mode(settings) == StoreMode.STATIC else {"node", "chunks", "document"}
     names |= {"static"} if settings["static"] else set()
     names |= {"bm25"} if settings["bm25"] else set()
     return names

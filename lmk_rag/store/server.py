@@ -228,9 +228,10 @@ def create_collection_request(
     vectors: dict[str, models.VectorParams] = {}
     sparse: dict[str, models.SparseVectorParams] = {}
     for slot in vector_layout(spec):
-        if slot.kind == "dense":
+        if slot.kind in ("dense", "scored"):
             vectors[slot.name] = models.VectorParams(
-                size=slot.size, distance=models.Distance.COSINE, hnsw_config=hnsw, memory=vectors_memory,
+                size=slot.size, distance=models.Distance.COSINE, memory=vectors_memory,
+                hnsw_config=hnsw if slot.kind == "dense" else models.HnswConfigDiff(m=0),
                 quantization_config=_quantization(storage.node_quantization),
             )
         elif slot.kind == "multivector":

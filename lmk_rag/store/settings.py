@@ -40,7 +40,7 @@ DEFAULT_OVERSAMPLING = 2.0
 #: :mod:`lmk_rag.store.writes`) and a lower-cased copy of their metadata, whose record holds every field of
 #: :data:`REQUIRED`, and whose encoder fingerprint hashes every setting that decides the vectors. A store of another
 #: format is refused (:class:`~lmk_rag.errors.StoreFormatError`): re-ingest it (CHANGELOG.md).
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 #: The fields every settings record of :data:`FORMAT_VERSION` holds (``committed`` comes with the first change).
 REQUIRED = ("mode", "encoder", "static", "node_tokens", "bm25", "bm25_tokenizer", "bm25_language", "alpha",
             *STORAGE_KEYS, "cluster", "text_keys", "payload_indexes")
@@ -255,7 +255,7 @@ def check_dimensions(settings: Mapping[str, Any], sizes: Mapping[str, int], wher
     :raises CorruptStoreError: naming each recorded size, the collection's, and the fix.
     """
     dim = settings["encoder"]["dim"]
-    recorded = {"node": ("encoder.dim", dim), "chunks": ("encoder.dim", dim)}
+    recorded = {"node": ("encoder.dim", dim), "chunks": ("encoder.dim", dim), "document": ("encoder.dim", dim)}
     if settings["static"]:
         recorded["static"] = ("static.dim", settings["static"].get("dim"))
     differ = {key: (value, sizes[name]) for name, (key, value) in recorded.items()

@@ -328,6 +328,16 @@ class LandmarkStore:
         return self._reader.alpha
 
     @property
+    def document_weight(self) -> float:
+        """The document cosine's share of the chunk rerank's score: :data:`~lmk_rag.store.query.DOCUMENT_WEIGHT`
+        in a store of whole documents, 0 in one of unrelated texts glued together, between the two in a mix
+        (:func:`~lmk_rag.store.query.document_weight`, measured on a sample of the stored nodes; 0 in a static
+        store). A search with ``rerank="chunks"`` scores its dense side as ``(1 - document_weight) * chunk MaxSim +
+        document_weight * document cosine``."""
+        with self._reader.access.reading():
+            return self._reader.document_weight()
+
+    @property
     def default_rerank(self) -> Rerank:
         """The rerank of a search that names none: ``chunks``, or ``static`` in a static store."""
         return self._reader.default_rerank

@@ -334,6 +334,9 @@ class QueryPlan:
         its ``prefetch_limit`` nearest points: each next point maximises ``mmr_lambda * similarity to the query -
         (1 - mmr_lambda) * its highest similarity to a point already picked`` (1 = relevance only). Results come
         in pick order, scored by their similarity to the query.
+    :param document_weight: when above 0, the second scorer is the document cosine (``document``), and the dense
+        side is ``(1 - document_weight) * the first scorer + document_weight * the document cosine``
+        (:func:`~lmk_rag.store.query.fuse`).
     """
 
     prefetch: tuple[Branch, ...]
@@ -345,3 +348,4 @@ class QueryPlan:
     options: SearchOptions = SearchOptions()
     search: Branch | None = None
     mmr_lambda: float | None = None
+    document_weight: float = 0.0

@@ -354,8 +354,18 @@ class NodeVectors:
             check_directions(chunks, f"node {record.node_id!r}: chunk_vectors")
 
     def points(self, records: list[NodeRecord], version: int, slot: int) -> list[PointData]:
-        """The node points of one document's records at a version and id slot."""
-        return [rec.node_point(record, version, slot, self._vectors(record)) for record in records]
+        """The node points of one document's records at a version and id slot; in a store with chunk vectors each
+        carries its document's vector (the mean of all the document's chunk vectors, made unit) and what it was made
+        from (:data:`~lmk_rag.store.records.DOCUMENT_KEY`)."""
+        if not self.spec.chunks:
+            return [rec.node_point(record, version, slot, self._vectors(record)) for record in records]
+        chunks = np.concatenate([np.asarray(record.chunk_vectors, dtype=np.float64) for record in records])
+        mean = chunks.mean(axis=0)
+        coherence = float(np.linalg.norm(mean))
+        document = (mean / coherence if coherence > 0 else chunks[0]).astype(np.float32)
+        stats = {"chunks": len(chunks), "coherence": round(coherence, 6)}
+        return [rec.node_point(record, version, slot, {**self._vectors(record), "document": document}, stats)
+                for record in records]
 
     def _vectors(self, record: NodeRecord) -> dict[str, Any]:
         """Every named vector of a node the store's settings name (static and BM25 vectors made when needed)."""

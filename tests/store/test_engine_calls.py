@@ -85,6 +85,7 @@ def test_every_search_is_one_query_api_call_and_the_hits_payloads(filled: Landma
                                                                    monkeypatch) -> None:
     text = "compare two files line by line"
     query = minilm_encoder.encode_queries(text)
+    assert filled.document_weight > 0  # measured on a sample once, not by each search
     engine, _ = count_engine_calls(filled, monkeypatch)
     searches = {
         "fused": lambda: filled.search_encoded(query, k=5, text=text),

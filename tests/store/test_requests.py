@@ -3,6 +3,7 @@ that carry the pass-through settings (shards, replication, gRPC, parallel upload
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import qdrant_edge as qe
 from qdrant_client import models
@@ -130,6 +131,7 @@ def test_create_collection_request_passes_cluster_settings():
     assert (request["shard_number"], request["replication_factor"], request["write_consistency_factor"]) == (6, 2, 2)
     vectors = request["vectors_config"]
     assert vectors["node"].hnsw_config.m == 16 and vectors["node"].multivector_config is None
+    assert vectors["document"].hnsw_config.m == 0 and vectors["document"].multivector_config is None
     for name, size in (("chunks", 384), ("static", 64)):
         assert vectors[name].size == size
         assert vectors[name].multivector_config.comparator == models.MultiVectorComparator.MAX_SIM
@@ -138,7 +140,7 @@ def test_create_collection_request_passes_cluster_settings():
     assert request["sparse_vectors_config"]["bm25"].modifier == models.Modifier.IDF
     plain = create_collection_request("c", CollectionSpec(dim=8))
     assert "shard_number" not in plain and "sparse_vectors_config" not in plain
-    assert set(plain["vectors_config"]) == {"node", "chunks"}
+    assert set(plain["vectors_config"]) == {"node", "chunks", "document"}
     assert all(v.memory is None and v.quantization_config is None for v in plain["vectors_config"].values())
     assert plain["payload"].memory == models.Memory.CACHED  # warmed when the collection loads, as its vectors
 
@@ -146,7 +148,7 @@ def test_create_collection_request_passes_cluster_settings():
 def test_create_collection_request_places_and_compresses_each_vector():
     storage = Storage(quantization="binary", node_quantization="turbo4", on_disk=True, hnsw_on_disk=True)
     vectors = create_collection_request("c", CollectionSpec(dim=8, static_dim=4, storage=storage))["vectors_config"]
-    assert {name: v.memory for name, v in vectors.items()} == dict.fromkeys(("node", "chunks", "static"),
+    assert {name: v.memory for name, v in vectors.items()} == dict.fromkeys(("node", "chunks", "document", "static"),
                                                                             models.Memory.COLD)
     assert vectors["node"].hnsw_config.memory == models.Memory.COLD
     assert create_collection_request("c", CollectionSpec(dim=8, storage=storage))["payload"].memory == \
@@ -221,12 +223,54 @@ def test_fusion_normalises_both_sides():
     assert [p.id for p in fuse(plan, [dense, lexical], 0.5)] == ["b", "a", "d", "c"]  # ties by point id
 
 
+def test_the_document_cosine_is_a_second_scorer_blended_into_the_dense_side():
+    document = Branch("document", [0.1, 0.2])
+    plan = _plan(scorer=Branch("chunks", [[0.1, 0.2]] * 2), document=document, document_weight=0.25)
+    rerank, scored, lexical = query_requests(plan)  # the document cosine scores the same candidates
+    assert (scored.using, scored.query) == ("document", [0.1, 0.2]) and scored.prefetch == rerank.prefetch
+    assert lexical.using == "bm25" and plan.document_weight == 0.25
+    dense = [ScoredPointData("a", 1.6, {}), ScoredPointData("b", 1.0, {})]  # MaxSim of 2 query vectors: 0.8, 0.5
+    cosines = [ScoredPointData("b", 0.9, {}), ScoredPointData("a", 0.2, {})]
+    lexical_scores = [ScoredPointData("b", 4.0, {})]
+    fused = {p.id: p.score for p in fuse(plan, [dense, cosines, lexical_scores], 0.5)}
+    assert fused == pytest.approx({"a": 0.5 * (0.75 * 0.8 + 0.25 * 0.2), "b": 0.5 * (0.75 * 0.5 + 0.25 * 0.9) + 0.5})
+    for unblended in (_plan(document=document), _plan(document=document, document_weight=0.25, alpha=0.0)):
+        assert unblended.document_weight == 0.0 and "document" not in [s.using for s in unblended.scorers]
+
+
+def _documents(rng: np.random.Generator, topics: int, chunks: int, glued: bool, shift: float) -> tuple:
+    """Sampled documents as :func:`document_weight` takes them: each one's mean unit chunk vector and its chunk
+    count. A chunk is its document's topic (glued: a topic of its own) plus noise, plus ``shift`` along one common
+    direction (a model whose unrelated texts have a positive cosine), made unit."""
+    centres = rng.normal(size=(topics * chunks + topics, 48))
+    common = np.eye(48)[0] * shift
+    means = []
+    for doc in range(topics):
+        picked = centres[topics + doc * chunks + np.arange(chunks)] if glued else np.repeat(centres[[doc]], chunks, 0)
+        vectors = picked + 0.8 * rng.normal(size=(chunks, 48)) + common * np.sqrt(48)
+        means.append((vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).mean(axis=0))
+    return np.asarray(means), np.full(topics, chunks)
+
+
+@pytest.mark.parametrize("shift", [0.0, 1.0, 3.0])
+def test_the_document_weight_tells_whole_documents_from_glued_texts_whatever_the_model(shift):
+    from lmk_rag.store.query import DOCUMENT_WEIGHT, document_weight
+
+    rng = np.random.default_rng(0)
+    assert document_weight(*_documents(rng, 40, 30, glued=False, shift=shift)) == DOCUMENT_WEIGHT
+    assert document_weight(*_documents(rng, 40, 30, glued=True, shift=shift)) == 0.0
+    means, chunks = _documents(rng, 40, 1, glued=False, shift=shift)  # one chunk each: a document agrees with itself
+    assert document_weight(means, chunks) == DOCUMENT_WEIGHT
+    assert document_weight(means[:1], chunks[:1]) == 0.0  # one document: nothing to compare
+
+
 def test_edge_config_vectors():
     config = edge_config(CollectionSpec(dim=384, static_dim=32, bm25=True))
-    assert set(config.vectors) == {"node", "chunks", "static"} and set(config.sparse_vectors) == {"bm25"}
+    assert set(config.vectors) == {"node", "chunks", "document", "static"} and set(config.sparse_vectors) == {"bm25"}
     plain = edge_config(CollectionSpec(dim=384))
-    assert set(plain.vectors) == {"node", "chunks"} and not plain.sparse_vectors
+    assert set(plain.vectors) == {"node", "chunks", "document"} and not plain.sparse_vectors
     assert config.vectors["chunks"].hnsw_config.m == 0 and config.vectors["node"].hnsw_config.m == 16
+    assert config.vectors["document"].hnsw_config.m == 0  # scored on candidates only: no graph
     assert config.vectors["chunks"].multivector_config is not None
     assert all(v.memory is None and v.quantization_config is None for v in config.vectors.values())
     assert config.payload_memory == qe.Memory.Cached

@@ -103,7 +103,7 @@ def test_a_transformer_store_reopens_as_one_and_refuses_static(tmp_path, minilm_
     with LandmarkStore(folder, encoder=minilm_encoder) as store:
         doc_id, records = next(iter(doc_records.items()))
         store.upsert_nodes(doc_id, records)
-        assert store.backend.vector_names() == {"node", "chunks", "bm25"}
+        assert store.backend.vector_names() == {"node", "chunks", "document", "bm25"}
     assert json.loads((folder / "lmk_rag.json").read_text())["mode"] == "transformer"
     with LandmarkStore(folder, encoder=minilm_encoder) as store:
         assert store.mode == StoreMode.TRANSFORMER and store.default_rerank == Rerank.CHUNKS

@@ -135,8 +135,9 @@ def test_edge_places_vectors_and_graph_on_disk(doc_records, minilm_encoder, tmp_
         warmed = json.loads((tmp_path / "memory" / "shard" / "edge_config.json").read_text())
         assert (shard["payload_memory"], warmed["payload_memory"]) == ("cold", "cached")  # payloads follow vectors
         engine = shard["vectors"]
-        assert {name: vector["memory"] for name, vector in engine.items()} == {"node": "cold", "chunks": "cold"}
-        assert engine["node"]["hnsw_config"]["memory"] == "cold"
+        assert {name: vector["memory"] for name, vector in engine.items()} == dict.fromkeys(
+            ("node", "chunks", "document"), "cold")
+        assert engine["node"]["hnsw_config"]["memory"] == "cold" and engine["document"]["hnsw_config"]["m"] == 0
         assert engine["node"]["quantization_config"] == {"scalar": {"type": "int8", "quantile": 0.99,
                                                                     "memory": "pinned"}}
         assert engine["chunks"]["quantization_config"]["turbo"]["memory"] == "pinned"

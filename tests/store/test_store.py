@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 from collections import Counter
 from dataclasses import astuple, replace
 from functools import partial
@@ -13,7 +15,7 @@ import pytest
 
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import FieldCondition, Filter, NodeRecord, SearchOptions
-from lmk_rag.store.query import DEFAULT_ALPHA, is_question, query_alpha
+from lmk_rag.store.query import DEFAULT_ALPHA, DOCUMENT_WEIGHT, is_question, query_alpha
 from lmk_rag.store.records import node_point_id
 
 
@@ -23,6 +25,19 @@ def _fill(store: Any, doc_records: dict[str, list[NodeRecord]]) -> int:
 
 def _first_sentence(text: str) -> str:
     return text.split(". ")[0][:200]
+
+
+def _dense_by_hand(store: Any, doc_records: dict[str, list[NodeRecord]], query: Any) -> dict[str, float]:
+    """Every node's dense side by hand: ``(1 - w) * chunk MaxSim + w * document cosine``, the document vector being
+    the unit mean of all its document's chunk vectors and ``w`` the store's document weight."""
+    weight, dense = store.document_weight, {}
+    for records in doc_records.values():
+        mean = np.concatenate([r.chunk_vectors for r in records]).astype(np.float64).mean(axis=0)
+        cosine = float(query.vector @ (mean / np.linalg.norm(mean)))
+        for record in records:
+            maxsim = float(np.mean((record.chunk_vectors @ query.chunk_vectors.T).max(axis=0)))
+            dense[record.node_id] = (1 - weight) * maxsim + weight * cosine
+    return dense
 
 
 @pytest.mark.slow
@@ -53,8 +68,10 @@ def test_node_level_search_and_rerank_modes(open_store, doc_records, docs) -> No
         assert len({h.node_id for h in hits}) == 5
     landmark_score = store.search(node.text[:300], k=1, rerank="chunks", doc_level=False, alpha=1.0)[0].score
     query = store.encoder.encode_queries(node.text[:300])
-    expected = np.mean([float(np.max(node.chunk_vectors @ q)) for q in query.chunk_vectors])  # MaxSim by hand, per q
-    assert landmark_score == pytest.approx(expected, rel=1e-3, abs=1e-3)
+    maxsim = np.mean([float(np.max(node.chunk_vectors @ q)) for q in query.chunk_vectors])  # by hand, per q
+    assert store.document_weight == DOCUMENT_WEIGHT  # whole manual pages: the document cosine counts
+    expected = _dense_by_hand(store, doc_records, query)[node.node_id]
+    assert landmark_score == pytest.approx(expected, rel=1e-3, abs=1e-3) != pytest.approx(maxsim, abs=1e-3)
 
 
 def test_search_by_a_vector_scores_by_the_node_vectors_cosine(open_store, doc_records, docs) -> None:
@@ -80,13 +97,13 @@ def _bm25_by_hand(store: Any, nodes: list[NodeRecord], text: str) -> dict[str, f
     return {node_id: sum(idf[t] * v.get(t, 0.0) for t in terms) for node_id, v in vectors.items()}
 
 
-def test_alpha_one_ranks_by_maxsim_and_alpha_zero_by_bm25(open_store, doc_records, docs) -> None:
+def test_alpha_one_ranks_by_the_dense_side_and_alpha_zero_by_bm25(open_store, doc_records, docs) -> None:
     store = open_store()
     _fill(store, doc_records)
     nodes = [r for records in doc_records.values() for r in records]
     text = _first_sentence(docs["page2.txt"])
     query = store.encoder.encode_queries(text)
-    maxsim = {n.node_id: float(np.mean((n.chunk_vectors @ query.chunk_vectors.T).max(axis=0))) for n in nodes}
+    maxsim = _dense_by_hand(store, doc_records, query)
     hits = store.search(text, k=len(nodes), doc_level=False, alpha=1.0)  # the prefetch holds every node
     assert [h.node_id for h in hits] == sorted(maxsim, key=lambda n: (-maxsim[n], node_point_id(n, 0)))[: len(hits)]
     np.testing.assert_allclose([h.score for h in hits], [maxsim[h.node_id] for h in hits], atol=1e-4)
@@ -118,6 +135,26 @@ def test_a_question_leans_on_the_dense_side(open_store, doc_records, docs) -> No
     assert scores(question) == scores(question, alpha=0.8) != scores(question, alpha=DEFAULT_ALPHA)
     assert scores(question, alpha=0.5) != scores(question)
     assert scores(statement) == scores(statement, alpha=DEFAULT_ALPHA) != scores(statement, alpha=0.8)
+
+
+def _fixture_documents(folder: Any) -> list[tuple[str, str]]:
+    with gzip.open(folder / "corpus.jsonl.gz", "rt") as handle:
+        return [(row["_id"], row["text"]) for row in map(json.loads, handle)]
+
+
+@pytest.mark.slow
+def test_the_document_cosine_counts_in_a_store_of_pages_not_in_one_of_glued_texts(open_store, fixture_data) -> None:
+    """Whole manual pages agree with themselves beyond what two pages do; needle haystacks (unrelated pages glued
+    together) do not: the first store blends the document cosine into its rerank, the second ranks by chunk MaxSim
+    alone."""
+    pages = open_store("pages")
+    pages.add_documents(_fixture_documents(fixture_data / "manpages-longdoc"))
+    assert pages.document_weight == DOCUMENT_WEIGHT == pages.info()["document_weight"]
+    haystacks = open_store("haystacks")
+    haystacks.add_documents(_fixture_documents(fixture_data / "manpages-needle" / "L2048"))
+    assert haystacks.document_weight == 0.0
+    empty = open_store("empty")
+    assert empty.document_weight == 0.0 and empty.search("exit status", k=3) == []
 
 
 @pytest.mark.parametrize(("text", "asked"), [
