@@ -15,6 +15,7 @@ committed counts with the engine's (:class:`~lmk_rag.store.writes.Ledger`).
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -153,15 +154,30 @@ class Reader:
         if self._document_weight is not None and self._document_weight[0] is committed:
             return self._document_weight[1]
         points, _ = self.backend.scroll(self._nodes_filter(None), True, DOCUMENT_SAMPLE, None)
-        documents = {point.payload["doc_id"]: point for point in points
-                     if point.vectors.get("document") is not None and rec.DOCUMENT_KEY in point.payload}
-        stats = [point.payload[rec.DOCUMENT_KEY] for point in documents.values()]
-        means = np.asarray([np.asarray(point.vectors["document"], dtype=np.float64) * stat["coherence"]
-                            for point, stat in zip(documents.values(), stats)]).reshape(len(stats), self.dim)
-        weight = document_weight(means, np.asarray([stat["chunks"] for stat in stats]))
+        documents = {point.payload.get("doc_id"): self._document_mean(point) for point in points}
+        means = np.asarray([mean for mean, _ in documents.values()]).reshape(len(documents), self.dim)
+        weight = document_weight(means, np.asarray([chunks for _, chunks in documents.values()]))
         if committed is not None or len(points) == DOCUMENT_SAMPLE:
             self._document_weight = (committed, weight)
         return weight
+
+    def _document_mean(self, point: Any) -> tuple[np.ndarray, int]:
+        """A node's document mean (its ``document`` vector times its coherence) and chunk count.
+
+        :raises CorruptStoreError: when either is missing or holds values the store never writes.
+        """
+        stats, vector = point.payload.get(rec.DOCUMENT_KEY), point.vectors.get("document")
+        try:
+            chunks, coherence = int(stats["chunks"]), float(stats["coherence"])
+            mean = np.asarray(vector, dtype=np.float64).reshape(self.dim) * coherence
+        except (TypeError, KeyError, ValueError):
+            chunks, coherence, mean = 0, math.nan, np.zeros(0)
+        if chunks < 1 or not 0.0 <= coherence <= 1.001 or not np.all(np.isfinite(mean)):
+            raise CorruptStoreError(
+                f"{self.where}: node {point.payload.get('node_id')!r} holds damaged document statistics or vector "
+                f"({rec.DOCUMENT_KEY}={stats!r}); run lmk-rag check --store {self.where}, and re-ingest its document"
+            )
+        return mean, chunks
 
     def _read_hits(self, ranked: list[ScoredPointData], k: int, doc_level: bool) -> list[ScoredPointData]:
         """The first ``k`` hits of a ranking of points without payloads, their payloads read by id: the best ``k``
@@ -369,7 +385,7 @@ def _vector_problem(vectors: dict[str, Any]) -> str | None:
     if vectors.get("node") is None:
         return "no node vector"
     dim = len(np.asarray(vectors["node"]))
-    for name in ("node", "chunks"):
+    for name in ("node", "chunks", "document"):
         if vectors.get(name) is None:
             continue
         array = np.asarray(vectors[name], dtype=np.float64).reshape(-1, dim)

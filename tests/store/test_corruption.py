@@ -56,6 +56,9 @@ DAMAGE: dict[str, Callable[[Path], None]] = {
     "payload storage overwritten": lambda f: [_garbage(p) for p in _files(f, "payload_storage/page_*")],
     "node vectors zeroed": lambda f: [_zeros(p) for p in _files(f, "vector_storage-node/vectors/chunk_*")],
     "chunk vectors zeroed": lambda f: [_zeros(p) for p in _files(f, "vector_storage-chunks/vectors/chunk_*")],
+    "document vectors overwritten": lambda f: [_garbage(p) for p in
+                                               _files(f, "vector_storage-document/vectors/chunk_*")],
+    "document vectors zeroed": lambda f: [_zeros(p) for p in _files(f, "vector_storage-document/vectors/chunk_*")],
     "deleted flags overwritten": lambda f: [_garbage(p) for p in _files(f, "vector_storage-node/deleted/flags_*")],
     "settings garbled": lambda f: (f / "lmk_rag.json").write_text("{garbage"),
     "settings deleted": lambda f: (f / "lmk_rag.json").unlink(),
@@ -87,7 +90,8 @@ def test_a_sound_store_checks_clean(template: Path, tmp_path: Path, minilm_encod
 
 
 @pytest.mark.parametrize("damage", ["node vectors overwritten", "node vectors zeroed", "chunk vectors zeroed",
-                                    "chunk vectors overwritten", "deleted flags overwritten"])
+                                    "chunk vectors overwritten", "deleted flags overwritten",
+                                    "document vectors overwritten", "document vectors zeroed"])
 def test_damaged_vectors_stop_the_first_search_and_check_lists_them(template: Path, tmp_path: Path, minilm_encoder,
                                                                     docs, damage: str) -> None:
     """Damaged vectors give wrong hits without an error unless looked for: the first search of a handle samples
@@ -103,3 +107,19 @@ def test_damaged_vectors_stop_the_first_search_and_check_lists_them(template: Pa
         assert any("damaged vectors" in problem for problem in store.check())
     result = CliRunner().invoke(app, ["check", "--store", str(folder)])
     assert result.exit_code == 1 and "damaged vectors" in result.output
+
+
+@pytest.mark.parametrize("stats", [{"chunks": "many", "coherence": 0.5}, {"chunks": 3}, {"chunks": 0, "coherence": 0.5},
+                                   {"chunks": 3, "coherence": 7.0}, None])
+def test_damaged_document_statistics_are_a_corrupt_store_error(template: Path, tmp_path: Path, minilm_encoder, docs,
+                                                               stats) -> None:
+    """The payload the store's document weight is measured from, edited behind its back, stops the search with the
+    fix rather than giving a weight made of it."""
+    from lmk_rag.store.records import DOCUMENT_KEY, nodes_filter
+
+    folder = tmp_path / "store"
+    shutil.copytree(template, folder, ignore=shutil.ignore_patterns("*.lock"))
+    with LandmarkStore(folder, encoder=minilm_encoder) as store:
+        store.backend.set_payload(nodes_filter(store.backend, None), {DOCUMENT_KEY: stats})
+        with pytest.raises(CorruptStoreError, match=r"damaged document statistics.*lmk-rag check"):
+            store.search(next(iter(docs.values()))[:120], k=3)
