@@ -33,7 +33,7 @@ from lmk_rag.eval.sample import subsample
 from lmk_rag.eval.states import encode_states_cached
 from lmk_rag.nodes import group_chunks
 from lmk_rag.paths import user_cache_dir
-from lmk_rag.store import LandmarkStore, NodeRecord, StorageOptions
+from lmk_rag.store import LandmarkStore, NodeRecord, SearchOptions, StorageOptions
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 CACHE = user_cache_dir("eval")
@@ -199,8 +199,11 @@ def main() -> None:
                     if mode == "dense" and backend == "edge":
                         reference = results
                 row["rss_mb"] = peak_rss_mb()
-                rows.append(row)
-                print(row, flush=True)
+            if backend == "edge" and row["document_weight"] > 0:  # the same store, without the document request
+                with LandmarkStore(folder, encoder=encoder, search=SearchOptions(document_weight=0.0)) as store:
+                    row["nodoc_p50"], row["nodoc_p95"], _ = latencies(store, timed, query_texts, "fused", args.repeats)
+            rows.append(row)
+            print(row, flush=True)
             shutil.rmtree(folder, ignore_errors=True)
         if size == min(args.sizes) and reference is not None:
             folder = tempfile.mkdtemp(prefix="lmk_bench_int8_")
@@ -259,6 +262,10 @@ def write_report(args, rows, recall_rows, over, n_real, n_pages, n_queries, wall
             + " | ".join(f"{r[f'{mode}_p50']:.1f} / {r[f'{mode}_p95']:.1f}" for mode in MODES)
             + f" | {r['rss_mb']:.0f} |"
         )
+    for r in (r for r in rows if "nodoc_p50" in r):
+        lines += ["", f"Fused on the same {r['size']:,}-node store with `SearchOptions(document_weight=0)` (no "
+                      f"document request): {r['nodoc_p50']:.1f} / {r['nodoc_p95']:.1f} ms, against "
+                      f"{r['fused_p50']:.1f} / {r['fused_p95']:.1f} ms with it (weight {r['document_weight']:.2f})."]
     if recall_rows:
         lines += ["", "int8 scalar quantization of the multivectors (Edge), overlap of the top-10 nodes with float32:",
                   "", "| nodes | recall@10 vs float32 | p50 ms | p95 ms |", "|---|---|---|---|"]

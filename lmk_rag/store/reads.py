@@ -146,10 +146,12 @@ class Reader:
         (:func:`~lmk_rag.store.query.document_weight`), measured on the first :data:`DOCUMENT_SAMPLE` live nodes
         in id order (ids are hashes: a spread of the documents). Kept until the store commits a change (a new
         ``committed`` entry in its settings record); where none is recorded (a server), for good once the sample is
-        full. 0 for a store without document vectors.
+        full. 0 for a store without document vectors; this handle's ``SearchOptions.document_weight`` when set.
         """
         if not self.documents_held:
             return 0.0
+        if self.options.document_weight is not None:
+            return float(self.options.document_weight)
         committed = self.settings.get("committed")  # a new entry with every change (writes.Ledger)
         if self._document_weight is not None and self._document_weight[0] is committed:
             return self._document_weight[1]

@@ -332,8 +332,8 @@ class LandmarkStore:
         """The document cosine's share of the chunk rerank's score: :data:`~lmk_rag.store.query.DOCUMENT_WEIGHT`
         in a store of whole documents, 0 in one of unrelated texts glued together, between the two in a mix
         (:func:`~lmk_rag.store.query.document_weight`, measured on a sample of the stored nodes; 0 in a static
-        store). A search with ``rerank="chunks"`` scores its dense side as ``(1 - document_weight) * chunk MaxSim +
-        document_weight * document cosine``."""
+        store), or this handle's ``search=SearchOptions(document_weight=...)``. A search with ``rerank="chunks"``
+        scores its dense side as ``(1 - document_weight) * chunk MaxSim + document_weight * document cosine``."""
         with self._reader.access.reading():
             return self._reader.document_weight()
 

@@ -123,6 +123,8 @@ class SearchOptions:
         :data:`~lmk_rag.store.settings.DEFAULT_OVERSAMPLING` on such a store).
     :param exact: search by brute force over the original vectors (no HNSW, no quantized copy): the reference an
         approximate search is measured against; slow on a large store.
+    :param document_weight: the document cosine's share of the chunk rerank, from 0 (chunk MaxSim alone) to 1;
+        None: the store's own measure (:attr:`~lmk_rag.store.LandmarkStore.document_weight`).
     :raises InvalidInputError: for a value of the wrong kind.
     """
 
@@ -130,6 +132,7 @@ class SearchOptions:
     hnsw_ef: int | None = None
     oversampling: float | None = None
     exact: bool = False
+    document_weight: float | None = None
 
     def __post_init__(self) -> None:
         """Check each value."""
@@ -142,6 +145,11 @@ class SearchOptions:
             raise InvalidInputError(f"oversampling must be a number from 1 to 100, got {value!r}")
         if not isinstance(self.exact, bool):
             raise InvalidInputError(f"exact must be True or False, got {self.exact!r}")
+        weight = self.document_weight
+        if weight is not None and (isinstance(weight, bool) or not isinstance(weight, (int, float))
+                                   or not 0 <= weight <= 1):
+            raise InvalidInputError(f"document_weight must be a number from 0 (chunk MaxSim alone) to 1, or None (the "
+                                    f"store's own measure), got {weight!r}")
 
 
 class Rerank(str, Enum):

@@ -157,6 +157,22 @@ def test_the_document_cosine_counts_in_a_store_of_pages_not_in_one_of_glued_text
     assert empty.document_weight == 0.0 and empty.search("exit status", k=3) == []
 
 
+@pytest.mark.parametrize("weight", [0.0, 0.6])
+def test_a_handle_may_set_the_document_weight(open_store, doc_records, docs, weight) -> None:
+    """``SearchOptions(document_weight=...)`` replaces the store's measure for one handle: 0 ranks by chunk MaxSim
+    alone; the store's record is not changed."""
+    store = open_store(search=SearchOptions(document_weight=weight))
+    _fill(store, doc_records)
+    assert store.document_weight == weight and "document_weight" not in store.settings
+    text = _first_sentence(docs["page2.txt"])
+    dense = _dense_by_hand(store, doc_records, store.encoder.encode_queries(text))
+    hits = store.search(text, k=len(dense), doc_level=False, alpha=1.0)
+    np.testing.assert_allclose([h.score for h in hits], [dense[h.node_id] for h in hits], atol=1e-4)
+    for bad in (-0.1, 1.5, "high", True):
+        with pytest.raises(InvalidInputError, match="document_weight must be a number from 0"):
+            SearchOptions(document_weight=bad)
+
+
 @pytest.mark.parametrize(("text", "asked"), [
     ("How do I trap errors?", True), ("How can I do an atexit()? (Exception handling)", True),
     ("What is a closure ? ", True), ("get/set resource limits", False), ("Is $x ? $y : $z the ternary", False),
