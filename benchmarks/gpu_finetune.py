@@ -3,7 +3,8 @@
 1. ``prepare`` (here): copy what the GPU machine needs into an ignored folder of the repo (``.gpu_carry``):
    the base model in float16 (MiniLM, or any model folder given with ``--model``, its sentence-transformers files
    included), the training pairs and the eval sets. The device machine reaches no registry and
-   its image already has torch, transformers, numpy, typer, tqdm and filelock; nothing else is needed.
+   its image already has torch, transformers, numpy, typer, tqdm and filelock; ``platformdirs``, the one package
+   dependency it lacks, travels in the carry folder (pure Python).
 2. ``run`` (there, through ``benchmarks/gpu_finetune.sh``): fine-tune within a time budget, encode the
    eval sets with the zero-shot and the fine-tuned model, write the rankings (run files) and the
    training log to ``$OUT`` (3 files, a few MiB). Training runs in bf16 autocast on the GPU (the trainer's default
@@ -55,6 +56,7 @@ def prepare(carry: Path, model: str | None) -> None:
 
     :param model: a model folder or hub id (resolved offline); None: the packaged MiniLM.
     """
+    import platformdirs
     import torch
     from transformers import AutoModel, AutoTokenizer
 
@@ -68,6 +70,9 @@ def prepare(carry: Path, model: str | None) -> None:
                                                                      "onnx", "openvino", ".git*", "*.md"))
     AutoModel.from_pretrained(source, dtype=torch.float16).save_pretrained(model_dir)
     AutoTokenizer.from_pretrained(source).save_pretrained(model_dir)
+    # the package's one dependency the device image lacks (pure Python; gpu_finetune.sh puts site/ on the path)
+    shutil.copytree(Path(platformdirs.__file__).parent, carry / "site" / "platformdirs",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(DATA / "manpages-train", carry / "data" / "manpages-train")
     for name in SETS:
         shutil.copytree(DATA / name, carry / "data" / name)
@@ -151,8 +156,9 @@ def run(carry: Path, out: Path, max_steps: int, max_seconds: float, batch_size: 
                 entry.update({"max_queries": max_queries, "max_docs": max_docs})
                 results["runs"][f"{name}|{label}|{pipeline}"] = entry
                 print(f"{name} {label} {pipeline}: docs={entry['docs']} encode_s={entry['encode_s']}", flush=True)
-    with gzip.open(out / "runs.json.gz", "wt", encoding="utf-8") as handle:
-        json.dump(results, handle)
+        # after every set: a run stopped at the device's time limit still returns the sets it finished
+        with gzip.open(out / "runs.json.gz", "wt", encoding="utf-8") as handle:
+            json.dump(results, handle)
 
 
 def score(runs_file: Path, output: Path) -> None:

@@ -3,10 +3,11 @@
 #   python benchmarks/gpu_finetune.py prepare [--model FOLDER]   # -> .gpu_carry (base model fp16, pairs, eval sets)
 # then call the device tool with: command="bash benchmarks/gpu_finetune.sh", carry=[".gpu_carry"], timeout_s=540
 # and score the fetched file here: python benchmarks/gpu_finetune.py score <files_at>/runs.json.gz
-# Uses only the device image's packages (torch, transformers, numpy, typer, tqdm, filelock); no registry.
+# Uses the device image's packages (torch, transformers, numpy, typer, tqdm, filelock) and platformdirs from the
+# carry folder; no registry.
 # CPU smoke test: OUT=/tmp/gpu_out GPU_FT_ARGS="--max-steps 2 --max-seconds 1200 --batch-size 4 --batch-tokens 512 --hard-negatives 1 --limit-queries 4 --sets manpages-needle/L2048" bash benchmarks/gpu_finetune.sh
 set -euo pipefail
-export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONPATH="$PWD:$PWD/.gpu_carry/site${PYTHONPATH:+:$PYTHONPATH}"
 OUT="${OUT:?set OUT to the folder for the results}"
 PY="${PYTHON:-python3}"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | tee "$OUT/hardware.txt" || echo cpu > "$OUT/hardware.txt"
