@@ -32,6 +32,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else REPO.parent / "shared" / "data"
+PERL_DATA = REPO / "benchmarks" / "data"
 CARRY = REPO / ".gpu_carry"
 #: The eval sets carried to the device, and the (max_queries, max_docs) each is scored on (None: all).
 SETS: dict[str, tuple[int | None, int | None]] = {
@@ -39,7 +40,15 @@ SETS: dict[str, tuple[int | None, int | None]] = {
     "manpages-needle/L8192": (None, None),
     "manpages-short": (None, None),
     "manpages-longdoc": (200, 400),
+    "perlfaq-answers": (None, None),
+    "perlfaq-longdoc": (None, None),
+    "perldoc-ref": (None, None),
+    "perldoc-longdoc": (None, None),
 }
+#: The sets ``prepare`` carries and ``run`` ranks unless told otherwise: the manual-page sets (the training domain).
+DEFAULT_SETS = ["manpages-needle/L2048", "manpages-needle/L8192", "manpages-short", "manpages-longdoc"]
+#: The fine-tuned model comes back as a float16 tar cut into parts under the device's 16 MiB limit per file.
+PART_BYTES = 15 * 2**20
 #: Pipelines scored for each model: zero-shot (the base model as trained) and LMK fine-tuned.
 PIPELINES = {"zero-shot": ["mean", "lmk", "maxsim-landmark", "maxsim-chunkmean"],
              "finetuned": ["lmk", "maxsim-landmark", "maxsim-chunkmean"]}
@@ -50,11 +59,17 @@ BASE_MODEL = "base_model"
 RANK_DEPTH = 100
 
 
-def prepare(carry: Path, model: str | None) -> None:
+def _source(name: str) -> Path:
+    """The BEIR folder of an eval set: the perl sets live in the repo, the manual-page sets in shared data."""
+    return PERL_DATA / name if (PERL_DATA / name).is_dir() else DATA / name
+
+
+def prepare(carry: Path, model: str | None, sets: list[str]) -> None:
     """Build the carry folder: the base model in float16 (MiniLM: ~45 MB) with its sentence-transformers files
     (prompts, pooling, window), the training pairs, the eval sets.
 
     :param model: a model folder or hub id (resolved offline); None: the packaged MiniLM.
+    :param sets: the eval sets to carry (the device's 64 MiB working-tree limit holds about four beside MiniLM).
     """
     import platformdirs
     import torch
@@ -74,8 +89,8 @@ def prepare(carry: Path, model: str | None) -> None:
     shutil.copytree(Path(platformdirs.__file__).parent, carry / "site" / "platformdirs",
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(DATA / "manpages-train", carry / "data" / "manpages-train")
-    for name in SETS:
-        shutil.copytree(DATA / name, carry / "data" / name)
+    for name in sets:
+        shutil.copytree(_source(name), carry / "data" / name)
     exclude = REPO / ".git" / "info" / "exclude"
     if exclude.parent.is_dir() and "/.gpu_carry/" not in (exclude.read_text() if exclude.exists() else ""):
         with open(exclude, "a", encoding="utf-8") as handle:
@@ -97,7 +112,8 @@ def _rank(dataset: Any, pipeline: str, model: str | None, cache: Path, batch_siz
     start = time.perf_counter()
     rankings = runner.search(list(sample.query_texts), RANK_DEPTH)
     return {
-        "run": {query_id: [[sample.doc_ids[doc], float(score)] for doc, score in ranking]
+        # document ids in rank order, no scores: 2,000 queries of 7 pipelines stay under the 16 MiB a file
+        "run": {query_id: [sample.doc_ids[doc] for doc, _ in ranking]
                 for query_id, ranking in zip(sample.query_ids, rankings)},
         "docs": len(sample.doc_ids),
         "encode_s": round(stats.encode_s, 2),
@@ -105,12 +121,35 @@ def _rank(dataset: Any, pipeline: str, model: str | None, cache: Path, batch_siz
     }
 
 
+def _return_model(model_dir: Path, out: Path) -> None:
+    """Write the fine-tuned model to ``out`` as a float16 tar in parts (``model.tar.part0``...); join them here
+    with ``cat model.tar.part* | tar x``."""
+    import io
+    import tarfile
+
+    import torch
+    from transformers import AutoModel
+
+    packed = Path("/tmp/lmk_finetuned_fp16")
+    shutil.copytree(model_dir, packed, ignore=shutil.ignore_patterns("*.safetensors", "*.bin", "checkpoint*",
+                                                                     "train_log.jsonl"))
+    AutoModel.from_pretrained(model_dir, dtype=torch.float16).save_pretrained(packed)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        tar.add(packed, arcname="finetuned")
+    data = buffer.getvalue()
+    for index, start in enumerate(range(0, len(data), PART_BYTES)):
+        (out / f"model.tar.part{index}").write_bytes(data[start:start + PART_BYTES])
+
+
 def run(carry: Path, out: Path, max_steps: int, max_seconds: float, batch_size: int, batch_tokens: int | None,
-        hard_negatives: int, sets: list[str], encode_batch_size: int, limit_queries: int | None) -> None:
+        hard_negatives: int, sets: list[str], encode_batch_size: int, limit_queries: int | None,
+        return_model: bool) -> None:
     """Fine-tune, then rank every set with every pipeline for both models; write ``$OUT`` files.
 
     :param batch_tokens: the most padded tokens of activations training holds at once (``FinetuneConfig``); None:
         no bound.
+    :param return_model: also write the fine-tuned model (float16 tar parts) to ``out``, before the rankings.
     """
     import torch
 
@@ -138,6 +177,8 @@ def run(carry: Path, out: Path, max_steps: int, max_seconds: float, batch_size: 
     summary["hardware"] = hardware
     shutil.copy(model_dir / "train_log.jsonl", out / "train_log.jsonl")
     print(json.dumps({k: summary[k] for k in ("steps", "train_seconds", "heldout_before", "heldout_after")}))
+    if return_model:
+        _return_model(model_dir, out)
 
     cache = Path("/tmp/lmk_eval_cache")
     results: dict[str, Any] = {"summary": summary, "encoder": ENCODER, "runs": {}}
@@ -174,9 +215,8 @@ def score(runs_file: Path, output: Path) -> None:
     scored = {}
     for key, entry in results["runs"].items():
         name, label, pipeline = key.split("|")
-        sample = subsample(load_beir(DATA / name, name=name), entry["max_queries"], entry["max_docs"], seed=0)
-        run = {query_id: [doc for doc, _ in ranking] for query_id, ranking in entry["run"].items()}
-        per_query = per_query_metrics(sample.qrels, run)
+        sample = subsample(load_beir(_source(name), name=name), entry["max_queries"], entry["max_docs"], seed=0)
+        per_query = per_query_metrics(sample.qrels, entry["run"])
         row = mean_metrics([per_query[q] for q in sample.query_ids])
         positions = breakdown(per_query, sample.query_ids, sample.query_metadata, "position")
         scored[key] = {**row, "by_position": positions, "queries": len(sample.query_ids), "docs": entry["docs"]}
@@ -193,6 +233,7 @@ def main() -> None:
     prep = commands.add_parser("prepare", help="build the carry folder (here)")
     prep.add_argument("--carry", type=Path, default=CARRY)
     prep.add_argument("--model", default=None, help="base model folder or hub id (default: all-MiniLM-L6-v2)")
+    prep.add_argument("--sets", nargs="+", choices=list(SETS), default=DEFAULT_SETS)
     go = commands.add_parser("run", help="fine-tune and rank (on the device)")
     go.add_argument("--carry", type=Path, default=CARRY)
     go.add_argument("--out", type=Path, required=True)
@@ -202,18 +243,19 @@ def main() -> None:
     go.add_argument("--batch-tokens", type=int, default=65536,
                     help="most padded tokens of activations held at once (micro-batches above it); 0: no bound")
     go.add_argument("--hard-negatives", type=int, default=1)
-    go.add_argument("--sets", nargs="+", default=list(SETS))
+    go.add_argument("--sets", nargs="+", choices=list(SETS), default=DEFAULT_SETS)
     go.add_argument("--encode-batch-size", type=int, default=256)
     go.add_argument("--limit-queries", type=int, default=None, help="tiny CPU test: cap queries and docs per set")
+    go.add_argument("--return-model", action="store_true", help="write the fine-tuned model to OUT (float16 parts)")
     sc = commands.add_parser("score", help="score fetched run files (here)")
     sc.add_argument("runs", type=Path)
     sc.add_argument("--output", type=Path, default=REPO / "benchmarks" / "results" / "finetune_gpu.json")
     args = parser.parse_args()
     if args.command == "prepare":
-        prepare(args.carry, args.model)
+        prepare(args.carry, args.model, args.sets)
     elif args.command == "run":
         run(args.carry, args.out, args.max_steps, args.max_seconds, args.batch_size, args.batch_tokens or None,
-            args.hard_negatives, args.sets, args.encode_batch_size, args.limit_queries)
+            args.hard_negatives, args.sets, args.encode_batch_size, args.limit_queries, args.return_model)
     else:
         score(args.runs, args.output)
 
