@@ -126,17 +126,19 @@ def _return_model(model_dir: Path, out: Path) -> None:
     with ``cat model.tar.part* | tar x``."""
     import io
     import tarfile
+    import tempfile
 
     import torch
     from transformers import AutoModel
 
-    packed = Path("/tmp/lmk_finetuned_fp16")
-    shutil.copytree(model_dir, packed, ignore=shutil.ignore_patterns("*.safetensors", "*.bin", "checkpoint*",
-                                                                     "train_log.jsonl"))
-    AutoModel.from_pretrained(model_dir, dtype=torch.float16).save_pretrained(packed)
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        tar.add(packed, arcname="finetuned")
+    with tempfile.TemporaryDirectory() as scratch:
+        packed = Path(scratch) / "finetuned"
+        shutil.copytree(model_dir, packed, ignore=shutil.ignore_patterns("*.safetensors", "*.bin", "checkpoint*",
+                                                                         "train_log.jsonl"))
+        AutoModel.from_pretrained(model_dir, dtype=torch.float16).save_pretrained(packed)
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            tar.add(packed, arcname="finetuned")
     data = buffer.getvalue()
     for index, start in enumerate(range(0, len(data), PART_BYTES)):
         (out / f"model.tar.part{index}").write_bytes(data[start:start + PART_BYTES])

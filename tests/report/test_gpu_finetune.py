@@ -1,0 +1,90 @@
+"""benchmarks/gpu_finetune.py's two halves that meet here: the fine-tuned model comes back from the device as
+float16 tar parts that join to the same weights, and ``score`` scores run files of document ids (no scores) with the
+eval harness against the local qrels. The device run itself needs the GPU and is not tested here."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import shutil
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+import torch
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_finetune.py"
+
+
+@pytest.fixture(scope="module")
+def gpu_finetune():
+    """benchmarks/gpu_finetune.py imported as a module (benchmarks/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("lmk_rag_benchmark_gpu_finetune", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules[spec.name]
+
+
+def test_the_model_comes_back_in_parts_that_join_to_its_float16_weights(gpu_finetune, tiny_model: Path,
+                                                                        tmp_path: Path, monkeypatch) -> None:
+    from transformers import AutoModel
+
+    trained = tmp_path / "trained"
+    shutil.copytree(tiny_model, trained)
+    (trained / "lmk_model.json").write_text(json.dumps({"lmk_trained": True, "chunk_vector": "mean"}))
+    (trained / "train_log.jsonl").write_text('{"step": 1}\n')
+    monkeypatch.setattr(gpu_finetune, "PART_BYTES", 200_000)  # the tiny model's ~1 MB: several parts
+    out = tmp_path / "out"
+    out.mkdir()
+    gpu_finetune._return_model(trained, out)
+
+    parts = sorted(out.glob("model.tar.part*"), key=lambda path: int(path.name.removeprefix("model.tar.part")))
+    assert len(parts) >= 3
+    assert all(path.stat().st_size <= 200_000 for path in parts)
+    joined = tmp_path / "model.tar"
+    joined.write_bytes(b"".join(path.read_bytes() for path in parts))
+    with tarfile.open(joined) as tar:
+        tar.extractall(tmp_path / "joined", filter="data")
+    back = tmp_path / "joined" / "finetuned"
+    assert json.loads((back / "lmk_model.json").read_text())["chunk_vector"] == "mean"
+    assert not (back / "train_log.jsonl").exists()
+    assert (back / "tokenizer.json").exists()
+    original = AutoModel.from_pretrained(trained).state_dict()
+    returned = AutoModel.from_pretrained(back).state_dict()
+    assert returned.keys() == original.keys()
+    for name, weight in original.items():
+        assert returned[name].dtype == torch.float16, name
+        assert torch.equal(returned[name], weight.to(torch.float16)), name
+
+
+def test_score_reads_run_files_of_document_ids(gpu_finetune, tmp_path: Path) -> None:
+    from lmk_rag.eval.beir import load_beir
+
+    name = "perlfaq-answers"  # shipped with the repo, so no ../shared
+    dataset = load_beir(gpu_finetune.PERL_DATA / name, name=name)
+    ideal = {query: sorted((doc for doc, grade in dataset.qrels[query].items() if grade > 0),
+                           key=lambda doc: -dataset.qrels[query][doc]) for query in dataset.query_ids}
+    perfect = {query: ideal[query] + [doc for doc in dataset.doc_ids if doc not in ideal[query]][:50]
+               for query in dataset.query_ids}
+    missing = {query: [doc for doc in dataset.doc_ids if doc not in dataset.qrels[query]][:100]
+               for query in dataset.query_ids}
+    entry = {"max_queries": None, "max_docs": None, "docs": len(dataset.doc_ids)}
+    runs = {"summary": {"steps": 3, "train_seconds": 1.0, "hardware": "test"},
+            "runs": {f"{name}|finetuned|perfect": {**entry, "run": perfect},
+                     f"{name}|zero-shot|missing": {**entry, "run": missing}}}
+    runs_file = tmp_path / "runs.json.gz"
+    with gzip.open(runs_file, "wt", encoding="utf-8") as handle:
+        json.dump(runs, handle)
+    output = tmp_path / "scores.json"
+
+    gpu_finetune.score(runs_file, output)
+
+    scores = json.loads(output.read_text())["scores"]
+    assert scores[f"{name}|finetuned|perfect"]["ndcg@10"] == pytest.approx(1.0)
+    assert scores[f"{name}|finetuned|perfect"]["recall@1"] == pytest.approx(1.0)
+    assert scores[f"{name}|zero-shot|missing"]["ndcg@10"] == 0.0
+    assert scores[f"{name}|finetuned|perfect"]["queries"] == len(dataset.query_ids)
