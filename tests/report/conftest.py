@@ -1,8 +1,9 @@
-"""Fixtures for the tests of the research studies in benchmarks/studies/."""
+"""Fixtures for the tests of benchmarks/: its scripts and the research studies in benchmarks/studies/."""
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -10,7 +11,23 @@ from types import ModuleType
 
 import pytest
 
-STUDIES = Path(__file__).resolve().parents[2] / "benchmarks" / "studies"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+STUDIES = BENCHMARKS / "studies"
+
+
+@pytest.fixture(scope="session")
+def benchmark_script() -> Callable[[str], ModuleType]:
+    """Import ``benchmarks/NAME.py`` as a module by its name (``"report"``; benchmarks/ is not a package), registered
+    in ``sys.modules``."""
+
+    def load(name: str) -> ModuleType:
+        spec = importlib.util.spec_from_file_location(f"lmk_rag_benchmark_{name}", BENCHMARKS / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        return module
+
+    return load
 
 
 @pytest.fixture(scope="session")

@@ -5,28 +5,19 @@ eval harness against the local qrels. The device run itself needs the GPU and is
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import shutil
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 import torch
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_finetune.py"
-
 
 @pytest.fixture(scope="module")
-def gpu_finetune():
-    """benchmarks/gpu_finetune.py imported as a module (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("lmk_rag_benchmark_gpu_finetune", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
+def gpu_finetune(benchmark_script):
+    """benchmarks/gpu_finetune.py imported as a module."""
+    return benchmark_script("gpu_finetune")
 
 
 def test_the_model_comes_back_in_parts_that_join_to_its_float16_weights(gpu_finetune, tiny_model: Path,

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,18 +10,13 @@ import pytest
 
 from lmk_rag.errors import InvalidInputError
 
-REPORT = Path(__file__).resolve().parents[2] / "benchmarks" / "report.py"
 L2048, L8192 = "manpages-needle/L2048", "manpages-needle/L8192"
 
 
 @pytest.fixture(scope="module")
-def report():
-    """benchmarks/report.py imported as a module (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("lmk_rag_benchmark_report", REPORT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def report(benchmark_script):
+    """benchmarks/report.py imported as a module."""
+    return benchmark_script("report")
 
 
 def _png_size(path: Path) -> tuple[int, int]:
