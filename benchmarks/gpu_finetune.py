@@ -7,15 +7,21 @@
    dependency it lacks, travels in the carry folder (pure Python).
 2. ``run`` (there, through ``benchmarks/gpu_finetune.sh``): fine-tune within a time budget, encode the
    eval sets with the zero-shot and the fine-tuned model, write the rankings (run files) and the
-   training log to ``$OUT`` (3 files, a few MiB). Training runs in bf16 autocast on the GPU (the trainer's default
-   there) and holds at most ``--batch-tokens`` padded tokens of activations at once (65536: MiniLM's steps of 64
-   pairs in 256-token windows hold 52-59k padded tokens and mostly run whole, as without a budget; a long model's
-   8192-token haystacks run in micro-batches of 8 windows; docs/finetune.md).
+   training log to ``$OUT`` (4 files, a few MiB; with ``--return-model`` also the model in three 15 MiB parts).
+   Training runs in bf16 autocast on the GPU (the trainer's default there) and holds at most ``--batch-tokens``
+   padded tokens of activations at once (65536: MiniLM's steps of 64 pairs in 256-token windows hold 52-59k padded
+   tokens and mostly run whole, as without a budget; a long model's 8192-token haystacks run in micro-batches of 8
+   windows; docs/finetune.md).
 3. ``score`` (here): score the run files with the eval harness (pytrec_eval) against the local qrels.
 
-    python benchmarks/gpu_finetune.py prepare [--model FOLDER_OR_HUB_ID]
-    # device tool: run(command="bash benchmarks/gpu_finetune.sh", carry=[".gpu_carry"], timeout_s=540)
+    python benchmarks/gpu_finetune.py prepare [--model FOLDER_OR_HUB_ID] [--sets SET ...]
+    # device tool: run(command="bash benchmarks/gpu_finetune.sh", carry=[".gpu_carry"], timeout_s=540);
+    # GPU_FT_ARGS="--return-model --sets ..." passes run's options (the sets prepared)
     python benchmarks/gpu_finetune.py score /work/.device/.../runs.json.gz
+
+The device takes a working tree of 64 MiB: the carry folder (~53 MiB with MiniLM) leaves no room for the large
+tracked files, which leave the index for the call (docs/finetune.md). 2026-12-04's run (600 steps in 217 s on an
+H200) and what it decided: benchmarks/results/finetune.md.
 
 Only the dataset texts reach the pipelines; ids and qrels stay in the run files' keys and here.
 """
