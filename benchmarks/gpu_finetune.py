@@ -151,8 +151,8 @@ def _return_model(model_dir: Path, out: Path) -> None:
 
 
 def run(carry: Path, out: Path, max_steps: int, max_seconds: float, batch_size: int, batch_tokens: int | None,
-        hard_negatives: int, sets: list[str], encode_batch_size: int, limit_queries: int | None,
-        return_model: bool) -> None:
+        hard_negatives: int, learning_rate: float, sets: list[str], encode_batch_size: int,
+        limit_queries: int | None, return_model: bool) -> None:
     """Fine-tune, then rank every set with every pipeline for both models; write ``$OUT`` files.
 
     :param batch_tokens: the most padded tokens of activations training holds at once (``FinetuneConfig``); None:
@@ -177,6 +177,7 @@ def run(carry: Path, out: Path, max_steps: int, max_seconds: float, batch_size: 
         batch_size=batch_size,
         batch_tokens=batch_tokens,
         hard_negatives=hard_negatives,
+        learning_rate=learning_rate,
         eval_every=max(max_steps // 4, 1),
         checkpoint_every=0,
         device=device,
@@ -251,6 +252,7 @@ def main() -> None:
     go.add_argument("--batch-tokens", type=int, default=65536,
                     help="most padded tokens of activations held at once (micro-batches above it); 0: no bound")
     go.add_argument("--hard-negatives", type=int, default=1)
+    go.add_argument("--learning-rate", type=float, default=1e-4, help="AdamW peak learning rate")
     go.add_argument("--sets", nargs="+", choices=list(SETS), default=DEFAULT_SETS)
     go.add_argument("--encode-batch-size", type=int, default=256)
     go.add_argument("--limit-queries", type=int, default=None, help="tiny CPU test: cap queries and docs per set")
@@ -263,7 +265,8 @@ def main() -> None:
         prepare(args.carry, args.model, args.sets)
     elif args.command == "run":
         run(args.carry, args.out, args.max_steps, args.max_seconds, args.batch_size, args.batch_tokens or None,
-            args.hard_negatives, args.sets, args.encode_batch_size, args.limit_queries, args.return_model)
+            args.hard_negatives, args.learning_rate, args.sets, args.encode_batch_size, args.limit_queries,
+            args.return_model)
     else:
         score(args.runs, args.output)
 

@@ -95,6 +95,19 @@ def make_splitter(model_path: Path) -> Any:
                             tokenizer=partial(tokenizer.encode, add_special_tokens=False, verbose=False))
 
 
+def embedding_key(model_path: Path) -> dict[str, Any]:
+    """The eval cache key of the baselines' node embeddings: the model's digest and the split's settings (the node
+    texts are hashed in beside it, :func:`~lmk_rag.eval.cache.cache_path`).
+
+    :param model_path: the model folder.
+    :return: the key.
+    """
+    from lmk_rag.encoder.resolve import model_digest
+
+    return {"kind": "llamaindex-chunked", "model": model_digest(model_path), "splitter": "SentenceSplitter",
+            "chunk_size": CHUNK_SIZE, "chunk_overlap": CHUNK_OVERLAP, "tokenizer": "model", "max_length": MAX_LENGTH}
+
+
 @register_pipeline("llamaindex-chunked")
 class LlamaIndexChunkedPipeline:
     """SentenceSplitter(250/25, model tokenizer) + HuggingFaceEmbedding(max_length=256) + VectorStoreIndex,
@@ -149,14 +162,9 @@ class LlamaIndexChunkedPipeline:
         if self.dense:
             from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
-            from lmk_rag.encoder.resolve import model_digest
-
             embed_model = HuggingFaceEmbedding(model_name=str(model_path), max_length=MAX_LENGTH,
                                                embed_batch_size=self.options.batch_size)
-            key = {"kind": "llamaindex-chunked", "model": model_digest(model_path), "splitter": "SentenceSplitter",
-                   "chunk_size": CHUNK_SIZE, "chunk_overlap": CHUNK_OVERLAP, "tokenizer": "model",
-                   "max_length": MAX_LENGTH}
-            built = embed_and_index(nodes, embed_model, self.options, key)
+            built = embed_and_index(nodes, embed_model, self.options, embedding_key(model_path))
             self._dense_retriever = built.index.as_retriever(similarity_top_k=TOP_NODES)
             encode_s, cached = built.encode_s, built.cached
         if self.lexical:

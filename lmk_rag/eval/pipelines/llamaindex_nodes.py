@@ -57,6 +57,18 @@ def split_documents(docs: Sequence[str], splitter: Any) -> list[Any]:
     ])
 
 
+def node_texts(nodes: Sequence[Any]) -> list[str]:
+    """The texts the embedding model sees for the nodes (their embed-mode content: the bare text, see
+    :func:`split_documents`).
+
+    :param nodes: the nodes (from :func:`split_documents`).
+    :return: one text per node.
+    """
+    from llama_index.core.schema import MetadataMode
+
+    return [node.get_content(metadata_mode=MetadataMode.EMBED) for node in nodes]
+
+
 def embed_and_index(nodes: list[Any], embed_model: Any, options: PipelineOptions, key: Mapping[str, Any]) -> NodeIndex:
     """Embed the nodes (through :func:`~lmk_rag.eval.cache.cached_arrays`) and load them into a ``VectorStoreIndex``
     over an in-memory ``QdrantVectorStore``.
@@ -71,12 +83,11 @@ def embed_and_index(nodes: list[Any], embed_model: Any, options: PipelineOptions
     :return: the index and what embedding cost.
     """
     from llama_index.core import StorageContext, VectorStoreIndex
-    from llama_index.core.schema import MetadataMode
     from llama_index.vector_stores.qdrant import QdrantVectorStore
 
     from lmk_rag.store.server import memory_client
 
-    texts = [node.get_content(metadata_mode=MetadataMode.EMBED) for node in nodes]
+    texts = node_texts(nodes)
     result = cached_arrays(options.cache_dir, key, texts, lambda: {
         "embeddings": np.asarray(embed_model.get_text_embedding_batch(texts), dtype=np.float32)})
     for node, embedding in zip(nodes, result.arrays["embeddings"]):
