@@ -2,7 +2,8 @@
 
 1. ``prepare`` (here): copy what the GPU machine needs into an ignored folder of the repo (``.gpu_carry``):
    the base model in float16 (MiniLM, or any model folder given with ``--model``, its sentence-transformers files
-   included), the training pairs and the eval sets. The device machine reaches no registry and
+   included), the training pairs (``--train``: manual pages by default, the Perl training pages too) and the eval
+   sets. The device machine reaches no registry and
    its image already has torch, transformers, numpy, typer, tqdm and filelock; ``platformdirs``, the one package
    dependency it lacks, travels in the carry folder (pure Python).
 2. ``run`` (there, through ``benchmarks/gpu_finetune.sh``): fine-tune within a time budget, encode the
@@ -14,7 +15,7 @@
    windows; docs/finetune.md).
 3. ``score`` (here): score the run files with the eval harness (pytrec_eval) against the local qrels.
 
-    python benchmarks/gpu_finetune.py prepare [--model FOLDER_OR_HUB_ID] [--sets SET ...]
+    python benchmarks/gpu_finetune.py prepare [--model FOLDER_OR_HUB_ID] [--sets SET ...] [--train SET ...]
     # device tool: run(command="bash benchmarks/gpu_finetune.sh", carry=[".gpu_carry"], timeout_s=540);
     # GPU_FT_ARGS="--return-model --sets ..." passes run's options (the sets prepared)
     python benchmarks/gpu_finetune.py score /work/.device/.../runs.json.gz
@@ -53,6 +54,14 @@ SETS: dict[str, tuple[int | None, int | None]] = {
 }
 #: The sets ``prepare`` carries and ``run`` ranks unless told otherwise: the manual-page sets (the training domain).
 DEFAULT_SETS = ["manpages-needle/L2048", "manpages-needle/L8192", "manpages-short", "manpages-longdoc"]
+#: The training sets ``prepare --train`` can join into the carried pairs: manual pages (2,356 pairs) and the Perl
+#: pages of no dev set (349 pairs: purposes and symbol descriptions; benchmarks/data/README.md).
+TRAIN_SETS: dict[str, list[Path]] = {
+    "manpages-train": [DATA / "manpages-train" / "pairs.jsonl"],
+    "perldoc-train": [PERL_DATA / "perldoc-train" / "pairs.jsonl", PERL_DATA / "perldoc-train" / "symbols.jsonl"],
+}
+#: The training pairs in the carry folder.
+TRAIN_PAIRS = "data/train.jsonl"
 #: The fine-tuned model comes back as a float16 tar cut into parts under the device's 16 MiB limit per file.
 PART_BYTES = 15 * 2**20
 #: Pipelines scored for each model: zero-shot (the base model as trained) and LMK fine-tuned.
@@ -70,12 +79,25 @@ def _source(name: str) -> Path:
     return PERL_DATA / name if (PERL_DATA / name).is_dir() else DATA / name
 
 
-def prepare(carry: Path, model: str | None, sets: list[str]) -> None:
+def ignore_in_git(carry: Path) -> None:
+    """List a carry folder inside the repo in ``.git/info/exclude``: the device tool carries an ignored folder only
+    when named in ``carry``, and an unignored one would travel with every call."""
+    exclude = REPO / ".git" / "info" / "exclude"
+    if not carry.resolve().is_relative_to(REPO) or not exclude.parent.is_dir():
+        return
+    line = f"/{carry.resolve().relative_to(REPO).as_posix()}/"
+    if line not in (exclude.read_text(encoding="utf-8") if exclude.exists() else "").splitlines():
+        with open(exclude, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+
+
+def prepare(carry: Path, model: str | None, sets: list[str], train: list[str]) -> None:
     """Build the carry folder: the base model in float16 (MiniLM: ~45 MB) with its sentence-transformers files
     (prompts, pooling, window), the training pairs, the eval sets.
 
     :param model: a model folder or hub id (resolved offline); None: the packaged MiniLM.
     :param sets: the eval sets to carry (the device's 64 MiB working-tree limit holds about four beside MiniLM).
+    :param train: the training sets (:data:`TRAIN_SETS`) whose pairs are joined into one file.
     """
     import platformdirs
     import torch
@@ -94,13 +116,14 @@ def prepare(carry: Path, model: str | None, sets: list[str]) -> None:
     # the package's one dependency the device image lacks (pure Python; gpu_finetune.sh puts site/ on the path)
     shutil.copytree(Path(platformdirs.__file__).parent, carry / "site" / "platformdirs",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(DATA / "manpages-train", carry / "data" / "manpages-train")
+    (carry / "data").mkdir(parents=True)
+    with open(carry / TRAIN_PAIRS, "w", encoding="utf-8") as handle:
+        for name in train:
+            for path in TRAIN_SETS[name]:
+                handle.write(path.read_text(encoding="utf-8").rstrip("\n") + "\n")
     for name in sets:
         shutil.copytree(_source(name), carry / "data" / name)
-    exclude = REPO / ".git" / "info" / "exclude"
-    if exclude.parent.is_dir() and "/.gpu_carry/" not in (exclude.read_text() if exclude.exists() else ""):
-        with open(exclude, "a", encoding="utf-8") as handle:
-            handle.write("/.gpu_carry/\n")  # the device tool carries ignored folders only when named in carry
+    ignore_in_git(carry)
     size = sum(path.stat().st_size for path in carry.rglob("*") if path.is_file())
     print(f"{carry}: {size / 2**20:.1f} MiB")
 
@@ -169,7 +192,7 @@ def run(carry: Path, out: Path, max_steps: int, max_seconds: float, batch_size: 
     hardware = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
     model_dir = Path("/tmp/lmk_finetuned")
     config = FinetuneConfig(
-        train=str(carry / "data" / "manpages-train" / "pairs.jsonl"),
+        train=str(carry / TRAIN_PAIRS),
         output=str(model_dir),
         model=str(carry / BASE_MODEL),
         max_steps=max_steps,
@@ -243,6 +266,8 @@ def main() -> None:
     prep.add_argument("--carry", type=Path, default=CARRY)
     prep.add_argument("--model", default=None, help="base model folder or hub id (default: all-MiniLM-L6-v2)")
     prep.add_argument("--sets", nargs="+", choices=list(SETS), default=DEFAULT_SETS)
+    prep.add_argument("--train", nargs="+", choices=list(TRAIN_SETS), default=["manpages-train"],
+                      help="training sets joined into the carried pairs")
     go = commands.add_parser("run", help="fine-tune and rank (on the device)")
     go.add_argument("--carry", type=Path, default=CARRY)
     go.add_argument("--out", type=Path, required=True)
@@ -262,7 +287,7 @@ def main() -> None:
     sc.add_argument("--output", type=Path, default=REPO / "benchmarks" / "results" / "finetune_gpu.json")
     args = parser.parse_args()
     if args.command == "prepare":
-        prepare(args.carry, args.model, args.sets)
+        prepare(args.carry, args.model, args.sets, args.train)
     elif args.command == "run":
         run(args.carry, args.out, args.max_steps, args.max_seconds, args.batch_size, args.batch_tokens or None,
             args.hard_negatives, args.learning_rate, args.sets, args.encode_batch_size, args.limit_queries,

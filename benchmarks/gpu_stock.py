@@ -46,11 +46,12 @@ BATCH = 512
 CHECK_SAMPLE = 64
 
 
-def _report() -> ModuleType:
-    """benchmarks/report.py (its set folders and eval cache), also when this script is imported from elsewhere."""
+def _script(name: str) -> ModuleType:
+    """A script beside this one (``report``: set folders, eval cache; ``gpu_finetune``: the carry folder's git
+    exclusion), also when this script is imported from elsewhere."""
     if str(REPO / "benchmarks") not in sys.path:
         sys.path.insert(0, str(REPO / "benchmarks"))
-    return importlib.import_module("report")
+    return importlib.import_module(name)
 
 
 def _node_texts(name: str) -> list[str]:
@@ -60,7 +61,7 @@ def _node_texts(name: str) -> list[str]:
     from lmk_rag.eval.pipelines.llamaindex_chunked import make_splitter
     from lmk_rag.eval.pipelines.llamaindex_nodes import node_texts, split_documents
 
-    dataset = load_beir(_report().set_folder(name), name=name)
+    dataset = load_beir(_script("report").set_folder(name), name=name)
     docs = [text for text in dataset.doc_texts if text.strip()]  # as report.evaluate_tuned indexes them
     return node_texts(split_documents(docs, make_splitter(resolve_model_path(None))))
 
@@ -81,10 +82,7 @@ def prepare(carry: Path, name: str) -> None:
     texts = _node_texts(name)
     with gzip.open(carry / "texts.json.gz", "wt", encoding="utf-8") as handle:
         json.dump(texts, handle)
-    exclude = REPO / ".git" / "info" / "exclude"
-    if exclude.parent.is_dir() and "/.gpu_stock/" not in (exclude.read_text() if exclude.exists() else ""):
-        with open(exclude, "a", encoding="utf-8") as handle:
-            handle.write("/.gpu_stock/\n")
+    _script("gpu_finetune").ignore_in_git(carry)
     size = sum(path.stat().st_size for path in carry.rglob("*") if path.is_file())
     print(f"{carry}: {len(texts)} node texts, {size / 2**20:.1f} MiB")
 
@@ -150,7 +148,8 @@ def load(parts: Path, name: str, cache: Path | None) -> None:
                        .get_text_embedding_batch([texts[index] for index in sample]), dtype=np.float32)
     cosines = np.sum(stock * vectors[sample], axis=1) / np.linalg.norm(vectors[sample], axis=1)
     print(f"{len(texts)} vectors; against HuggingFaceEmbedding on {len(sample)}: min cosine {cosines.min():.6f}")
-    result = cached_arrays(cache or _report().CACHE, embedding_key(model_path), texts, lambda: {"embeddings": vectors})
+    result = cached_arrays(cache or _script("report").CACHE, embedding_key(model_path), texts,
+                           lambda: {"embeddings": vectors})
     print(f"stored: {result.path}")
 
 

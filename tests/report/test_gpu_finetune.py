@@ -79,3 +79,18 @@ def test_score_reads_run_files_of_document_ids(gpu_finetune, tmp_path: Path) -> 
     assert scores[f"{name}|finetuned|perfect"]["recall@1"] == pytest.approx(1.0)
     assert scores[f"{name}|zero-shot|missing"]["ndcg@10"] == 0.0
     assert scores[f"{name}|finetuned|perfect"]["queries"] == len(dataset.query_ids)
+
+
+def test_prepare_joins_the_training_sets_and_carries_the_eval_sets(gpu_finetune, tmp_path: Path) -> None:
+    carry = tmp_path / "carry"
+    gpu_finetune.prepare(carry, None, ["perlfaq-answers"], ["perldoc-train"])  # both shipped: no ../shared
+
+    pairs = [json.loads(line) for line in (carry / gpu_finetune.TRAIN_PAIRS).read_text().splitlines()]
+    shipped = sum(len(path.read_text().splitlines()) for path in gpu_finetune.TRAIN_SETS["perldoc-train"])
+    assert len(pairs) == shipped > 300
+    assert all(pair["query"] and pair["positive"] for pair in pairs)
+    assert (carry / "data" / "perlfaq-answers" / "queries.jsonl").is_file()
+    assert (carry / "site" / "platformdirs" / "__init__.py").is_file()
+    config = json.loads((carry / gpu_finetune.BASE_MODEL / "config.json").read_text())
+    assert config["torch_dtype" if "torch_dtype" in config else "dtype"] == "float16"
+

@@ -44,7 +44,7 @@ def test_the_returned_embeddings_fill_the_cache_the_stock_pipeline_reads(gpu_sto
 
     gpu_stock.load(out, SET, cache)
 
-    dataset = load_beir(gpu_stock._report().set_folder(SET), name=SET)
+    dataset = load_beir(gpu_stock._script("report").set_folder(SET), name=SET)
     pipeline = get_pipeline("llamaindex-chunked", PipelineOptions(cache_dir=cache))
     stats = pipeline.index([text for text in dataset.doc_texts if text.strip()])
     assert stats.cached  # the cache held the split's every node text under the pipeline's key
