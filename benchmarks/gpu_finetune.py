@@ -74,9 +74,26 @@ BASE_MODEL = "base_model"
 RANK_DEPTH = 100
 
 
-def _source(name: str) -> Path:
-    """The BEIR folder of an eval set: the perl sets live in the repo, the manual-page sets in shared data."""
-    return PERL_DATA / name if (PERL_DATA / name).is_dir() else DATA / name
+def write_parts(data: bytes, out: Path, stem: str) -> None:
+    """Write ``data`` to ``out`` as ``STEM.part0``, ``STEM.part1``... of at most :data:`PART_BYTES` each (the
+    device returns files of at most 16 MiB)."""
+    for index, start in enumerate(range(0, len(data), PART_BYTES)):
+        (out / f"{stem}.part{index}").write_bytes(data[start:start + PART_BYTES])
+
+
+def read_parts(folder: Path, stem: str) -> bytes:
+    """The bytes :func:`write_parts` cut into ``folder``'s ``STEM.partN`` files, joined in part order."""
+    parts = sorted(folder.glob(f"{stem}.part*"), key=lambda path: int(path.name.removeprefix(f"{stem}.part")))
+    return b"".join(path.read_bytes() for path in parts)
+
+
+def save_half(source: Path, target: Path) -> None:
+    """Save the model and tokenizer of ``source`` to ``target`` with float16 weights (half the bytes to carry)."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    AutoModel.from_pretrained(source, dtype=torch.float16).save_pretrained(target)
+    AutoTokenizer.from_pretrained(source).save_pretrained(target)
 
 
 def ignore_in_git(carry: Path) -> None:
@@ -100,8 +117,7 @@ def prepare(carry: Path, model: str | None, sets: list[str], train: list[str]) -
     :param train: the training sets (:data:`TRAIN_SETS`) whose pairs are joined into one file.
     """
     import platformdirs
-    import torch
-    from transformers import AutoModel, AutoTokenizer
+    from report import set_folder
 
     from lmk_rag.encoder import resolve_model_path
 
@@ -111,8 +127,7 @@ def prepare(carry: Path, model: str | None, sets: list[str], train: list[str]) -
     model_dir = carry / BASE_MODEL
     shutil.copytree(source, model_dir, ignore=shutil.ignore_patterns("*.safetensors", "*.bin", "*.onnx", "*.pt",
                                                                      "onnx", "openvino", ".git*", "*.md"))
-    AutoModel.from_pretrained(source, dtype=torch.float16).save_pretrained(model_dir)
-    AutoTokenizer.from_pretrained(source).save_pretrained(model_dir)
+    save_half(source, model_dir)
     # the package's one dependency the device image lacks (pure Python; gpu_finetune.sh puts site/ on the path)
     shutil.copytree(Path(platformdirs.__file__).parent, carry / "site" / "platformdirs",
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -122,7 +137,7 @@ def prepare(carry: Path, model: str | None, sets: list[str], train: list[str]) -
             for path in TRAIN_SETS[name]:
                 handle.write(path.read_text(encoding="utf-8").rstrip("\n") + "\n")
     for name in sets:
-        shutil.copytree(_source(name), carry / "data" / name)
+        shutil.copytree(set_folder(name), carry / "data" / name)
     ignore_in_git(carry)
     size = sum(path.stat().st_size for path in carry.rglob("*") if path.is_file())
     print(f"{carry}: {size / 2**20:.1f} MiB")
@@ -168,9 +183,7 @@ def _return_model(model_dir: Path, out: Path) -> None:
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as tar:
             tar.add(packed, arcname="finetuned")
-    data = buffer.getvalue()
-    for index, start in enumerate(range(0, len(data), PART_BYTES)):
-        (out / f"model.tar.part{index}").write_bytes(data[start:start + PART_BYTES])
+    write_parts(buffer.getvalue(), out, "model.tar")
 
 
 def run(carry: Path, out: Path, max_steps: int, max_seconds: float, batch_size: int, batch_tokens: int | None,
@@ -236,6 +249,8 @@ def run(carry: Path, out: Path, max_steps: int, max_seconds: float, batch_size: 
 
 def score(runs_file: Path, output: Path) -> None:
     """Score the run files here with the eval harness; print one line per (set, model, pipeline), write JSON."""
+    from report import set_folder
+
     from lmk_rag.eval.beir import load_beir
     from lmk_rag.eval.metrics import breakdown, mean_metrics, per_query_metrics
     from lmk_rag.eval.sample import subsample
@@ -247,7 +262,7 @@ def score(runs_file: Path, output: Path) -> None:
     scored = {}
     for key, entry in results["runs"].items():
         name, label, pipeline = key.split("|")
-        sample = subsample(load_beir(_source(name), name=name), entry["max_queries"], entry["max_docs"], seed=0)
+        sample = subsample(load_beir(set_folder(name), name=name), entry["max_queries"], entry["max_docs"], seed=0)
         per_query = per_query_metrics(sample.qrels, entry["run"])
         row = mean_metrics([per_query[q] for q in sample.query_ids])
         positions = breakdown(per_query, sample.query_ids, sample.query_metadata, "position")

@@ -25,64 +25,50 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import importlib
 import json
 import shutil
-import sys
 import time
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
+from gpu_finetune import ignore_in_git, read_parts, save_half, write_parts
 
 REPO = Path(__file__).resolve().parents[1]
 CARRY = REPO / ".gpu_stock"
 DEFAULT_SET = "manpages-needle/L32768"
-#: The embeddings come back as float16 parts under the device's 16 MiB limit per file.
-PART_BYTES = 15 * 2**20
+#: The parts the embeddings come back in (float16, ``gpu_finetune.write_parts``).
+PARTS = "embeddings.f16"
 #: Node texts per forward pass on the device.
 BATCH = 512
 #: Node texts ``load`` embeds here with ``HuggingFaceEmbedding`` to measure the difference.
 CHECK_SAMPLE = 64
 
 
-def _script(name: str) -> ModuleType:
-    """A script beside this one (``report``: set folders, eval cache; ``gpu_finetune``: the carry folder's git
-    exclusion), also when this script is imported from elsewhere."""
-    if str(REPO / "benchmarks") not in sys.path:
-        sys.path.insert(0, str(REPO / "benchmarks"))
-    return importlib.import_module(name)
-
-
 def _node_texts(name: str) -> list[str]:
     """The baselines' node texts of a whole set, in the order ``llamaindex-chunked`` embeds them."""
+    from report import set_folder
+
     from lmk_rag.encoder import resolve_model_path
     from lmk_rag.eval.beir import load_beir
     from lmk_rag.eval.pipelines.llamaindex_chunked import make_splitter
     from lmk_rag.eval.pipelines.llamaindex_nodes import node_texts, split_documents
 
-    dataset = load_beir(_script("report").set_folder(name), name=name)
+    dataset = load_beir(set_folder(name), name=name)
     docs = [text for text in dataset.doc_texts if text.strip()]  # as report.evaluate_tuned indexes them
     return node_texts(split_documents(docs, make_splitter(resolve_model_path(None))))
 
 
 def prepare(carry: Path, name: str) -> None:
     """Write the set's node texts and the packaged MiniLM in float16 to ``carry``."""
-    import torch
-    from transformers import AutoModel, AutoTokenizer
-
     from lmk_rag.encoder import resolve_model_path
 
     if carry.exists():
         shutil.rmtree(carry)
-    source = resolve_model_path(None)
-    model_dir = carry / "model"
-    AutoModel.from_pretrained(source, dtype=torch.float16).save_pretrained(model_dir)
-    AutoTokenizer.from_pretrained(source).save_pretrained(model_dir)
+    save_half(resolve_model_path(None), carry / "model")
     texts = _node_texts(name)
     with gzip.open(carry / "texts.json.gz", "wt", encoding="utf-8") as handle:
         json.dump(texts, handle)
-    _script("gpu_finetune").ignore_in_git(carry)
+    ignore_in_git(carry)
     size = sum(path.stat().st_size for path in carry.rglob("*") if path.is_file())
     print(f"{carry}: {len(texts)} node texts, {size / 2**20:.1f} MiB")
 
@@ -119,10 +105,9 @@ def run(carry: Path, out: Path) -> None:
         texts = json.load(handle)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     start = time.perf_counter()
-    data = embed(texts, carry / "model", device).astype(np.float16).tobytes()
+    vectors = embed(texts, carry / "model", device)
     seconds = time.perf_counter() - start
-    for index, offset in enumerate(range(0, len(data), PART_BYTES)):
-        (out / f"embeddings.f16.part{index}").write_bytes(data[offset:offset + PART_BYTES])
+    write_parts(vectors.astype(np.float16).tobytes(), out, PARTS)
     hardware = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
     (out / "embed.json").write_text(json.dumps({"texts": len(texts), "seconds": round(seconds, 1),
                                                 "hardware": hardware}))
@@ -133,22 +118,21 @@ def load(parts: Path, name: str, cache: Path | None) -> None:
     """Join the parts, compare a sample with ``HuggingFaceEmbedding`` here, store the embeddings in the eval cache
     (None: the quality report's) under the key ``llamaindex-chunked`` looks up for this set's node texts."""
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+    from report import CACHE
 
     from lmk_rag.encoder import resolve_model_path
     from lmk_rag.eval.cache import cached_arrays
     from lmk_rag.eval.pipelines.llamaindex_chunked import MAX_LENGTH, embedding_key
 
     texts = _node_texts(name)
-    files = sorted(parts.glob("embeddings.f16.part*"), key=lambda path: int(path.name.rsplit("part", 1)[1]))
-    data = b"".join(path.read_bytes() for path in files)
-    vectors = np.frombuffer(data, dtype=np.float16).reshape(len(texts), -1).astype(np.float32)
+    vectors = np.frombuffer(read_parts(parts, PARTS), dtype=np.float16).reshape(len(texts), -1).astype(np.float32)
     model_path = resolve_model_path(None)
     sample = np.random.default_rng(0).choice(len(texts), size=min(CHECK_SAMPLE, len(texts)), replace=False)
     stock = np.asarray(HuggingFaceEmbedding(model_name=str(model_path), max_length=MAX_LENGTH)
                        .get_text_embedding_batch([texts[index] for index in sample]), dtype=np.float32)
     cosines = np.sum(stock * vectors[sample], axis=1) / np.linalg.norm(vectors[sample], axis=1)
     print(f"{len(texts)} vectors; against HuggingFaceEmbedding on {len(sample)}: min cosine {cosines.min():.6f}")
-    result = cached_arrays(cache or _script("report").CACHE, embedding_key(model_path), texts,
+    result = cached_arrays(cache or CACHE, embedding_key(model_path), texts,
                            lambda: {"embeddings": vectors})
     print(f"stored: {result.path}")
 

@@ -21,7 +21,7 @@ def gpu_stock(benchmark_script):
     return benchmark_script("gpu_stock")
 
 
-def test_the_returned_embeddings_fill_the_cache_the_stock_pipeline_reads(gpu_stock, tmp_path: Path,
+def test_the_returned_embeddings_fill_the_cache_the_stock_pipeline_reads(gpu_stock, benchmark_script, tmp_path: Path,
                                                                          monkeypatch) -> None:
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
@@ -37,14 +37,15 @@ def test_the_returned_embeddings_fill_the_cache_the_stock_pipeline_reads(gpu_sto
     texts = gpu_stock._node_texts(SET)
     with gzip.open(carry / "texts.json.gz", "wt", encoding="utf-8") as handle:
         json.dump(texts, handle)
-    monkeypatch.setattr(gpu_stock, "PART_BYTES", 100_000)  # several parts, as 48k vectors make on the device
+    # several parts, as 48k vectors make on the device
+    monkeypatch.setattr(benchmark_script("gpu_finetune"), "PART_BYTES", 100_000)
     gpu_stock.run(carry, out)
     assert len(list(out.glob("embeddings.f16.part*"))) > 2
     assert json.loads((out / "embed.json").read_text())["texts"] == len(texts)
 
     gpu_stock.load(out, SET, cache)
 
-    dataset = load_beir(gpu_stock._script("report").set_folder(SET), name=SET)
+    dataset = load_beir(benchmark_script("report").set_folder(SET), name=SET)
     pipeline = get_pipeline("llamaindex-chunked", PipelineOptions(cache_dir=cache))
     stats = pipeline.index([text for text in dataset.doc_texts if text.strip()])
     assert stats.cached  # the cache held the split's every node text under the pipeline's key
