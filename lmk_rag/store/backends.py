@@ -5,7 +5,7 @@ Exactly one of ``path`` (a Qdrant Edge folder; the default ``./lmk_store``), ``u
 ``aclient`` alone (an ``AsyncQdrantClient`` in local mode) picks the backend. A folder is held by one process at a
 time (its lock file): the one that writes, or the first reader until a writer asks for it. On Edge, a reader in
 another process reads its own copy of the folder (:mod:`~lmk_rag.store.copied`), taken at a committed state under
-the folder's commit lock (:mod:`~lmk_rag.store.locks`); a reader holding the folder hands it over to a writer that
+the folder's commit lock (:mod:`~lmk_rag.store.guards`); a reader holding the folder hands it over to a writer that
 asks (:class:`Handover`): readers never keep a writer out.
 """
 
@@ -29,13 +29,14 @@ from lmk_rag.errors import (
     StoreNotFoundError,
     needs_extra,
 )
-from lmk_rag.store.base import Backend, ReadWriteLock
-from lmk_rag.store.locks import (
+from lmk_rag.store.base import Backend
+from lmk_rag.store.guards import (
     AVAILABLE,
     CONCURRENCY_DOCS,
     HANDOVER_POLL,
     LOCK_FILE,
     CommitLock,
+    ReadWriteLock,
     await_handover,
     clear_holder,
     folder_lock,
@@ -191,7 +192,7 @@ class ClosedBackend:
 
 class Handover:
     """While this process holds a folder to read it, a daemon thread that looks for a writer's request
-    (:data:`~lmk_rag.store.locks.HANDOVER_FILE`) every :data:`~lmk_rag.store.locks.HANDOVER_POLL` seconds and
+    (:data:`~lmk_rag.store.guards.HANDOVER_FILE`) every :data:`~lmk_rag.store.guards.HANDOVER_POLL` seconds and
     hands the folder over: it copies the folder as any reader does, waits for this process's calls in flight and
     swaps the copy in, closes the folder's shard and releases its lock. The handles read the copy from then on and
     follow the writer's commits. No handover while a handle of this process may write.

@@ -1,19 +1,16 @@
-"""The interface every store backend implements (Qdrant Edge in-process, qdrant-client local or server), and the
-two guards the store's calls into a backend go through.
+"""The interface every store backend implements (Qdrant Edge in-process, qdrant-client local or server).
 
 The :class:`~lmk_rag.store.store.LandmarkStore` facade owns the data layout, versions and search
-logic; a backend only moves backend-neutral points and plans in and out of one Qdrant flavour. Around its calls,
-:class:`Guarded` turns each engine call's failures into typed errors, and :class:`ReadWriteLock` keeps a search's
-engine calls apart from a write's between the threads of one process.
+logic; a backend only moves backend-neutral points and plans in and out of one Qdrant flavour. The guards around its
+calls (typed errors, threads and processes kept apart) are :mod:`~lmk_rag.store.guards`'.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -132,78 +129,3 @@ class Backend(ABC):
         """A context in which this thread's engine calls go to an async client on ``loop``, where the backend has
         one (qdrant-client's ``AsyncQdrantClient``); elsewhere the same calls, unchanged."""
         return contextlib.nullcontext()
-
-
-class Guarded:
-    """A backend's engine object whose every method call passes its failures through ``translate``.
-
-    :param target: the engine object (an Edge shard, a qdrant-client client).
-    :param translate: ``(method name, error) -> a typed error to raise instead, or None to let the error through``.
-    """
-
-    def __init__(self, target: Any, translate: Callable[[str, BaseException], Exception | None]) -> None:
-        self._target = target
-        self._translate = translate
-
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self._target, name)
-
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return method(*args, **kwargs)
-            except (KeyboardInterrupt, SystemExit):
-                raise
-            except BaseException as error:  # pyo3's PanicException is a BaseException
-                typed = self._translate(name, error)
-                if typed is None:
-                    raise
-                raise typed from error
-
-        return guarded
-
-
-class ReadWriteLock:
-    """Many readers or one writer at a time (a writer waiting goes before new readers), between the threads of
-    one process: a reader's engine calls (query, visibility, payloads) see one state of the store, never a write
-    half applied.
-
-    :param exclusive: takes the folder's commit lock alone
-        (:meth:`~lmk_rag.store.locks.CommitLock.exclusive`), held while writing so that a reader in another process
-        never copies a write half applied (None: no folder, or this process reads a copy).
-    """
-
-    def __init__(self, exclusive: Callable[[], contextlib.AbstractContextManager[Any]] | None = None) -> None:
-        self.exclusive = exclusive
-        self._condition = threading.Condition()
-        self._readers = 0
-        self._writing = False
-        self._waiting = 0
-
-    @contextlib.contextmanager
-    def reading(self) -> Iterator[None]:
-        """Hold the lock shared."""
-        with self._condition:
-            self._condition.wait_for(lambda: not self._writing and not self._waiting)
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._condition:
-                self._readers -= 1
-                self._condition.notify_all()
-
-    @contextlib.contextmanager
-    def writing(self) -> Iterator[None]:
-        """Hold the lock alone."""
-        with self._condition:
-            self._waiting += 1
-            self._condition.wait_for(lambda: not self._writing and not self._readers)
-            self._waiting -= 1
-            self._writing = True
-        try:
-            with contextlib.nullcontext() if self.exclusive is None else self.exclusive():
-                yield
-        finally:
-            with self._condition:
-                self._writing = False
-                self._condition.notify_all()

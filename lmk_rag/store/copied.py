@@ -3,7 +3,7 @@ the folder, taken again when the holder commits (:meth:`~lmk_rag.store.backends.
 
 Qdrant Edge cannot load a shard another process has open (it locks the WAL), nor read one beside its writer. A
 reader in another process instead copies the folder's files into ``<folder>/.lmk_rag.readers/<id>/`` while it holds
-the folder's commit lock shared (:class:`~lmk_rag.store.locks.CommitLock`): the holder changes no file then, so the
+the folder's commit lock shared (:class:`~lmk_rag.store.guards.CommitLock`): the holder changes no file then, so the
 copy is one committed state, whole (:func:`take_copy`). The copy is opened as a shard of its own and removed when it
 is closed; the copies of readers that died are removed by the next reader.
 
@@ -37,10 +37,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from lmk_rag.errors import StoreReadOnlyError
-from lmk_rag.store.base import Backend, IndexKind, ReadWriteLock
+from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.edge import SETTINGS_FILE, SHARD_DIR, EdgeBackend, require_space, shard_bytes
 from lmk_rag.store.filters import ConditionBuilder
-from lmk_rag.store.locks import CommitLock, fcntl
+from lmk_rag.store.guards import CommitLock, ReadWriteLock, fcntl
 from lmk_rag.store.types import CollectionSpec, PointData, QueryPlan, ScoredPointData
 
 READERS_DIR = ".lmk_rag.readers"

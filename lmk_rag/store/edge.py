@@ -34,9 +34,9 @@ import qdrant_edge as qe
 
 from lmk_rag.errors import CorruptStoreError, StoreFullError, StoreLockedError, StoreReadOnlyError, VectorSizeError
 from lmk_rag.jsonl import read_json_object
-from lmk_rag.store.base import Backend, Guarded, IndexKind
+from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.filters import ConditionBuilder
-from lmk_rag.store.locks import CommitLock
+from lmk_rag.store.guards import CommitLock, Guarded
 from lmk_rag.store.records import vector_layout
 from lmk_rag.store.types import (
     DEFAULT_BATCH_SIZE,
@@ -162,7 +162,7 @@ class EdgeBackend(Backend):
     :param folder: the store folder.
     :param batch_size: points per update operation of an upsert.
     :param commits: the folder's commit lock, taken around every call that changes its files (see
-        :mod:`~lmk_rag.store.locks`); None when no other process can read the folder (a reader's copy).
+        :mod:`~lmk_rag.store.guards`); None when no other process can read the folder (a reader's copy).
     """
 
     name = "qdrant-edge"
@@ -332,7 +332,7 @@ class EdgeBackend(Backend):
         prefetches) or, for a plan with a plain search, two, so that its sparse search runs once: the plain search
         first (ids and scores), then the scorers, whose prefetch takes its points by id instead of searching BM25
         again. Both calls see one state of the shard: this process is its only writer, and the store holds its
-        read lock across them (:meth:`~lmk_rag.store.base.ReadWriteLock.reading`)."""
+        read lock across them (:meth:`~lmk_rag.store.guards.ReadWriteLock.reading`)."""
         searched = None if plan.search is None else self.shard.query(_plain_search(plan))
         requests = [self._request(plan, scorer, searched) for scorer in plan.scorers]
         if len(requests) == 1:

@@ -27,8 +27,9 @@ from lmk_rag.checks import check_count
 from lmk_rag.encoder.types import EncodedText
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import records as rec
-from lmk_rag.store.base import Backend, ReadWriteLock
+from lmk_rag.store.base import Backend
 from lmk_rag.store.filters import FilterLike
+from lmk_rag.store.guards import ReadWriteLock
 from lmk_rag.store.query import (
     DEFAULT_ALPHA,
     best_hits,

@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, StoreReadOnlyError
 from lmk_rag.store import records as rec
-from lmk_rag.store.base import Backend, ReadWriteLock
+from lmk_rag.store.base import Backend
 from lmk_rag.store.documents import (
     Document,
     DocumentWrite,
@@ -52,6 +52,7 @@ from lmk_rag.store.documents import (
     fill_chunk_vectors,
 )
 from lmk_rag.store.filters import FieldCondition, Filter, FilterLike
+from lmk_rag.store.guards import ReadWriteLock
 from lmk_rag.store.records import every, pending_filter, scroll
 from lmk_rag.store.types import NodeRecord, PointData
 from lmk_rag.store.vectors import NodeVectors, StoreEncoder

@@ -7,10 +7,11 @@ names them. It can fail: on the layout before issue 45 one ``add_document`` ran 
 access, commits, bm25, filters, space) and one ``search`` through 14 (store, backends, reads, settings, query,
 query_vectors, points, bm25, visibility, edge, filters, access, base, records); after the first merges, through 10
 each (a write also through settings, locks' read-write lock and filters, a search through backends, filters and
-locks). Now a write runs store, writes, documents, records, vectors, edge, base and locks (the folder's commit
-lock, which Edge takes around every change), and a search store, reads, vectors, query, records, edge and base: a
-plain search translates no caller's filter (filters), refreshes no reader's copy (backends) and takes its
-read-write lock from base, and a write keeps its committed counts with the write protocol (writes).
+locks); then 8 and 7, while the thread guards lived in base beside the backend interface and the folder's locks in
+locks. Now a write runs store, writes, documents, records, vectors, edge and guards (the read-write lock, the
+engine's error translation and the folder's commit lock, which Edge takes around every change), and a search store,
+reads, vectors, query, records, edge and guards: a plain search translates no caller's filter (filters), refreshes
+no reader's copy (backends), and a write keeps its committed counts with the write protocol (writes).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from lmk_rag.store import LandmarkStore
 
 STORE_DIR = Path(lmk_rag.store.__file__).resolve().parent
 #: The store modules a warm ``add_document`` on Edge runs code of, at most (docs/architecture.md draws them).
-WRITE_MODULES = 8
+WRITE_MODULES = 7
 #: The store modules a warm fused ``search`` on Edge runs code of, at most.
 SEARCH_MODULES = 7
 
