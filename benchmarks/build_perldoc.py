@@ -686,7 +686,7 @@ def build_faq_answers(faqs: list[Page]) -> BeirSet:
     entries = [(page, index, end, question) for page in faqs for index, end, question in faq_entries(page)]
     docs = [(opaque_id("d", salt, f"{page.name}:{index}"), render(page.paragraphs[index + 1 : end]))
             for page, index, end, _ in entries]
-    return _faq_queries(salt, docs, [(question, opaque_id("d", salt, f"{page.name}:{index}"))
+    return faq_queries(salt, docs, [(question, opaque_id("d", salt, f"{page.name}:{index}"))
                                      for page, index, _, question in entries])
 
 
@@ -708,10 +708,10 @@ def build_faq_longdoc(faqs: list[Page], long_pages: list[Page]) -> BeirSet:
             asked += [(" ".join(plain_text(p.body).split()), doc_id) for p in questions]
     distractors = sorted(long_pages, key=lambda page: hashlib.sha1(f"{salt}:{page.name}".encode()).hexdigest())
     docs += [(opaque_id("d", salt, page.name), page.text) for page in distractors[:FAQ_DISTRACTORS]]
-    return _faq_queries(salt, docs, asked)
+    return faq_queries(salt, docs, asked)
 
 
-def _faq_queries(salt: str, docs: list[tuple[str, str]], asked: list[tuple[str, str]]) -> BeirSet:
+def faq_queries(salt: str, docs: list[tuple[str, str]], asked: list[tuple[str, str]]) -> BeirSet:
     """The queries of a perlfaq set: each ``(question, relevant doc id)`` of ``asked``, but a question asked twice
     (same word sequence) and one whose word sequence occurs in a document it is not relevant to are dropped."""
     counts = Counter(word_key(question) for question, _ in asked)
