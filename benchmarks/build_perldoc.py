@@ -924,8 +924,9 @@ first 12 hex digits of sha1 of a set-specific salt and the page name (or query k
 set, so the same page has different ids in different sets. No pipeline may read ids, qrels, the `source` of
 training pairs or anything but the document and query texts. These are dev sets: tune and report on them.
 
-`unixfaq-answers/` is not one of them: `python benchmarks/build_unixfaq.py` builds it from the FAQs of other
-projects (its own README.md says how). It is held out: report it, never tune on it.
+`unixfaq-answers/` and `unixfaq-longdoc/` are not among them: `python benchmarks/build_unixfaq.py` builds them
+from the FAQs of other projects (each folder's README.md says how). They are held out: report them, never tune
+on them.
 
 ## Source
 
