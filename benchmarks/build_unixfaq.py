@@ -68,8 +68,14 @@ Entry = tuple[str, str, str]
 FAQ without chapters)."""
 
 
-def read(path: str) -> str:
-    """An installed FAQ's text (gzip or plain), tabs expanded."""
+def read(path: str, package: str) -> str:
+    """An installed file's text (gzip or plain), tabs expanded.
+
+    :param package: the Debian package that installs it, named when it is missing.
+    :raises SystemExit: when the file is missing.
+    """
+    if not Path(path).is_file():
+        raise SystemExit(f"error: {path} is missing: apt-get install {package}")
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
         return handle.read().expandtabs()
@@ -168,12 +174,7 @@ def faqs() -> dict[str, list[Entry]]:
 
     :raises SystemExit: naming the package to install when a FAQ is missing.
     """
-    out = {}
-    for name, (package, path) in SOURCES.items():
-        if not Path(path).is_file():
-            raise SystemExit(f"error: {path} is missing: apt-get install {package}")
-        out[name] = PARSERS[name](read(path))
-    return out
+    return {name: PARSERS[name](read(path, package)) for name, (package, path) in SOURCES.items()}
 
 
 def build_answers(entries: dict[str, list[Entry]]) -> tuple[BeirSet, dict[str, tuple[int, int]]]:
@@ -203,14 +204,18 @@ def build_longdoc(entries: dict[str, list[Entry]], distractors: list[tuple[str, 
     docs: list[tuple[str, str]] = []
     asked: list[tuple[str, str]] = []
     for name, faq in entries.items():
-        for chapter in dict.fromkeys(chapter for chapter, _, _ in faq):
-            doc_id = opaque_id("d", salt, f"{name}:{chapter}")
-            parts = [answer if is_question(question) else f"{question}\n\n{answer}"
-                     for part_chapter, question, answer in faq if part_chapter == chapter]
-            questions = [question for part_chapter, question, _ in faq if part_chapter == chapter
-                         and is_question(question)]
+        chapters: dict[str, tuple[list[str], list[str]]] = {}  # chapter -> (its texts, its questions), in order
+        for chapter, question, answer in faq:
+            texts, questions = chapters.setdefault(chapter, ([], []))
+            if is_question(question):
+                texts.append(answer)
+                questions.append(question)
+            else:
+                texts.append(f"{question}\n\n{answer}")
+        for chapter, (texts, questions) in chapters.items():
             if questions:
-                docs.append((doc_id, normalise_layout("\n\n".join(parts))))
+                doc_id = opaque_id("d", salt, f"{name}:{chapter}")
+                docs.append((doc_id, normalise_layout("\n\n".join(texts))))
                 asked += [(question, doc_id) for question in questions]
     ranked = sorted(distractors, key=lambda item: hashlib.sha1(f"{salt}:{item[0]}".encode()).hexdigest())
     docs += [(opaque_id("d", salt, key), text) for key, text in ranked[:DISTRACTORS]]
@@ -227,11 +232,7 @@ def info_chapters() -> list[tuple[str, str]]:
     """
     chapters: list[tuple[str, str]] = []
     for manual, (package, files) in MANUALS.items():
-        parts: list[str] = []
-        for path in files:
-            if not Path(path).is_file():
-                raise SystemExit(f"error: {path} is missing: apt-get install {package}")
-            parts += read(path).split("\x1f")
+        parts = [part for path in files for part in read(path, package).split("\x1f")]
         up: dict[str, str] = {}
         bodies: list[tuple[str, str]] = []
         for part in parts:

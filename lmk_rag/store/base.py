@@ -1,8 +1,8 @@
 """The interface every store backend implements (Qdrant Edge in-process, qdrant-client local or server).
 
 The :class:`~lmk_rag.store.store.LandmarkStore` facade owns the data layout, versions and search
-logic; a backend only moves backend-neutral points and plans in and out of one Qdrant flavour. The guards around its
-calls (typed errors, threads and processes kept apart) are :mod:`~lmk_rag.store.guards`'.
+logic; a backend only moves backend-neutral points and plans in and out of one Qdrant flavour. What stands around
+its calls (typed errors, threads and processes kept apart) is in :mod:`~lmk_rag.store.guards`.
 """
 
 from __future__ import annotations
