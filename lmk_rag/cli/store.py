@@ -13,7 +13,6 @@ import json
 import os
 import re
 import time
-import warnings
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -75,10 +74,8 @@ def open_store(
             raise InvalidInputError("--collection-name names a collection on --url or --location; --store holds one")
         return LandmarkStore(store, **options)
     if url is not None:
-        with warnings.catch_warnings():  # an unreachable server: the store's one error says so, not this warning too
-            warnings.filterwarnings("ignore", "Failed to obtain server version", UserWarning)
-            return LandmarkStore(url=url, api_key=os.environ.get("QDRANT_API_KEY"), collection_name=collection_name,
-                                 **options)
+        return LandmarkStore(url=url, api_key=os.environ.get("QDRANT_API_KEY"), collection_name=collection_name,
+                             **options)
     return LandmarkStore(location=location, collection_name=collection_name, **options)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import importlib.metadata
 import inspect
 import logging
 import threading
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 from qdrant_client import AsyncQdrantClient, QdrantClient, models
+from qdrant_client.common.version_check import is_compatible
 from qdrant_client.http.exceptions import ApiException
 from qdrant_client.local.async_qdrant_local import AsyncQdrantLocal
 from qdrant_client.local.qdrant_local import QdrantLocal
@@ -103,6 +105,9 @@ def client_kwargs(url: str | None, api_key: str | None, location: str | None, op
     kwargs = dict(options.client_kwargs or {})
     if url is not None:
         kwargs.update(url=url, api_key=api_key, prefer_grpc=bool(options.prefer_grpc))
+        # qdrant-client checks the server's version in a daemon thread, which can crash the interpreter when it
+        # exits during that request (an unreachable server); the backend checks it on opening instead.
+        kwargs.setdefault("check_compatibility", False)
         if options.timeout is not None:
             kwargs["timeout"] = options.timeout
     elif location == ":memory:":
@@ -188,6 +193,17 @@ def check_collection(collection_name: str) -> None:
         raise InvalidInputError(
             f"collection_name {collection_name!r} holds {', '.join(map(repr, bad))}, which Qdrant refuses in "
             "collection names; use letters, digits, '-' and '_'"
+        )
+
+
+def _warn_if_incompatible(server_version: str) -> None:
+    """Warn, as qdrant-client's own check does, when the server's version is too far from the client's."""
+    client_version = importlib.metadata.version("qdrant-client")
+    if not is_compatible(client_version, server_version):
+        warnings.warn(
+            f"Qdrant client version {client_version} is incompatible with server version {server_version}: major "
+            "versions should match and minor versions differ by at most 1",
+            stacklevel=5,
         )
 
 
@@ -392,6 +408,7 @@ class ServerBackend(Backend):
         if aclient is None and url is not None:
             aclient = _client(AsyncQdrantClient, url, api_key, None, options)
             self._owned.append(aclient)
+        checks_version = url is not None and "check_compatibility" not in (options.client_kwargs or {})
         self.client, self.aclient = client, aclient
         self.collection = collection_name
         self.local = _is_local(client if client is not None else aclient)
@@ -410,6 +427,8 @@ class ServerBackend(Backend):
         self.max_retries = 3 if options.max_retries is None else options.max_retries
         self.batch_size = batch_size
         self._conditions = ServerConditions()
+        if checks_version:
+            _warn_if_incompatible(self._api.info().version)
 
     def async_transport(self, loop: asyncio.AbstractEventLoop) -> contextlib.AbstractContextManager[None]:
         """Within this context, this thread's engine calls are the async client's, run on ``loop``."""

@@ -3,20 +3,23 @@ in the user's words (real MiniLM, real Edge shards, real LlamaIndex)."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import shutil
 import subprocess
 import sys
 import textwrap
+import threading
+import warnings
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from lmk_rag.cli import app
-from lmk_rag.errors import SettingsMismatchError
-from lmk_rag.store import LandmarkStore
+from lmk_rag.errors import SettingsMismatchError, StoreUnavailableError
+from lmk_rag.store import LandmarkStore, server
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -105,6 +108,24 @@ def test_an_unreachable_url_is_one_error_line_without_qdrant_client_warnings() -
     done = _run_cli("info", "--url", "http://127.0.0.1:9")
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("error: http://127.0.0.1:9") and "is the server up" in done.stderr
+
+
+def test_opening_an_unreachable_server_leaves_no_version_check_running() -> None:
+    """qdrant-client's own version check runs in a daemon thread whose request, cut off when the interpreter exits,
+    crashed the command above now and then (exit -11); the store checks the version on opening instead."""
+    with pytest.raises(StoreUnavailableError, match="is the server up"):
+        LandmarkStore(url="http://127.0.0.1:9", create=False)
+    assert not [thread for thread in threading.enumerate() if "check_compatibility" in thread.name]
+
+
+def test_a_server_too_far_from_the_client_is_warned_of() -> None:
+    client = importlib.metadata.version("qdrant-client")
+    major, minor = map(int, client.split(".")[:2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        server._warn_if_incompatible(f"{major}.{minor + 1}.0")
+    with pytest.warns(UserWarning, match=f"server version {major + 1}.0.0"):
+        server._warn_if_incompatible(f"{major + 1}.0.0")
 
 
 def test_a_sparse_search_on_a_store_without_bm25_names_the_fix(tmp_path, minilm_encoder, docs) -> None:

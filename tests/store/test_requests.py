@@ -119,7 +119,8 @@ def test_bad_filters_are_refused(bad):
 def test_client_kwargs_put_the_store_arguments_over_client_kwargs():
     options = ServerOptions(prefer_grpc=True, timeout=30, client_kwargs={"https": True, "grpc_port": 6334})
     assert client_kwargs("http://q:6333", "k", None, options) == {
-        "url": "http://q:6333", "api_key": "k", "prefer_grpc": True, "timeout": 30, "https": True, "grpc_port": 6334}
+        "url": "http://q:6333", "api_key": "k", "prefer_grpc": True, "timeout": 30, "https": True, "grpc_port": 6334,
+        "check_compatibility": False}  # the backend checks the server's version itself, on opening
     assert client_kwargs(None, None, ":memory:", ServerOptions()) == {"location": ":memory:"}
     assert client_kwargs(None, None, "/tmp/x", ServerOptions(client_kwargs={"force_disable_check_same_thread": True})
                          ) == {"path": "/tmp/x", "force_disable_check_same_thread": True}
