@@ -54,11 +54,13 @@ SETS: dict[str, tuple[int | None, int | None]] = {
 }
 #: The sets ``prepare`` carries and ``run`` ranks unless told otherwise: the manual-page sets (the training domain).
 DEFAULT_SETS = ["manpages-needle/L2048", "manpages-needle/L8192", "manpages-short", "manpages-longdoc"]
-#: The training sets ``prepare --train`` can join into the carried pairs: manual pages (2,356 pairs) and the Perl
-#: pages of no dev set (349 pairs: purposes and symbol descriptions; benchmarks/data/README.md).
+#: The training sets ``prepare --train`` can join into the carried pairs: manual pages (2,356 pairs), the Perl
+#: pages of no dev set (349 pairs: purposes and symbol descriptions) and natural questions of the CVS, Emacs and R
+#: FAQs (468 pairs; benchmarks/data/README.md).
 TRAIN_SETS: dict[str, list[Path]] = {
     "manpages-train": [DATA / "manpages-train" / "pairs.jsonl"],
     "perldoc-train": [PERL_DATA / "perldoc-train" / "pairs.jsonl", PERL_DATA / "perldoc-train" / "symbols.jsonl"],
+    "faq-train": [PERL_DATA / "faq-train" / "pairs.jsonl"],
 }
 #: The training pairs in the carry folder.
 TRAIN_PAIRS = "data/train.jsonl"

@@ -26,8 +26,17 @@ change the dense side only, so BM25 keeps its share ``1 - alpha``:
   agreement of a document's chunks against the mean agreement between two candidates' documents (their
   *contrast*), ``d`` from a contrast of ``hi`` up, 0 below ``lo``.
 
-Documents rank by their best node. Prints nDCG@10 per variant with the paired difference to ``base`` and writes
-the per-query values::
+On top of ``store`` (the product's ranking), each changing one thing:
+
+- ``store pairs g``: MaxSim also over each two adjacent chunks of a node (their normalised sum, a 128-token span),
+  ``(1 - g) * chunk MaxSim + g * max(chunk MaxSim, pair MaxSim)``;
+- ``store z a`` / ``store minmax a``: both sides z-scored over the candidates, or the dense side min-max scaled
+  (BM25 stays divided by its best), fused at ``a``;
+- ``store second b``: a document scores its best node plus ``b`` times its second best (its best minus 0.2 when it
+  has one candidate node).
+
+Documents rank by their best node, but in ``store second b``. Prints nDCG@10 per variant with the paired
+difference to ``base`` and writes the per-query values::
 
     python benchmarks/studies/granularity_study.py perlfaq-answers perldoc-ref --out granularity_study.json
 """
@@ -53,6 +62,25 @@ GATES = ((0.5, 0.02, 0.08), (0.5, 0.03, 0.12), (0.75, 0.02, 0.08), (0.75, 0.03, 
 COHERENCE_GATES = ((0.5, 0.55, 0.65), (0.5, 0.5, 0.6), (0.5, 0.6, 0.7), (0.25, 0.55, 0.65))
 #: The question gate: (dense weight, node weight) for queries asked as questions.
 QUESTION_GATES = ((0.8, 0.0), (0.85, 0.0), (0.9, 0.0), (0.8, 0.25), (0.85, 0.25), (0.8, 0.5), (0.85, 0.5))
+#: The adjacent-pair MaxSim's share of the dense side (``store pairs g``).
+PAIR_WEIGHTS = (0.3, 0.5)
+#: The dense weights of the normalised fusions (``store z a``, ``store minmax a``).
+NORMALISED_ALPHAS = (0.6, 0.7, 0.8)
+#: The second-best node's share of a document's score (``store second b``).
+SECOND_WEIGHTS = (0.1, 0.25)
+
+
+def second_node_ranking(nodes: np.ndarray, scores: np.ndarray, node_doc: np.ndarray, weight: float,
+                        k: int = 10) -> list[int]:
+    """Documents by their best node plus ``weight`` times their second best (best - 0.2 for a document with one
+    candidate node); ties go by node."""
+    best: dict[int, float] = {}
+    second: dict[int, float] = {}
+    for i in np.lexsort((nodes, -scores)):
+        doc = int(node_doc[nodes[i]])
+        (second if doc in best else best).setdefault(doc, float(scores[i]))
+    total = {doc: score + weight * second.get(doc, score - 0.2) for doc, score in best.items()}
+    return sorted(total, key=lambda doc: -total[doc])[:k]
 
 
 class Study:
@@ -71,6 +99,12 @@ class Study:
         self.rows = self.bm25.weights.tocsr()
         self.coverages: list[float] = []
         self.doc_vectors = sums / np.maximum(np.linalg.norm(sums, axis=1), 1e-12)[:, None]
+        ends = np.append(corpus.chunk_starts[1:], len(corpus.chunk_vectors))
+        pairs = [corpus.chunk_vectors[start : end - 1] + corpus.chunk_vectors[start + 1 : end]
+                 for start, end in zip(corpus.chunk_starts, ends)]
+        self.pair_node = np.repeat(np.arange(len(pairs)), [len(p) for p in pairs])
+        self.pair_vectors = np.concatenate(pairs)
+        self.pair_vectors /= np.maximum(np.linalg.norm(self.pair_vectors, axis=1, keepdims=True), 1e-12)
 
     def coverage(self, query: int, node: int) -> float:
         """How much of the query the best BM25 node holds: the IDF of the query's distinct terms it contains over
@@ -149,6 +183,17 @@ class Study:
                 out[f"contrast {d} {low}-{high}"] = mixed((1 - weight) * chunk + weight * doc, product_alpha)
         for alpha, g in QUESTION_GATES:
             out[f"question {alpha} node {g}"] = mixed((1 - g) * chunk + g * node, alpha) if asked else base
+        dense = (1 - w) * chunk + w * doc
+        pair = np.full(len(corpus.node_doc), -1.0)
+        np.maximum.at(pair, self.pair_node, (self.pair_vectors @ chunks.T).mean(axis=1))
+        for g in PAIR_WEIGHTS:
+            out[f"store pairs {g}"] = mixed((1 - w) * ((1 - g) * chunk + g * np.maximum(chunk, pair[nodes]))
+                                            + w * doc, product_alpha)
+        z_dense, z_lexical = ((x - x.mean()) / max(float(x.std()), 1e-6) for x in (dense, lexical))
+        for alpha in NORMALISED_ALPHAS:
+            out[f"store z {alpha}"] = alpha * z_dense + (1 - alpha) * z_lexical
+            scaled = (dense - dense.min()) / max(float(dense.max() - dense.min()), 1e-6)
+            out[f"store minmax {alpha}"] = mixed(scaled, alpha)
         return {name: (nodes, values) for name, values in out.items()}
 
 
@@ -159,6 +204,10 @@ def study(corpus: common.Corpus) -> dict[str, dict[str, float]]:
     for query in range(len(corpus.data.query_ids)):
         for name, (nodes, values) in scorer.scores(query).items():
             rankings.setdefault(name, []).append(common.doc_ranking(nodes, np.round(values, 6), corpus.node_doc))
+            if name == "store":
+                for weight in SECOND_WEIGHTS:
+                    rankings.setdefault(f"store second {weight}", []).append(
+                        second_node_ranking(nodes, np.round(values, 6), corpus.node_doc, weight))
     print(f"  the store's document weight: {scorer.document_weight}; per-query contrast percentiles 10/25/50/75/90:",
           np.percentile(scorer.contrasts, [10, 25, 50, 75, 90]).round(3), flush=True)
     print("  coverage of the best BM25 node, percentiles 10/25/50/75/90:",

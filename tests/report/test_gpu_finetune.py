@@ -83,11 +83,12 @@ def test_score_reads_run_files_of_document_ids(gpu_finetune, tmp_path: Path) -> 
 
 def test_prepare_joins_the_training_sets_and_carries_the_eval_sets(gpu_finetune, tmp_path: Path) -> None:
     carry = tmp_path / "carry"
-    gpu_finetune.prepare(carry, None, ["perlfaq-answers"], ["perldoc-train"])  # both shipped: no ../shared
+    gpu_finetune.prepare(carry, None, ["perlfaq-answers"], ["perldoc-train", "faq-train"])  # shipped: no ../shared
 
     pairs = [json.loads(line) for line in (carry / gpu_finetune.TRAIN_PAIRS).read_text().splitlines()]
-    shipped = sum(len(path.read_text().splitlines()) for path in gpu_finetune.TRAIN_SETS["perldoc-train"])
-    assert len(pairs) == shipped > 300
+    shipped = sum(len(path.read_text().splitlines()) for name in ("perldoc-train", "faq-train")
+                  for path in gpu_finetune.TRAIN_SETS[name])
+    assert len(pairs) == shipped > 800
     assert all(pair["query"] and pair["positive"] for pair in pairs)
     assert (carry / "data" / "perlfaq-answers" / "queries.jsonl").is_file()
     assert (carry / "site" / "platformdirs" / "__init__.py").is_file()
