@@ -16,7 +16,7 @@ import re
 import statistics
 from pathlib import Path
 
-from build_perldoc import OUT, normalise_layout, package_version, reflow, truncate, write_jsonl
+from build_perldoc import OUT, normalise_layout, package_version, reflow, truncate, word_key, write_jsonl
 from build_unixfaq import MIN_ANSWER_WORDS, Entry, is_question, joined, read
 
 #: Each FAQ: its Debian package and installed file.
@@ -85,7 +85,7 @@ def build_pairs() -> tuple[list[dict[str, str]], dict[str, int]]:
         before = len(pairs)
         for _, question, answer in PARSERS[name](read(path, package)):
             answer = normalise_layout(answer)
-            key = " ".join(question.lower().split())
+            key = word_key(question)
             if not is_question(question) or len(answer.split()) < MIN_ANSWER_WORDS or key in seen:
                 continue
             seen.add(key)
@@ -109,7 +109,7 @@ FAQs, Debian 12: {sources}. A heading asked as a question (it holds `?` and does
 the FAQ author's words; its answer (the CVS FAQ: the text under the heading up to its `Last modified:` line; the info
 FAQs: the node's text after its numbered title, up to its menu), whitespace collapsed and cut to at most
 {MAX_POSITIVE_CHARS:,} characters, is the positive, kept when it has at least {MIN_ANSWER_WORDS} words. A question
-asked twice keeps its first answer. `{{"query", "positive", "source"}}` per line.
+asked twice (the same word sequence) keeps its first answer. `{{"query", "positive", "source"}}` per line.
 
 Pairs per FAQ: {per_faq}; {len(pairs)} in all. Positive length in characters (min / median / max):
 {min(lengths):,} / {int(statistics.median(lengths)):,} / {max(lengths):,}.

@@ -67,6 +67,11 @@ def mine_pairs(documents: list[str]) -> list[tuple[str, str]]:
     return sorted(pairs, key=lambda pair: _rank(pair[0]))[:MAX_PAIRS]
 
 
+def fitted_folder(folder: Path, name: str) -> Path:
+    """Where :meth:`Fitter.fit` saves the projection of the variant ``name``."""
+    return folder / name.replace(" ", "_").replace("+", "_")
+
+
 class Fitter:
     """Fits projections on encoded pairs and saves them where an encoder loads them."""
 
@@ -98,7 +103,7 @@ class Fitter:
         result = train_projection(encoded, train_rows, heldout_rows, ProjectionConfig(), record,
                                   log=lambda line: print(f"    {name}: {line}", flush=True))
         weight = result.projection.weight if after is None else result.projection.weight @ after.weight
-        path = self.folder / name.replace(" ", "_").replace("+", "_")
+        path = fitted_folder(self.folder, name)
         LinearProjection(weight.astype(np.float32), result.projection.config).save(path)
         return str(path)
 

@@ -47,6 +47,7 @@ import common
 import numpy as np
 
 from lmk_rag.store.query import DEFAULT_ALPHA, document_weight, is_question, query_alpha
+from lmk_rag.vectors import l2_normalize, maxsim_scores, pack_rows
 
 NODE_WEIGHTS = (0.25, 0.5, 0.75, 1.0)
 DOC_WEIGHTS = (0.25, 0.5)
@@ -102,9 +103,8 @@ class Study:
         ends = np.append(corpus.chunk_starts[1:], len(corpus.chunk_vectors))
         pairs = [corpus.chunk_vectors[start : end - 1] + corpus.chunk_vectors[start + 1 : end]
                  for start, end in zip(corpus.chunk_starts, ends)]
-        self.pair_node = np.repeat(np.arange(len(pairs)), [len(p) for p in pairs])
-        self.pair_vectors = np.concatenate(pairs)
-        self.pair_vectors /= np.maximum(np.linalg.norm(self.pair_vectors, axis=1, keepdims=True), 1e-12)
+        self.paired_nodes = np.array([node for node, rows in enumerate(pairs) if len(rows)], dtype=np.int64)
+        self.pair_vectors, self.pair_starts = pack_rows([l2_normalize(rows) for rows in pairs if len(rows)])
 
     def coverage(self, query: int, node: int) -> float:
         """How much of the query the best BM25 node holds: the IDF of the query's distinct terms it contains over
@@ -184,15 +184,15 @@ class Study:
         for alpha, g in QUESTION_GATES:
             out[f"question {alpha} node {g}"] = mixed((1 - g) * chunk + g * node, alpha) if asked else base
         dense = (1 - w) * chunk + w * doc
-        pair = np.full(len(corpus.node_doc), -1.0)
-        np.maximum.at(pair, self.pair_node, (self.pair_vectors @ chunks.T).mean(axis=1))
+        pair = np.full(len(corpus.node_doc), -1.0)  # a node of one chunk has no pair
+        pair[self.paired_nodes] = maxsim_scores([chunks], self.pair_vectors, self.pair_starts, mean=True)[0]
         for g in PAIR_WEIGHTS:
             out[f"store pairs {g}"] = mixed((1 - w) * ((1 - g) * chunk + g * np.maximum(chunk, pair[nodes]))
                                             + w * doc, product_alpha)
         z_dense, z_lexical = ((x - x.mean()) / max(float(x.std()), 1e-6) for x in (dense, lexical))
+        scaled = (dense - dense.min()) / max(float(dense.max() - dense.min()), 1e-6)
         for alpha in NORMALISED_ALPHAS:
             out[f"store z {alpha}"] = alpha * z_dense + (1 - alpha) * z_lexical
-            scaled = (dense - dense.min()) / max(float(dense.max() - dense.min()), 1e-6)
             out[f"store minmax {alpha}"] = mixed(scaled, alpha)
         return {name: (nodes, values) for name, values in out.items()}
 

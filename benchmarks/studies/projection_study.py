@@ -20,7 +20,7 @@ Prints nDCG@10 per variant with the paired difference to ``base`` and writes the
 from __future__ import annotations
 
 import common
-from adapt_study import TRAINING_PAIRS, Fitter, rankings
+from adapt_study import TRAINING_PAIRS, Fitter, fitted_folder, rankings
 
 from lmk_rag.paths import user_cache_dir
 from lmk_rag.train.data import load_training_data
@@ -33,7 +33,7 @@ VARIANTS = ("refit", "train+faq", "train+faq x2")
 
 def projections() -> dict[str, str]:
     """Each variant's projection folder, fitted when missing."""
-    folders = {name: FITTED / name.replace(" ", "_").replace("+", "_") for name in VARIANTS}
+    folders = {name: fitted_folder(FITTED, name) for name in VARIANTS}
     if not all((folder / "projection_config.json").exists() for folder in folders.values()):
         training = [(pair.query, pair.positive) for source in TRAINING_PAIRS for pair in load_training_data(source)]
         questions = [(pair.query, pair.positive) for pair in load_training_data(QUESTION_PAIRS)]
