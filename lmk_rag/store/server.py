@@ -105,9 +105,8 @@ def client_kwargs(url: str | None, api_key: str | None, location: str | None, op
     kwargs = dict(options.client_kwargs or {})
     if url is not None:
         kwargs.update(url=url, api_key=api_key, prefer_grpc=bool(options.prefer_grpc))
-        # qdrant-client checks the server's version in a daemon thread, which can crash the interpreter when it
-        # exits during that request (an unreachable server); the backend checks it on opening instead.
-        kwargs.setdefault("check_compatibility", False)
+        if _checks_version(url, options):
+            kwargs["check_compatibility"] = False
         if options.timeout is not None:
             kwargs["timeout"] = options.timeout
     elif location == ":memory:":
@@ -194,6 +193,14 @@ def check_collection(collection_name: str) -> None:
             f"collection_name {collection_name!r} holds {', '.join(map(repr, bad))}, which Qdrant refuses in "
             "collection names; use letters, digits, '-' and '_'"
         )
+
+
+def _checks_version(url: str | None, options: ServerOptions) -> bool:
+    """Whether the backend checks the server's version itself, on opening: for a server whose clients it builds,
+    unless ``client_kwargs`` set qdrant-client's own check. That check runs in a daemon thread, which can crash the
+    interpreter when it exits during the thread's request (an unreachable server), so the clients are built without
+    it."""
+    return url is not None and "check_compatibility" not in (options.client_kwargs or {})
 
 
 def _warn_if_incompatible(server_version: str) -> None:
@@ -408,7 +415,6 @@ class ServerBackend(Backend):
         if aclient is None and url is not None:
             aclient = _client(AsyncQdrantClient, url, api_key, None, options)
             self._owned.append(aclient)
-        checks_version = url is not None and "check_compatibility" not in (options.client_kwargs or {})
         self.client, self.aclient = client, aclient
         self.collection = collection_name
         self.local = _is_local(client if client is not None else aclient)
@@ -427,7 +433,7 @@ class ServerBackend(Backend):
         self.max_retries = 3 if options.max_retries is None else options.max_retries
         self.batch_size = batch_size
         self._conditions = ServerConditions()
-        if checks_version:
+        if _checks_version(url, options):
             _warn_if_incompatible(self._api.info().version)
 
     def async_transport(self, loop: asyncio.AbstractEventLoop) -> contextlib.AbstractContextManager[None]:
