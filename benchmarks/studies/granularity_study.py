@@ -33,7 +33,12 @@ On top of ``store`` (the product's ranking), each changing one thing:
 - ``store z a`` / ``store minmax a``: both sides z-scored over the candidates, or the dense side min-max scaled
   (BM25 stays divided by its best), fused at ``a``;
 - ``store second b``: a document scores its best node plus ``b`` times its second best (its best minus 0.2 when it
-  has one candidate node).
+  has one candidate node);
+- ``store centre t``: every chunk vector, the query's among them, less ``t`` times the mean chunk vector of the set
+  and normalised again (the anisotropy of a sentence encoder's space removed), MaxSim and the document cosine from
+  those (the candidates stay the store's);
+- ``store hub b``: the dense side less ``b`` times the cosine of the node's best chunk with the set's mean chunk
+  direction (a hub, near every query, pays).
 
 Documents rank by their best node, but in ``store second b``. Prints nDCG@10 per variant with the paired
 difference to ``base`` and writes the per-query values::
@@ -69,6 +74,10 @@ PAIR_WEIGHTS = (0.3, 0.5)
 NORMALISED_ALPHAS = (0.6, 0.7, 0.8)
 #: The second-best node's share of a document's score (``store second b``).
 SECOND_WEIGHTS = (0.1, 0.25)
+#: The share of the mean chunk vector taken off every chunk vector (``store centre t``).
+CENTRES = (0.5, 1.0)
+#: The weight of a node's nearness to the mean chunk direction taken off its dense side (``store hub b``).
+HUB_WEIGHTS = (0.1, 0.2)
 
 
 def second_node_ranking(nodes: np.ndarray, scores: np.ndarray, node_doc: np.ndarray, weight: float,
@@ -105,6 +114,17 @@ class Study:
                  for start, end in zip(corpus.chunk_starts, ends)]
         self.paired_nodes = np.array([node for node, rows in enumerate(pairs) if len(rows)], dtype=np.int64)
         self.pair_vectors, self.pair_starts = pack_rows([l2_normalize(rows) for rows in pairs if len(rows)])
+        self.mean_chunk = corpus.chunk_vectors.mean(axis=0)
+        mean_direction = self.mean_chunk / np.linalg.norm(self.mean_chunk)
+        self.hub = np.array([float((corpus.chunk_vectors[start:end] @ mean_direction).max())
+                             for start, end in zip(corpus.chunk_starts, ends)])
+        self.centred: dict[float, tuple[np.ndarray, np.ndarray]] = {}
+        for t in CENTRES:
+            vectors = l2_normalize(corpus.chunk_vectors - t * self.mean_chunk)
+            sums = np.zeros_like(self.doc_vectors)
+            for node, (start, end) in enumerate(zip(corpus.chunk_starts, ends)):
+                sums[corpus.node_doc[node]] += vectors[start:end].sum(axis=0)
+            self.centred[t] = vectors, sums / np.maximum(np.linalg.norm(sums, axis=1), 1e-12)[:, None]
 
     def coverage(self, query: int, node: int) -> float:
         """How much of the query the best BM25 node holds: the IDF of the query's distinct terms it contains over
@@ -189,6 +209,13 @@ class Study:
         for g in PAIR_WEIGHTS:
             out[f"store pairs {g}"] = mixed((1 - w) * ((1 - g) * chunk + g * np.maximum(chunk, pair[nodes]))
                                             + w * doc, product_alpha)
+        for t, (vectors, doc_vectors) in self.centred.items():
+            centred_chunk = maxsim_scores([l2_normalize(chunks - t * self.mean_chunk)], vectors, corpus.chunk_starts,
+                                          mean=True)[0][nodes]
+            centred_doc = doc_vectors[corpus.node_doc[nodes]] @ l2_normalize(vector - t * self.mean_chunk)
+            out[f"store centre {t}"] = mixed((1 - w) * centred_chunk + w * centred_doc, product_alpha)
+        for b in HUB_WEIGHTS:
+            out[f"store hub {b}"] = mixed(dense - b * self.hub[nodes], product_alpha)
         z_dense, z_lexical = ((x - x.mean()) / max(float(x.std()), 1e-6) for x in (dense, lexical))
         scaled = (dense - dense.min()) / max(float(dense.max() - dense.min()), 1e-6)
         for alpha in NORMALISED_ALPHAS:
