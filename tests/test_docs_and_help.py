@@ -1,13 +1,16 @@
 """What a user reads first is complete and runs as written: the eval pipelines listed whole at 80 columns, every
-``lmk-rag eval`` example with its pipeline, the README examples' output folders ignored by git, and the notebooks
-runnable from ``.venv`` (``jupyter nbconvert --execute``)."""
+command's help in filled paragraphs without reStructuredText quotes, the help piped into ``head`` without an error,
+every ``lmk-rag eval`` example with its pipeline, the README examples' output folders ignored by git, and the
+notebooks runnable from ``.venv`` (``jupyter nbconvert --execute``)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import subprocess
 import sys
+import time
 from importlib.metadata import version
 from pathlib import Path
 
@@ -34,6 +37,45 @@ def test_eval_help_lists_every_pipeline_whole_at_80_columns() -> None:
     assert not [line for line in done.stdout.splitlines() if "…" in line and "pipeline" in line], done.stdout
     words = set(re.findall(r"[\w-]+", done.stdout))
     assert not set(pipeline_names()) - words, sorted(set(pipeline_names()) - words)
+
+
+def command_names() -> list[str]:
+    """Every ``lmk-rag`` command, from the top-level help's command panels."""
+    return re.findall(r"^│ ([a-z][a-z-]+) ", _cli("--help", columns=120).stdout, flags=re.MULTILINE)
+
+
+def test_every_command_help_reads_as_filled_paragraphs() -> None:
+    """A command's description is re-flowed to the terminal (no line cut where the docstring's source line ended,
+    left short beside the next) and shows ``--backend`` as the option the user types, not as ````--backend````."""
+    commands = command_names()
+    assert {"ingest", "query", "eval", "check"} <= set(commands), commands
+    for command in commands:
+        done = _cli(command, "--help")
+        assert done.returncode == 0, done.stderr
+        assert "``" not in done.stdout, (command, done.stdout)
+        description = done.stdout.split("Usage:", 1)[1].split("╭", 1)[0].splitlines()[1:]
+        paragraphs = "\n".join(line.strip() for line in description).strip().split("\n\n")
+        for paragraph in paragraphs:
+            lines = paragraph.splitlines()
+            short = [line for line in lines[:-1] if len(line) < 55]
+            assert not short, (command, short, done.stdout)
+
+
+def test_help_piped_into_a_reader_that_stops_ends_quietly() -> None:
+    """``lmk-rag ingest --help | head -1``: the reader leaves after its first bytes, while the help (10 KB) still
+    waits for room in a pipe of 4 KB; the command stops without an ``error: BrokenPipeError`` line or a
+    traceback."""
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
+    process = subprocess.Popen([str(LMK_RAG), "ingest", "--help"], stdout=write_end, stderr=subprocess.PIPE,
+                               cwd=ROOT, env={**os.environ, "COLUMNS": "80"})
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as reader:
+        assert reader.read(100)
+        time.sleep(1)  # the command is blocked writing the rest when the reader leaves
+    stderr = process.stderr.read().decode()  # type: ignore[union-attr]
+    assert process.wait(timeout=60) == 1
+    assert stderr == "", stderr
 
 
 def test_eval_list_pipelines_prints_one_name_a_line() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -39,9 +40,13 @@ class CliGroup(TyperGroup):
         windows_expand_args: bool = True,
         **extra: Any,
     ) -> Any:
-        """Run the command line; exit with its status."""
+        """Run the command line; exit with its status (1, silently, when the reader of its output has gone, as
+        ``lmk-rag query ... | head -1`` leaves it: Python's recipe for a closed pipe)."""
         try:
             status = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at the final flush
+            sys.exit(1)
         except typer.TyperException as error:  # a bad command line (typer's usage errors)
             if type(error).__name__ == "NoArgsIsHelpError":  # ``lmk-rag`` alone: the help is printed, nothing failed
                 sys.exit(0)
@@ -59,7 +64,7 @@ class CliGroup(TyperGroup):
         try:
             with needs_extra("this command"):
                 return super().invoke(ctx)
-        except (typer.TyperException, typer.Exit, typer.Abort, SystemExit, KeyboardInterrupt):
+        except (typer.TyperException, typer.Exit, typer.Abort, SystemExit, KeyboardInterrupt, BrokenPipeError):
             raise
         except LmkRagError as error:
             if CliGroup.debug:
@@ -79,6 +84,7 @@ app = typer.Typer(
     help="Landmark-pooling embeddings and two-stage Qdrant search for long documents.",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode="markdown",
 )
 
 
@@ -86,3 +92,6 @@ app = typer.Typer(
 def main(debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one error line.")) -> None:
     """Landmark-pooling embeddings and two-stage Qdrant search for long documents."""
     CliGroup.debug = debug
+    # A command prints its own progress: no "Loading weights" bar of transformers each time a model opens (unless
+    # the user's environment sets it; read when huggingface_hub is first imported, which no command has done yet).
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

@@ -46,6 +46,19 @@ def test_a_query_without_hits_says_so_on_stderr(cli_store) -> None:
     assert result.stderr.splitlines()[-1].startswith("no hits")
 
 
+def test_a_query_prints_no_model_loading_bar(cli_store) -> None:
+    """transformers draws a "Loading weights" bar each time a model opens; a command's stderr keeps to its own
+    lines, unless the user's environment asks for the bar (``HF_HUB_DISABLE_PROGRESS_BARS=0``)."""
+    env = {key: value for key, value in os.environ.items() if key != "HF_HUB_DISABLE_PROGRESS_BARS"}
+    command = [str(Path(sys.executable).parent / "lmk-rag"), "query", "archive files", "--store", str(cli_store)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env={**env, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0 and done.stdout.startswith(" 1. "), done.stdout + done.stderr
+    assert "Loading weights" not in done.stderr, done.stderr
+    asked = subprocess.run(command, capture_output=True, text=True, cwd=REPO,
+                           env={**env, "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "0"})
+    assert asked.returncode == 0 and "Loading weights" in asked.stderr, asked.stderr
+
+
 def test_lmk_rag_alone_prints_the_help_and_no_error_line() -> None:
     done = subprocess.run([str(Path(sys.executable).parent / "lmk-rag")], capture_output=True, text=True, cwd=REPO,
                           env={"COLUMNS": "80", "HF_HUB_OFFLINE": "1"})
