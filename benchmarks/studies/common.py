@@ -297,8 +297,9 @@ def print_against_base(per_query: dict[str, dict[str, float]]) -> None:
 
 def run_study(description: str, study: Callable[[Corpus], dict[str, dict[str, float]]],
               show: Callable[[dict[str, dict[str, float]]], None] = print_against_base) -> None:
-    """A study's command line: ``SETS... --out FILE``; each set's corpus, its per-query values (kept in ``FILE``,
-    beside those of sets run before) and their printout.
+    """A study's command line: ``SETS... --out FILE [--model FOLDER]``; each set's corpus (encoded by the model
+    given, else the packaged MiniLM), its per-query values (kept in ``FILE``, beside those of sets run before) and
+    their printout.
 
     :param description: the study's one-line description (``--help``).
     :param study: per-query values of every variant for one set's corpus.
@@ -307,11 +308,12 @@ def run_study(description: str, study: Callable[[Corpus], dict[str, dict[str, fl
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("sets", nargs="+", choices=sorted(SETS))
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--model", default=None, help="the encoder's model folder (default: the packaged MiniLM)")
     args = parser.parse_args()
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     for name in args.sets:
         start = time.perf_counter()
-        corpus = corpus_of(load_beir(SETS[name]))
+        corpus = corpus_of(load_beir(SETS[name]), **({} if args.model is None else {"model_name": args.model}))
         print(f"{name}: {len(corpus.data.doc_texts)} docs, {len(corpus.node_doc)} nodes, "
               f"{len(corpus.data.query_ids)} queries ({time.perf_counter() - start:.0f} s)", flush=True)
         per_query = study(corpus)
