@@ -180,13 +180,17 @@ def corpus_of(data: BeirDataset, node_tokens: int = 256, **encoder_settings: obj
     )
 
 
-def document_chunk_sums(corpus: Corpus) -> tuple[np.ndarray, np.ndarray]:
-    """Each document's sum of its chunk vectors, (n_docs, dim), and its number of chunks, (n_docs,)."""
+def document_chunk_sums(corpus: Corpus, chunk_vectors: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Each document's sum of its chunk vectors, (n_docs, dim), and its number of chunks, (n_docs,).
+
+    :param chunk_vectors: other vectors in the rows of ``corpus.chunk_vectors`` (None: those).
+    """
+    vectors = corpus.chunk_vectors if chunk_vectors is None else chunk_vectors
     n_docs = len(corpus.data.doc_texts)
-    sums = np.zeros((n_docs, corpus.chunk_vectors.shape[1]), dtype=np.float32)
-    ends = np.append(corpus.chunk_starts[1:], len(corpus.chunk_vectors))
+    sums = np.zeros((n_docs, vectors.shape[1]), dtype=np.float32)
+    ends = np.append(corpus.chunk_starts[1:], len(vectors))
     for node, (start, end) in enumerate(zip(corpus.chunk_starts, ends)):
-        sums[corpus.node_doc[node]] += corpus.chunk_vectors[start:end].sum(axis=0)
+        sums[corpus.node_doc[node]] += vectors[start:end].sum(axis=0)
     counts = np.bincount(corpus.node_doc, weights=ends - corpus.chunk_starts, minlength=n_docs)
     return sums, counts
 
@@ -313,7 +317,7 @@ def run_study(description: str, study: Callable[[Corpus], dict[str, dict[str, fl
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     for name in args.sets:
         start = time.perf_counter()
-        corpus = corpus_of(load_beir(SETS[name]), **({} if args.model is None else {"model_name": args.model}))
+        corpus = corpus_of(load_beir(SETS[name]), model_name=args.model)
         print(f"{name}: {len(corpus.data.doc_texts)} docs, {len(corpus.node_doc)} nodes, "
               f"{len(corpus.data.query_ids)} queries ({time.perf_counter() - start:.0f} s)", flush=True)
         per_query = study(corpus)

@@ -116,15 +116,11 @@ class Study:
         self.pair_vectors, self.pair_starts = pack_rows([l2_normalize(rows) for rows in pairs if len(rows)])
         self.mean_chunk = corpus.chunk_vectors.mean(axis=0)
         mean_direction = self.mean_chunk / np.linalg.norm(self.mean_chunk)
-        self.hub = np.array([float((corpus.chunk_vectors[start:end] @ mean_direction).max())
-                             for start, end in zip(corpus.chunk_starts, ends)])
+        self.hub = np.maximum.reduceat(corpus.chunk_vectors @ mean_direction, corpus.chunk_starts)  # best chunk
         self.centred: dict[float, tuple[np.ndarray, np.ndarray]] = {}
         for t in CENTRES:
             vectors = l2_normalize(corpus.chunk_vectors - t * self.mean_chunk)
-            sums = np.zeros_like(self.doc_vectors)
-            for node, (start, end) in enumerate(zip(corpus.chunk_starts, ends)):
-                sums[corpus.node_doc[node]] += vectors[start:end].sum(axis=0)
-            self.centred[t] = vectors, sums / np.maximum(np.linalg.norm(sums, axis=1), 1e-12)[:, None]
+            self.centred[t] = vectors, l2_normalize(common.document_chunk_sums(corpus, vectors)[0])
 
     def coverage(self, query: int, node: int) -> float:
         """How much of the query the best BM25 node holds: the IDF of the query's distinct terms it contains over
