@@ -26,6 +26,7 @@ from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.eval.beir import BeirDataset, load_beir
 from lmk_rag.eval.intervals import paired_difference
 from lmk_rag.eval.metrics import per_query_metrics
+from lmk_rag.eval.pairset import pairs_dataset
 from lmk_rag.eval.states import encode_states_cached
 from lmk_rag.nodes import group_chunks
 from lmk_rag.paths import user_cache_dir
@@ -178,6 +179,13 @@ def corpus_of(data: BeirDataset, node_tokens: int = 256, **encoder_settings: obj
         query_vectors=np.asarray([q.vector for q in queries], dtype=np.float32),
         query_chunks=[np.asarray(q.chunk_vectors, dtype=np.float32) for q in queries],
     )
+
+
+def training_set(name: str, path: Path) -> BeirDataset:
+    """A file of training pairs (``{"query", "positive"}`` per line) as a retrieval set: each query against every
+    positive of the file (:func:`lmk_rag.eval.pairset.pairs_dataset`)."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return pairs_dataset([(row["query"], row["positive"]) for row in rows], name=name)
 
 
 def document_chunk_sums(corpus: Corpus, chunk_vectors: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -68,15 +68,6 @@ PRF_BM25 = ((3, 0.1), (3, 0.3))
 PRF_TERMS = 10
 
 
-def pairs_dataset(name: str, path: Path) -> BeirDataset:
-    """A training split as a retrieval set: each query against every positive of the split."""
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    doc_ids = [f"d{i}" for i in range(len(rows))]
-    return BeirDataset(name=name, doc_ids=doc_ids, doc_texts=[row["positive"] for row in rows],
-                       query_ids=[f"q{i}" for i in range(len(rows))], query_texts=[row["query"] for row in rows],
-                       query_metadata=[{} for _ in rows], qrels={f"q{i}": {f"d{i}": 1} for i in range(len(rows))})
-
-
 class Scored:
     """A set's corpus with what every query's candidates need: BM25, document vectors, static tokens."""
 
@@ -290,7 +281,7 @@ def main() -> None:
     static = StaticTokenEncoder(mixer="shipped")
     combiners: dict[str, Combiner] = {}
     if not args.no_combiner:
-        train = [load(name, pairs_dataset(name, path), static, **settings) for name, path in TRAIN.items()]
+        train = [load(name, common.training_set(name, path), static, **settings) for name, path in TRAIN.items()]
         combiners = {name: fit_combiner(train, columns) for name, columns in COMBINERS.items()}
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     for name in args.sets:

@@ -40,3 +40,26 @@ def test_store_ranking_is_the_store_fusion_of_the_engine_scores(study_module, al
         if doc not in expected:
             expected.append(doc)
     assert common.store_ranking(candidates, dense, lexical, query_chunks, alpha, node_doc, k=10) == expected
+
+
+def test_the_combiner_starts_at_the_product_fusion(study_module) -> None:
+    """combiner_study's starting weights score every candidate as the store does: the question gate's alpha, the
+    store's document weight on the document cosine, the node cosine unused."""
+    from lmk_rag.store.query import DOCUMENT_WEIGHT, query_alpha
+
+    study = study_module("combiner_study")
+    rng = np.random.default_rng(3)
+    rows = []
+    expected = []
+    contexts = []
+    for asked, scaled in ((0.0, 0.0), (1.0, 0.0), (0.0, 1.0), (1.0, 0.4)):
+        scores = np.column_stack([rng.uniform(0, 1, (5, 3)), rng.uniform(0, 1, 5), rng.uniform(0, 1, (5, 3))])
+        alpha, weight = query_alpha(0.7, "why?" if asked else "why"), DOCUMENT_WEIGHT * scaled
+        expected.append(alpha * ((1 - weight) * scores[:, 0] + weight * scores[:, 1]) + (1 - alpha) * scores[:, 3])
+        contexts.append([1.0, asked, scaled, asked * scaled, rng.uniform(), rng.uniform(), rng.uniform()])
+        rows.append(scores)
+    query_set = study.QuerySet(name="toy", data=None, nodes=[np.arange(5)] * 4, node_doc=np.arange(5),
+                               scores=np.concatenate(rows), context=np.asarray(contexts),
+                               starts=np.arange(0, 25, 5), relevant=np.zeros(20, dtype=bool))
+    combined = study.candidate_scores(query_set, study.product_weights(), (0, 1, 2, 3))
+    assert np.allclose(combined, np.concatenate(expected))
