@@ -6,10 +6,10 @@ Query API calls: chunk MaxSim, the document cosine, the node cosine and BM25 ove
 combiner scores a candidate ``sum_j f_j * (W_j . z)``: each score's weight is a linear function of what is known
 at query time, ``z`` = (1, the query is a question, the store's document weight (its contrast, scaled to [0, 1]),
 both together, the query's BM25 terms, how peaked the candidates' chunk MaxSim is, how far the dense and the BM25
-top 10 agree). ``W`` starts at the product's own fusion (``base``: question gate and document cosine as shipped,
-which that ``W`` reproduces exactly) and is fitted listwise: a document scores its best candidate node, and the
-loss is the softmax cross-entropy of the relevant documents among the candidates' documents (each training set
-weighs the same), with ``lambda * |W - W_base|^2`` holding it near the product.
+top 10 agree). ``W`` starts at the product's own fusion as it was before the document length penalty (``base``:
+question gate and document cosine, which that ``W`` reproduces exactly) and is fitted listwise: a document scores
+its best candidate node, and the loss is the softmax cross-entropy of the relevant documents among the candidates'
+documents (each training set weighs the same), with ``lambda * |W - W_base|^2`` holding it near the product.
 
 Two protocols, so that no set is scored by weights fitted on it:
 

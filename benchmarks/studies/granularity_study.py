@@ -21,7 +21,8 @@ change the dense side only, so BM25 keeps its share ``1 - alpha``:
   dense weight ``a`` and node weight ``g``; every other query keeps ``base``;
 - ``product``: the store's ranking with the question gate (``query_alpha``); ``product doc d``: with the document
   cosine at ``d`` beside MaxSim; ``store``: with the store's own document weight (``document_weight`` of every
-  document of the set: 0.25 on a set of whole documents, 0 on haystacks);
+  document of the set: 0.25 on a set of whole documents, 0 on haystacks) and its document length penalty at that
+  weight (chunk MaxSim less ``length_penalty(w) * ln(n)``, ``n`` the document's chunk vectors);
 - ``contrast d lo-hi``: the document cosine's weight chosen per query from the candidates' documents: the median
   agreement of a document's chunks against the mean agreement between two candidates' documents (their
   *contrast*), ``d`` from a contrast of ``hi`` up, 0 below ``lo``.
@@ -38,7 +39,9 @@ On top of ``store`` (the product's ranking), each changing one thing:
   and normalised again (the anisotropy of a sentence encoder's space removed), MaxSim and the document cosine from
   those (the candidates stay the store's);
 - ``store hub b``: the dense side less ``b`` times the cosine of the node's best chunk with the set's mean chunk
-  direction (a hub, near every query, pays).
+  direction (a hub, near every query, pays);
+- ``store length b``: the length penalty at ``b`` instead of the store's (0: none, the store before it); ``store
+  sqrt b``: ``b * sqrt(2 ln(n))`` instead (the growth of the best of ``n`` Gaussian draws).
 
 Documents rank by their best node, but in ``store second b``. Prints nDCG@10 per variant with the paired
 difference to ``base`` and writes the per-query values::
@@ -51,7 +54,7 @@ from __future__ import annotations
 import common
 import numpy as np
 
-from lmk_rag.store.query import DEFAULT_ALPHA, document_weight, is_question, query_alpha
+from lmk_rag.store.query import DEFAULT_ALPHA, document_weight, is_question, length_penalty, query_alpha
 from lmk_rag.vectors import l2_normalize, maxsim_scores, pack_rows
 
 NODE_WEIGHTS = (0.25, 0.5, 0.75, 1.0)
@@ -78,6 +81,9 @@ SECOND_WEIGHTS = (0.1, 0.25)
 CENTRES = (0.5, 1.0)
 #: The weight of a node's nearness to the mean chunk direction taken off its dense side (``store hub b``).
 HUB_WEIGHTS = (0.1, 0.2)
+#: The length penalties tried on a set of whole documents (``store length b``, ``store sqrt b``).
+LENGTH_PENALTIES = (0.0, 0.01, 0.015, 0.02, 0.025)
+SQRT_PENALTIES = (0.01, 0.02)
 
 
 def second_node_ranking(nodes: np.ndarray, scores: np.ndarray, node_doc: np.ndarray, weight: float,
@@ -185,7 +191,13 @@ class Study:
             out[f"product doc {d}"] = mixed((1 - d) * chunk + d * doc, product_alpha)
         out["product"] = mixed(chunk, product_alpha)
         w = self.document_weight
-        out["store"] = mixed((1 - w) * chunk + w * doc, product_alpha)
+        log_chunks = np.log(np.maximum(self.counts[corpus.node_doc[nodes]], 1))
+        for b in LENGTH_PENALTIES:
+            out[f"store length {b}"] = mixed((1 - w) * (chunk - b * log_chunks) + w * doc, product_alpha)
+        for b in SQRT_PENALTIES:
+            out[f"store sqrt {b}"] = mixed((1 - w) * (chunk - b * np.sqrt(2 * log_chunks)) + w * doc, product_alpha)
+        paid = length_penalty(w) * log_chunks  # what the store takes off each candidate's chunk MaxSim
+        out["store"] = mixed((1 - w) * (chunk - paid) + w * doc, product_alpha)
         docs = np.unique(corpus.node_doc[nodes])
         means = self.doc_vectors[docs] * self.coherence[docs][:, None]
         cross = means @ means.T
@@ -199,17 +211,17 @@ class Study:
                 out[f"contrast {d} {low}-{high}"] = mixed((1 - weight) * chunk + weight * doc, product_alpha)
         for alpha, g in QUESTION_GATES:
             out[f"question {alpha} node {g}"] = mixed((1 - g) * chunk + g * node, alpha) if asked else base
-        dense = (1 - w) * chunk + w * doc
+        dense = (1 - w) * (chunk - paid) + w * doc
         pair = np.full(len(corpus.node_doc), -1.0)  # a node of one chunk has no pair
         pair[self.paired_nodes] = maxsim_scores([chunks], self.pair_vectors, self.pair_starts, mean=True)[0]
         for g in PAIR_WEIGHTS:
-            out[f"store pairs {g}"] = mixed((1 - w) * ((1 - g) * chunk + g * np.maximum(chunk, pair[nodes]))
+            out[f"store pairs {g}"] = mixed((1 - w) * ((1 - g) * chunk + g * np.maximum(chunk, pair[nodes]) - paid)
                                             + w * doc, product_alpha)
         for t, (vectors, doc_vectors) in self.centred.items():
             centred_chunk = maxsim_scores([l2_normalize(chunks - t * self.mean_chunk)], vectors, corpus.chunk_starts,
                                           mean=True)[0][nodes]
             centred_doc = doc_vectors[corpus.node_doc[nodes]] @ l2_normalize(vector - t * self.mean_chunk)
-            out[f"store centre {t}"] = mixed((1 - w) * centred_chunk + w * centred_doc, product_alpha)
+            out[f"store centre {t}"] = mixed((1 - w) * (centred_chunk - paid) + w * centred_doc, product_alpha)
         for b in HUB_WEIGHTS:
             out[f"store hub {b}"] = mixed(dense - b * self.hub[nodes], product_alpha)
         z_dense, z_lexical = ((x - x.mean()) / max(float(x.std()), 1e-6) for x in (dense, lexical))

@@ -37,7 +37,7 @@ from lmk_rag.jsonl import read_json_object
 from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.filters import ConditionBuilder
 from lmk_rag.store.guards import CommitLock, Guarded
-from lmk_rag.store.records import vector_layout
+from lmk_rag.store.records import DOCUMENT_CHUNKS, vector_layout
 from lmk_rag.store.types import (
     DEFAULT_BATCH_SIZE,
     Branch,
@@ -361,6 +361,16 @@ class EdgeBackend(Backend):
         if searched:
             prefetches.append(qe.Prefetch(limit=len(searched), filter=qe.Filter(
                 must=[qe.HasIdCondition({point.id for point in searched})])))
+        payload = qe.PayloadSelector.Include(plan.payload_keys) if plan.payload_keys else False
+        if plan.length_penalty > 0 and scorer is plan.scorers[0]:  # the scorer's results less the penalty
+            scored = qe.Prefetch(limit=plan.limit, query=_nearest(scorer), prefetches=prefetches or None,
+                                 filter=plan.filter, params=params)
+            penalty = qe.Expression.Mult([qe.Expression.Constant(-plan.length_penalty),
+                                          qe.Expression.Ln(qe.Expression.Variable(DOCUMENT_CHUNKS))])
+            formula = qe.Formula(qe.Expression.Sum([qe.Expression.Variable("$score"), penalty]),
+                                 defaults={DOCUMENT_CHUNKS: 1})
+            return qe.QueryRequest(limit=plan.limit, prefetches=[scored], query=formula, filter=plan.filter,
+                                   with_payload=payload)
         return qe.QueryRequest(
             limit=plan.limit,
             prefetches=prefetches or None,
@@ -369,7 +379,7 @@ class EdgeBackend(Backend):
             ),
             filter=plan.filter,
             params=None if isinstance(scorer.query, SparseVector) else params,
-            with_payload=qe.PayloadSelector.Include(plan.payload_keys) if plan.payload_keys else False,
+            with_payload=payload,
         )
 
     def retrieve(self, ids: list[str], with_vectors: bool) -> list[PointData]:

@@ -20,6 +20,12 @@ weighs each candidate's *document cosine*, the query vector against the mean of 
 store of glued texts, told apart by how far a document's chunks agree with each other beyond what chunks of two
 documents do (:func:`document_weight`; docs/decisions.md, "quality: the document cosine and a coherence gate").
 
+The same stores make a candidate's chunk MaxSim pay for the length of its document: the best of a document's ``n``
+chunks scores higher by chance the more chunks it has, so a long page outranks a short one it matches no better.
+The chunk scorer takes :data:`LENGTH_PENALTY` ``* ln(n)`` off each candidate's MaxSim (inside the engine: a formula
+over the node's ``document.chunks`` payload), scaled like the document cosine's weight
+(:func:`length_penalty`; docs/decisions.md, "quality: a document-length penalty on chunk MaxSim").
+
 A query asked as a question (:func:`is_question`) shares fewer words with its answer than a statement does, so
 when no ``alpha`` is given with it, it gives :data:`QUESTION_SHARE` of the BM25 share to the dense side
 (:func:`query_alpha`: 0.7 -> 0.8; docs/decisions.md, "quality: natural questions").
@@ -41,6 +47,11 @@ DEFAULT_ALPHA = 0.7
 """Weight of the dense side in the final score; best mean nDCG@10 over the whole dev sets (docs/decisions.md)."""
 DOCUMENT_WEIGHT = 0.25
 """The document cosine's share of the dense side in a store of whole documents (:func:`document_weight`)."""
+LENGTH_PENALTY = 0.02
+"""What a candidate's chunk MaxSim pays per unit of ``ln(n)``, ``n`` the chunk vectors of its document, in a store
+of whole documents (at the full :data:`DOCUMENT_WEIGHT`)."""
+#: The most a document's chunk count can be (a payload integer): how far below -1 a penalised MaxSim can lie.
+MOST_CHUNKS = 2**31
 CONTRAST_RAMP = (0.20, 0.26)
 """The contrasts over which the document cosine's weight rises from 0 to :data:`DOCUMENT_WEIGHT`."""
 QUESTION_SHARE = 1 / 3
@@ -90,6 +101,13 @@ def document_weight(means: np.ndarray, chunks: np.ndarray) -> float:
     contrast = (np.median(agreement) - baseline) / max(1.0 - baseline, 1e-6)
     low, high = CONTRAST_RAMP
     return DOCUMENT_WEIGHT * float(np.clip((contrast - low) / (high - low), 0.0, 1.0))
+
+
+def length_penalty(document_weight: float) -> float:
+    """What a candidate's chunk MaxSim pays per unit of ``ln(n)`` (``n``: its document's chunk vectors) at a store's
+    document weight: :data:`LENGTH_PENALTY` at :data:`DOCUMENT_WEIGHT` or above, scaled down with the weight below
+    it (0 in a store of glued texts, whose haystacks are no documents)."""
+    return LENGTH_PENALTY * min(1.0, max(0.0, document_weight) / DOCUMENT_WEIGHT)
 
 
 def check_alpha(alpha: Any, name: str = "alpha") -> float:
@@ -142,7 +160,8 @@ def plan_search(
     :param options: how the dense searches run.
     :param document: the query vector against the ``document`` vectors: a second scorer of the dense side (see
         :func:`fuse`) when ``document_weight`` is above 0 and the search has a dense side.
-    :param document_weight: the document cosine's share of the dense side.
+    :param document_weight: the document cosine's share of the dense side; a chunk scorer also pays the document
+        length penalty at that weight (:func:`length_penalty`).
     :return: the plan; BM25 widens the prefetch whenever the query has BM25 terms; unless ``alpha`` is 1, a plain
         BM25 search of the same depth runs in the same call and gives the BM25 scores (a candidate outside its
         top scores 0); ``alpha`` 0 is a plain BM25 search of the whole store.
@@ -168,6 +187,8 @@ def plan_search(
         options=options,
         search=lexical if lexical is not None and 0.0 < alpha < 1.0 else None,
         document_weight=document_weight if blended else 0.0,
+        length_penalty=length_penalty(document_weight) * _query_vectors(scorer) if blended and
+        scorer.using == "chunks" else 0.0,
     )
 
 
@@ -226,8 +247,8 @@ def fuse(plan: QueryPlan, results: list[list[ScoredPointData]], alpha: float) ->
     :param plan: the plan the results answer.
     :param results: one scored list per scorer of the plan (then the plain search's).
     :param alpha: weight of the dense side; a plan without one of the two sides ranks by the other alone. The dense
-        side is the first scorer's score, blended with the document cosine when the plan has one
-        (:attr:`~lmk_rag.store.types.QueryPlan.document_weight`).
+        side is the first scorer's score (less the document length penalty where the plan has one), blended with the
+        document cosine when the plan has one (:attr:`~lmk_rag.store.types.QueryPlan.document_weight`).
     :return: every candidate once, with its final score.
     """
     sides = dict(zip([scorer.using for scorer in plan.scorers] + ([plan.search.using] if plan.search else []), results))
@@ -239,9 +260,10 @@ def fuse(plan: QueryPlan, results: list[list[ScoredPointData]], alpha: float) ->
     dense_scores: dict[str, float] = {}
     if dense is not None and scorer is not None:
         vectors = _query_vectors(scorer)
+        lowest = COSINE_RANGE[0] - plan.length_penalty / vectors * math.log(MOST_CHUNKS)
         for point in dense:
             points[point.id] = point
-            dense_scores[point.id] = checked_score(point, point.score / vectors, COSINE_RANGE)
+            dense_scores[point.id] = checked_score(point, point.score / vectors, (lowest, COSINE_RANGE[1]))
     if document is not None:
         share = plan.document_weight
         cosines = {point.id: checked_score(point, point.score, COSINE_RANGE) for point in document}

@@ -57,9 +57,12 @@ LIVE = "live"
 #: of its document and the length of their mean (1 when they all point one way; the ``document`` vector is that mean
 #: made unit). Read by :meth:`~lmk_rag.store.reads.Reader.document_weight`.
 DOCUMENT_KEY = "document"
-#: The payload indexes of every store: what the write protocol and searches filter on.
+#: The payload path of a node's document chunk count, which a chunk search's length penalty reads in the engine.
+DOCUMENT_CHUNKS = f"{DOCUMENT_KEY}.chunks"
+#: The payload indexes of every store: what the write protocol and searches filter on, and the chunk count the
+#: length penalty reads (from the index, not each candidate's payload).
 PAYLOAD_INDEXES = (("kind", "keyword"), ("doc_id", "keyword"), ("node_id", "keyword"), ("version", "integer"),
-                   (LIVE, "bool"))
+                   (LIVE, "bool"), (DOCUMENT_CHUNKS, "integer"))
 
 
 def node_id_for(doc_id: str, index: int) -> str:

@@ -32,7 +32,7 @@ from lmk_rag.errors import CorruptStoreError, InvalidInputError, StoreUnavailabl
 from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.filters import ConditionBuilder
 from lmk_rag.store.guards import Guarded
-from lmk_rag.store.records import SETTINGS_POINT_ID, STORE, vector_layout
+from lmk_rag.store.records import DOCUMENT_CHUNKS, SETTINGS_POINT_ID, STORE, vector_layout
 from lmk_rag.store.types import (
     Branch,
     CollectionSpec,
@@ -332,7 +332,8 @@ def query_requests(plan: QueryPlan, local: bool = False) -> list[models.QueryReq
 
     :param local: for qdrant-client local mode, which searches every vector exactly and warns about search
         parameters: the requests carry none.
-    :return: the requests, in scorer order, then the plan's plain search.
+    :return: the requests, in scorer order (the first less the length penalty where the plan has one: a formula
+        query over it), then the plan's plain search.
     """
     params = None if local else _params(plan.options)
     prefetch = [
@@ -345,11 +346,7 @@ def query_requests(plan: QueryPlan, local: bool = False) -> list[models.QueryReq
         )
         for branch in plan.prefetch
     ]
-    search = [] if plan.search is None else [models.QueryRequest(
-        query=_query_value(plan.search), using=plan.search.using, filter=plan.filter, limit=plan.prefetch_limit,
-        with_payload=False,  # ids and scores: see QueryPlan.search
-    )]
-    return [
+    requests = [
         models.QueryRequest(
             prefetch=prefetch or None,
             query=_query_value(scorer) if plan.mmr_lambda is None else models.NearestQuery(
@@ -363,7 +360,22 @@ def query_requests(plan: QueryPlan, local: bool = False) -> list[models.QueryReq
             with_payload=list(plan.payload_keys) or False,
         )
         for scorer in plan.scorers
-    ] + search
+    ]
+    if plan.length_penalty > 0:  # the first scorer's results less the penalty: a formula over them
+        first = requests[0]
+        scored = models.Prefetch(prefetch=first.prefetch, query=first.query, using=first.using, filter=plan.filter,
+                                 params=first.params, limit=plan.limit)
+        penalty = models.MultExpression(mult=[-plan.length_penalty, models.LnExpression(ln=DOCUMENT_CHUNKS)])
+        requests[0] = models.QueryRequest(
+            prefetch=[scored], query=models.FormulaQuery(formula=models.SumExpression(sum=["$score", penalty]),
+                                                         defaults={DOCUMENT_CHUNKS: 1}),
+            filter=plan.filter, limit=plan.limit, with_payload=first.with_payload,
+        )
+    search = [] if plan.search is None else [models.QueryRequest(
+        query=_query_value(plan.search), using=plan.search.using, filter=plan.filter, limit=plan.prefetch_limit,
+        with_payload=False,  # ids and scores: see QueryPlan.search
+    )]
+    return requests + search
 
 
 def _query_value(branch: Branch) -> Any:

@@ -123,7 +123,8 @@ class SearchOptions:
         :data:`~lmk_rag.store.settings.DEFAULT_OVERSAMPLING` on such a store).
     :param exact: search by brute force over the original vectors (no HNSW, no quantized copy): the reference an
         approximate search is measured against; slow on a large store.
-    :param document_weight: the document cosine's share of the chunk rerank, from 0 (chunk MaxSim alone) to 1;
+    :param document_weight: the document cosine's share of the chunk rerank, from 0 (chunk MaxSim alone) to 1,
+        which also scales the document length penalty (:func:`~lmk_rag.store.query.length_penalty`; 0: neither);
         None: the store's own measure (:attr:`~lmk_rag.store.LandmarkStore.document_weight`).
     :raises InvalidInputError: for a value of the wrong kind.
     """
@@ -345,6 +346,10 @@ class QueryPlan:
     :param document_weight: when above 0, the second scorer is the document cosine (``document``), and the dense
         side is ``(1 - document_weight) * the first scorer + document_weight * the document cosine``
         (:func:`~lmk_rag.store.query.fuse`).
+    :param length_penalty: when above 0, the first scorer's score is taken less ``length_penalty * ln(n)``, ``n``
+        the ``document.chunks`` of each scored node's payload (a formula over that scorer's results, in the same
+        request): the document length penalty times the number of query vectors it sums over
+        (:func:`~lmk_rag.store.query.length_penalty`).
     """
 
     prefetch: tuple[Branch, ...]
@@ -357,3 +362,4 @@ class QueryPlan:
     search: Branch | None = None
     mmr_lambda: float | None = None
     document_weight: float = 0.0
+    length_penalty: float = 0.0

@@ -8,7 +8,7 @@ import pytest
 import qdrant_edge as qe
 from qdrant_client import models
 
-from lmk_rag.errors import InvalidInputError
+from lmk_rag.errors import CorruptStoreError, InvalidInputError
 from lmk_rag.store.edge import EdgeBackend, EdgeConditions, edge_config
 from lmk_rag.store.filters import FieldCondition, Filter, as_filter, payload_key, translate
 from lmk_rag.store.query import carry_payloads, fuse, plan_mmr, plan_search
@@ -228,7 +228,8 @@ def test_the_document_cosine_is_a_second_scorer_blended_into_the_dense_side():
     document = Branch("document", [0.1, 0.2])
     plan = _plan(scorer=Branch("chunks", [[0.1, 0.2]] * 2), document=document, document_weight=0.25)
     rerank, scored, lexical = query_requests(plan)  # the document cosine scores the same candidates
-    assert (scored.using, scored.query) == ("document", [0.1, 0.2]) and scored.prefetch == rerank.prefetch
+    (maxsim,) = rerank.prefetch  # the rerank: chunk MaxSim of the candidates, less the length penalty
+    assert (scored.using, scored.query) == ("document", [0.1, 0.2]) and scored.prefetch == maxsim.prefetch
     assert lexical.using == "bm25" and plan.document_weight == 0.25
     dense = [ScoredPointData("a", 1.6, {}), ScoredPointData("b", 1.0, {})]  # MaxSim of 2 query vectors: 0.8, 0.5
     cosines = [ScoredPointData("b", 0.9, {}), ScoredPointData("a", 0.2, {})]
@@ -237,6 +238,32 @@ def test_the_document_cosine_is_a_second_scorer_blended_into_the_dense_side():
     assert fused == pytest.approx({"a": 0.5 * (0.75 * 0.8 + 0.25 * 0.2), "b": 0.5 * (0.75 * 0.5 + 0.25 * 0.9) + 0.5})
     for unblended in (_plan(document=document), _plan(document=document, document_weight=0.25, alpha=0.0)):
         assert unblended.document_weight == 0.0 and "document" not in [s.using for s in unblended.scorers]
+        assert unblended.length_penalty == 0.0
+
+
+def test_a_store_of_documents_takes_a_length_penalty_off_chunk_maxsim_in_the_engine():
+    from lmk_rag.store.query import DOCUMENT_WEIGHT, LENGTH_PENALTY, length_penalty
+
+    assert length_penalty(0.0) == 0.0 and length_penalty(DOCUMENT_WEIGHT) == LENGTH_PENALTY
+    assert length_penalty(DOCUMENT_WEIGHT / 2) == pytest.approx(LENGTH_PENALTY / 2) and length_penalty(1.0) == \
+        LENGTH_PENALTY  # scaled like the document cosine below the full weight, no further
+    chunks = Branch("chunks", [[0.1, 0.2]] * 3)  # MaxSim sums 3 cosines: so does the penalty
+    plan = _plan(scorer=chunks, document=Branch("document", [0.1, 0.2]), document_weight=0.125)
+    assert plan.length_penalty == pytest.approx(3 * LENGTH_PENALTY / 2)
+    rerank = query_requests(plan)[0]
+    (maxsim,) = rerank.prefetch
+    assert (maxsim.using, maxsim.query, maxsim.limit) == ("chunks", chunks.query, rerank.limit)
+    formula = rerank.query.formula  # $score - penalty * ln(document.chunks)
+    assert formula.sum[0] == "$score" and formula.sum[1].mult[0] == pytest.approx(-plan.length_penalty)
+    assert formula.sum[1].mult[1].ln == "document.chunks" and rerank.query.defaults == {"document.chunks": 1}
+    static = _plan(scorer=Branch("static", [[0.1, 0.2]]), document=Branch("document", [0.1, 0.2]),
+                   document_weight=0.25)  # the penalty is chunk MaxSim's: a static MaxSim pays none
+    assert static.length_penalty == 0.0
+    # a penalised MaxSim may lie below -1; a damaged vector's score is still refused
+    lowest = ScoredPointData("a", 3 * -1.0 - plan.length_penalty * np.log(10**6), {"node_id": "n"})
+    assert fuse(plan, [[lowest], [ScoredPointData("a", 0.1, {})], []], 1.0)[0].id == "a"
+    with pytest.raises(CorruptStoreError):
+        fuse(plan, [[ScoredPointData("a", 3 * -9.0, {"node_id": "n"})], [], []], 1.0)
 
 
 def _documents(rng: np.random.Generator, topics: int, chunks: int, glued: bool, shift: float) -> tuple:
