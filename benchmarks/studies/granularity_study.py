@@ -41,7 +41,9 @@ On top of ``store`` (the product's ranking), each changing one thing:
 - ``store hub b``: the dense side less ``b`` times the cosine of the node's best chunk with the set's mean chunk
   direction (a hub, near every query, pays);
 - ``store length b``: the length penalty at ``b`` instead of the store's (0: none, the store before it); ``store
-  sqrt b``: ``b * sqrt(2 ln(n))`` instead (the growth of the best of ``n`` Gaussian draws).
+  sqrt b``: ``b * sqrt(2 ln(n))`` instead (the growth of the best of ``n`` Gaussian draws);
+- ``store prf b k``: dense pseudo-relevance feedback: the dense side plus ``b`` times each candidate's document
+  cosine with the normalised sum of the document vectors of the store's top ``k`` documents.
 
 Documents rank by their best node, but in ``store second b``. Prints nDCG@10 per variant with the paired
 difference to ``base`` and writes the per-query values::
@@ -84,6 +86,8 @@ HUB_WEIGHTS = (0.1, 0.2)
 #: The length penalties tried on a set of whole documents (``store length b``, ``store sqrt b``).
 LENGTH_PENALTIES = (0.0, 0.01, 0.015, 0.02, 0.025)
 SQRT_PENALTIES = (0.01, 0.02)
+#: The feedback weights and depths tried (``store prf b k``).
+FEEDBACK = tuple((b, k) for b in (0.05, 0.1, 0.2) for k in (3, 5))
 
 
 def second_node_ranking(nodes: np.ndarray, scores: np.ndarray, node_doc: np.ndarray, weight: float,
@@ -224,6 +228,11 @@ class Study:
             out[f"store centre {t}"] = mixed((1 - w) * (centred_chunk - paid) + w * centred_doc, product_alpha)
         for b in HUB_WEIGHTS:
             out[f"store hub {b}"] = mixed(dense - b * self.hub[nodes], product_alpha)
+        top_docs = common.doc_ranking(nodes, np.round(out["store"], 6), corpus.node_doc)
+        for b, k in FEEDBACK:
+            feedback = l2_normalize(self.doc_vectors[top_docs[:k]].sum(axis=0))
+            out[f"store prf {b} {k}"] = mixed(dense + b * self.doc_vectors[corpus.node_doc[nodes]] @ feedback,
+                                              product_alpha)
         z_dense, z_lexical = ((x - x.mean()) / max(float(x.std()), 1e-6) for x in (dense, lexical))
         scaled = (dense - dense.min()) / max(float(dense.max() - dense.min()), 1e-6)
         for alpha in NORMALISED_ALPHAS:
