@@ -42,6 +42,8 @@ On top of ``store`` (the product's ranking), each changing one thing:
   direction (a hub, near every query, pays);
 - ``store length b``: the length penalty at ``b`` instead of the store's (0: none, the store before it); ``store
   sqrt b``: ``b * sqrt(2 ln(n))`` instead (the growth of the best of ``n`` Gaussian draws);
+- ``store bm25 length c``: the BM25 side pays a length penalty too, ``c * ln(n)`` off each candidate's BM25 /
+  best (a candidate with BM25 hits only), scaled with the store's document weight as the dense one is;
 - ``store prf b k``: dense pseudo-relevance feedback: the dense side plus ``b`` times each candidate's document
   cosine with the normalised sum of the document vectors of the store's top ``k`` documents.
 
@@ -56,7 +58,14 @@ from __future__ import annotations
 import common
 import numpy as np
 
-from lmk_rag.store.query import DEFAULT_ALPHA, document_weight, is_question, length_penalty, query_alpha
+from lmk_rag.store.query import (
+    DEFAULT_ALPHA,
+    LENGTH_PENALTY,
+    document_weight,
+    is_question,
+    length_penalty,
+    query_alpha,
+)
 from lmk_rag.vectors import l2_normalize, maxsim_scores, pack_rows
 
 NODE_WEIGHTS = (0.25, 0.5, 0.75, 1.0)
@@ -86,6 +95,8 @@ HUB_WEIGHTS = (0.1, 0.2)
 #: The length penalties tried on a set of whole documents (``store length b``, ``store sqrt b``).
 LENGTH_PENALTIES = (0.0, 0.01, 0.015, 0.02, 0.025)
 SQRT_PENALTIES = (0.01, 0.02)
+#: The BM25 side's length penalties tried (``store bm25 length c``).
+BM25_LENGTH_PENALTIES = (0.01, 0.02, 0.04)
 #: The feedback weights and depths tried (``store prf b k``).
 FEEDBACK = tuple((b, k) for b in (0.05, 0.1, 0.2) for k in (3, 5))
 
@@ -228,6 +239,10 @@ class Study:
             out[f"store centre {t}"] = mixed((1 - w) * (centred_chunk - paid) + w * centred_doc, product_alpha)
         for b in HUB_WEIGHTS:
             out[f"store hub {b}"] = mixed(dense - b * self.hub[nodes], product_alpha)
+        for c in BM25_LENGTH_PENALTIES:
+            paid_lexical = c * length_penalty(w) / LENGTH_PENALTY * log_chunks * (lexical > 0)
+            out[f"store bm25 length {c}"] = product_alpha * dense + (1 - product_alpha) * (lexical / top_bm25
+                                                                                           - paid_lexical)
         top_docs = common.doc_ranking(nodes, np.round(out["store"], 6), corpus.node_doc)
         for b, k in FEEDBACK:
             feedback = l2_normalize(self.doc_vectors[top_docs[:k]].sum(axis=0))
