@@ -63,7 +63,8 @@ SETS: dict[str, tuple[int | None, int | None]] = {
     "perlfaq-longdoc": (None, None),
     "unixfaq-answers": (None, None),  # held out, both: reported, never tuned on (data/unixfaq-*/README.md)
     "unixfaq-longdoc": (None, None),
-    "tcl-ref": (None, None),  # held out too (data/tcl-ref/README.md)
+    "tcl-ref": (None, None),  # held out too (data/tcl-*/README.md)
+    "tcl-needle-L2048": (None, None),
 }
 LONG_SET = ("manpages-needle/L32768", (None, None))
 #: The pipelines a well-informed LlamaIndex user builds from stock parts with the same model

@@ -37,13 +37,13 @@ from lmk_rag.vectors import maxsim_scores
 
 BENCHMARKS = Path(__file__).resolve().parents[1]
 DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else BENCHMARKS.parents[1] / "shared" / "data"
-#: Where each set lives: the shared manual-page sets, the sets this repository builds (the unixfaq sets and tcl-ref
-#: are held out: a study may check that a choice made on the dev sets holds there, never make one on it).
+#: Where each set lives: the shared manual-page sets, the sets this repository builds (the unixfaq and tcl sets are
+#: held out: a study may check that a choice made on the dev sets holds there, never make one on it).
 SETS = {name: DATA / name for name in ("manpages-longdoc", "manpages-short", "manpages-needle/L2048",
                                        "manpages-needle/L8192", "manpages-needle/L32768")}
 SETS.update({name: BENCHMARKS / "data" / name
              for name in ("perldoc-longdoc", "perldoc-ref", "perlfaq-answers", "perlfaq-longdoc", "unixfaq-answers",
-                           "unixfaq-longdoc", "tcl-ref")})
+                           "unixfaq-longdoc", "tcl-ref", "tcl-needle-L2048")})
 #: Candidates per prefetch branch at the product's query settings (k=10).
 PREFETCH = 100
 

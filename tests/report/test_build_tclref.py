@@ -11,7 +11,7 @@ import pytest
 
 from lmk_rag.eval.beir import load_beir
 
-SET = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "tcl-ref"
+DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
 
 # The head and foot of Tcl_DString(3tcl) as `man -l -P cat` renders it at 100 columns (Debian 12, tcl8.6-doc).
 RENDERED = """\
@@ -59,8 +59,26 @@ def test_a_page_without_a_name_purpose_gives_nothing(build: ModuleType) -> None:
 
 
 def test_the_committed_set_loads_with_every_purpose_relevant_to_its_pages() -> None:
-    data = load_beir(SET)
+    data = load_beir(DATA / "tcl-ref")
     assert len(data.query_ids) >= 200 and len(data.doc_ids) >= 200
     assert all(len(data.query_texts[i].split()) >= 3 for i in range(len(data.query_ids)))
     assert all(data.qrels[query_id] for query_id in data.query_ids)
     assert {doc for docs in data.qrels.values() for doc in docs} <= set(data.doc_ids)
+
+
+def test_a_needle_is_the_start_of_the_description_cut_at_a_word(build: ModuleType) -> None:
+    _, text = build.split_page(RENDERED)
+    assert build.needle_of(text) == ("Dynamic strings provide a mechanism for building up arbitrarily long strings by "
+                                     "gradually appending information.")
+    long = text.replace("appending information.", "appending information. " + "word " * 200)
+    needle = build.needle_of(long)
+    assert len(needle) <= build.NEEDLE_CHARS and needle.endswith(" word") and needle.startswith("Dynamic strings")
+    assert build.needle_of(text.replace("DESCRIPTION", "EXAMPLES")) == ""
+
+
+def test_the_committed_needle_set_hides_each_needle_in_its_own_haystack() -> None:
+    data = load_beir(DATA / "tcl-needle-L2048")
+    assert len(data.query_ids) == 200 and len(data.doc_ids) == 200
+    assert all(len(data.qrels[query_id]) == 1 for query_id in data.query_ids)
+    assert len({doc for docs in data.qrels.values() for doc in docs}) == 200
+    assert all(1500 <= len(text.split()) <= 1600 for text in data.doc_texts)  # about 2,048 tokens
