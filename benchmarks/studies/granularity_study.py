@@ -45,7 +45,11 @@ On top of ``store`` (the product's ranking), each changing one thing:
 - ``store bm25 length c``: the BM25 side pays a length penalty too, ``c * ln(n)`` off each candidate's BM25 /
   best (a candidate with BM25 hits only), scaled with the store's document weight as the dense one is;
 - ``store prf b k``: dense pseudo-relevance feedback: the dense side plus ``b`` times each candidate's document
-  cosine with the normalised sum of the document vectors of the store's top ``k`` documents.
+  cosine with the normalised sum of the document vectors of the store's top ``k`` documents;
+- ``store doclevel m``: fusion at document level too, as the stock pipeline fuses: each candidate's document scores
+  its best dense candidate node and its best BM25 / best one fused at the query's alpha, and a node's score is
+  ``(1 - s) * its own + s * its document's``, ``s = m`` scaled with the store's document weight (0 on haystacks);
+  ``store question doclevel m alpha a``: for questions alone, ``s = m`` and both fusions at dense weight ``a``.
 
 Documents rank by their best node, but in ``store second b``. Prints nDCG@10 per variant with the paired
 difference to ``base`` and writes the per-query values::
@@ -60,6 +64,7 @@ import numpy as np
 
 from lmk_rag.store.query import (
     DEFAULT_ALPHA,
+    DOCUMENT_WEIGHT,
     LENGTH_PENALTY,
     document_weight,
     is_question,
@@ -99,6 +104,10 @@ SQRT_PENALTIES = (0.01, 0.02)
 BM25_LENGTH_PENALTIES = (0.01, 0.02, 0.04)
 #: The feedback weights and depths tried (``store prf b k``).
 FEEDBACK = tuple((b, k) for b in (0.05, 0.1, 0.2) for k in (3, 5))
+#: The document-level fusion's share of the score (``store doclevel m``, at the store's full document weight).
+DOCUMENT_LEVEL = (0.25, 0.5, 1.0)
+#: The document-level fusion for questions alone: (share, dense weight) (``store question doclevel m alpha a``).
+QUESTION_DOCUMENT_LEVEL = tuple((m, a) for m in (0.5, 0.75, 1.0) for a in (0.75, 0.8, 0.85))
 
 
 def second_node_ranking(nodes: np.ndarray, scores: np.ndarray, node_doc: np.ndarray, weight: float,
@@ -248,6 +257,19 @@ class Study:
             feedback = l2_normalize(self.doc_vectors[top_docs[:k]].sum(axis=0))
             out[f"store prf {b} {k}"] = mixed(dense + b * self.doc_vectors[corpus.node_doc[nodes]] @ feedback,
                                               product_alpha)
+        doc_of = corpus.node_doc[nodes]
+        dense_best = np.full(len(self.counts), -np.inf)
+        lexical_best = np.zeros(len(self.counts))
+        np.maximum.at(dense_best, doc_of, dense)
+        np.maximum.at(lexical_best, doc_of, lexical / top_bm25)
+        document_level = product_alpha * dense_best[doc_of] + (1 - product_alpha) * lexical_best[doc_of]
+        for m in DOCUMENT_LEVEL:
+            share = m * w / DOCUMENT_WEIGHT
+            out[f"store doclevel {m}"] = (1 - share) * out["store"] + share * document_level
+        for m, a in QUESTION_DOCUMENT_LEVEL:
+            asked_level = a * dense_best[doc_of] + (1 - a) * lexical_best[doc_of]
+            out[f"store question doclevel {m} alpha {a}"] = \
+                (1 - m) * mixed(dense, a) + m * asked_level if asked else out["store"]
         z_dense, z_lexical = ((x - x.mean()) / max(float(x.std()), 1e-6) for x in (dense, lexical))
         scaled = (dense - dense.min()) / max(float(dense.max() - dense.min()), 1e-6)
         for alpha in NORMALISED_ALPHAS:
