@@ -262,14 +262,17 @@ class Study:
         lexical_best = np.zeros(len(self.counts))
         np.maximum.at(dense_best, doc_of, dense)
         np.maximum.at(lexical_best, doc_of, lexical / top_bm25)
-        document_level = product_alpha * dense_best[doc_of] + (1 - product_alpha) * lexical_best[doc_of]
+
+        def document_mixed(alpha: float) -> np.ndarray:
+            """Each candidate's document: its best dense and best BM25 candidate node fused at ``alpha``."""
+            return alpha * dense_best[doc_of] + (1 - alpha) * lexical_best[doc_of]
+
         for m in DOCUMENT_LEVEL:
             share = m * w / DOCUMENT_WEIGHT
-            out[f"store doclevel {m}"] = (1 - share) * out["store"] + share * document_level
+            out[f"store doclevel {m}"] = (1 - share) * out["store"] + share * document_mixed(product_alpha)
         for m, a in QUESTION_DOCUMENT_LEVEL:
-            asked_level = a * dense_best[doc_of] + (1 - a) * lexical_best[doc_of]
             out[f"store question doclevel {m} alpha {a}"] = \
-                (1 - m) * mixed(dense, a) + m * asked_level if asked else out["store"]
+                (1 - m) * mixed(dense, a) + m * document_mixed(a) if asked else out["store"]
         z_dense, z_lexical = ((x - x.mean()) / max(float(x.std()), 1e-6) for x in (dense, lexical))
         scaled = (dense - dense.min()) / max(float(dense.max() - dense.min()), 1e-6)
         for alpha in NORMALISED_ALPHAS:
