@@ -50,6 +50,7 @@ On top of ``store`` (the product's ranking), each changing one thing:
   its best dense candidate node and its best BM25 / best one fused at the query's alpha, and a node's score is
   ``(1 - s) * its own + s * its document's``, ``s = m`` scaled with the store's document weight (0 on haystacks);
   ``store question doclevel m alpha a``: for questions alone, ``s = m`` and both fusions at dense weight ``a``.
+- ``store question z a`` / ``store question minmax a``: ``store z a`` / ``store minmax a`` for questions alone.
 
 Documents rank by their best node, but in ``store second b``. Prints nDCG@10 per variant with the paired
 difference to ``base`` and writes the per-query values::
@@ -91,6 +92,8 @@ QUESTION_GATES = ((0.8, 0.0), (0.85, 0.0), (0.9, 0.0), (0.8, 0.25), (0.85, 0.25)
 PAIR_WEIGHTS = (0.3, 0.5)
 #: The dense weights of the normalised fusions (``store z a``, ``store minmax a``).
 NORMALISED_ALPHAS = (0.6, 0.7, 0.8)
+#: The dense weights of the normalised fusions for questions alone (``store question minmax a``, ``... z a``).
+QUESTION_NORMALISED_ALPHAS = (0.7, 0.75, 0.8, 0.85)
 #: The second-best node's share of a document's score (``store second b``).
 SECOND_WEIGHTS = (0.1, 0.25)
 #: The share of the mean chunk vector taken off every chunk vector (``store centre t``).
@@ -278,6 +281,9 @@ class Study:
         for alpha in NORMALISED_ALPHAS:
             out[f"store z {alpha}"] = alpha * z_dense + (1 - alpha) * z_lexical
             out[f"store minmax {alpha}"] = mixed(scaled, alpha)
+        for alpha in QUESTION_NORMALISED_ALPHAS:
+            out[f"store question minmax {alpha}"] = mixed(scaled, alpha) if asked else out["store"]
+            out[f"store question z {alpha}"] = alpha * z_dense + (1 - alpha) * z_lexical if asked else out["store"]
         return {name: (nodes, values) for name, values in out.items()}
 
 

@@ -63,3 +63,20 @@ def test_the_combiner_starts_at_the_product_fusion(study_module) -> None:
                                starts=np.arange(0, 25, 5), relevant=np.zeros(20, dtype=bool))
     combined = study.candidate_scores(query_set, study.product_weights(), (0, 1, 2, 3))
     assert np.allclose(combined, np.concatenate(expected))
+
+
+def test_against_stock_pairs_every_variant_with_the_tuned_stock_row(study_module) -> None:
+    """A variant's row holds its mean, its paired difference to the study's reference (``store`` where the study
+    has it) and to the tuned stock row; a lead of +0.03 whose interval lies above 0 is bold, a smaller one is not."""
+    against = study_module("against_stock")
+    queries = [f"q{i}" for i in range(40)]
+    stock = dict.fromkeys(queries, 0.5)
+    rows = [{"dataset": "toy", "label": label, "per_query": {q: {"ndcg@10": value} for q, value in values.items()}}
+            for label, values in (("llamaindex-fused-tuned", stock), ("lmk-rag", dict.fromkeys(queries, 0.52)))]
+    variants = {"store": dict.fromkeys(queries, 0.52), "far": dict.fromkeys(queries, 0.6),
+                "near": dict.fromkeys(queries, 0.51)}
+    lines = against.table("toy", {"granularity": {"toy": variants}, "other": {}}, rows)
+    assert lines[2] == "Tuned stock row 0.500; lmk-rag (the report's run) 0.520, +0.020 [+0.020, +0.020] over it."
+    assert "| granularity | store (reference) | 0.520 | +0.000 [+0.000, +0.000] | +0.020 [+0.020, +0.020] |" in lines
+    assert "| granularity | far | 0.600 | +0.080 [+0.080, +0.080] | **+0.100 [+0.100, +0.100]** |" in lines
+    assert "| granularity | near | 0.510 | -0.010 [-0.010, -0.010] | +0.010 [+0.010, +0.010] |" in lines
