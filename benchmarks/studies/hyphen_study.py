@@ -8,7 +8,8 @@ own fusion (``granularity_study``'s ``store``):
 - ``base``: the texts as they are;
 - ``joined``: every such break removed (a letter, U+2010 or U+00AD, white space, a letter) from documents and
   queries before encoding and BM25 (the set encoded again);
-- ``joined bm25``: the same for BM25 alone (the encoding of the texts as they are).
+- ``joined bm25``: the same for BM25 alone (the encoding of the texts as they are);
+- ``joined queries``: the queries alone joined, for both sides (the documents as they are).
 
 Prints nDCG@10 per variant with the paired difference to ``base`` and writes the per-query values::
 
@@ -23,6 +24,8 @@ import re
 import common
 import numpy as np
 from granularity_study import Study
+
+from lmk_rag.encoder import LandmarkEncoder
 
 BREAK = re.compile(r"(?<=[^\W\d_])[\u2010\u00ad]\s+(?=[^\W\d_])")
 
@@ -50,6 +53,11 @@ def study(corpus: common.Corpus) -> dict[str, dict[str, float]]:
     lexical = dataclasses.replace(corpus, data=dataclasses.replace(data, query_texts=fixed.query_texts),
                                   node_texts=joined(corpus.node_texts))
     rankings["joined bm25"] = store_rankings(lexical)
+    queries = LandmarkEncoder().encode_queries(fixed.query_texts)
+    asked = dataclasses.replace(lexical, node_texts=corpus.node_texts,
+                                query_vectors=np.asarray([q.vector for q in queries], dtype=np.float32),
+                                query_chunks=[np.asarray(q.chunk_vectors, dtype=np.float32) for q in queries])
+    rankings["joined queries"] = store_rankings(asked)
     return common.ndcg_per_query(corpus, rankings)
 
 
