@@ -25,8 +25,6 @@ import common
 import numpy as np
 from granularity_study import Study
 
-from lmk_rag.encoder import LandmarkEncoder
-
 BREAK = re.compile(r"(?<=[^\W\d_])[\u2010\u00ad]\s+(?=[^\W\d_])")
 
 
@@ -49,14 +47,13 @@ def study(corpus: common.Corpus) -> dict[str, dict[str, float]]:
     """Every variant's per-query nDCG@10, by query id."""
     data = corpus.data
     fixed = dataclasses.replace(data, doc_texts=joined(data.doc_texts), query_texts=joined(data.query_texts))
-    rankings = {"base": store_rankings(corpus), "joined": store_rankings(common.corpus_of(fixed))}
+    encoded = common.corpus_of(fixed)
+    rankings = {"base": store_rankings(corpus), "joined": store_rankings(encoded)}
     lexical = dataclasses.replace(corpus, data=dataclasses.replace(data, query_texts=fixed.query_texts),
                                   node_texts=joined(corpus.node_texts))
     rankings["joined bm25"] = store_rankings(lexical)
-    queries = LandmarkEncoder().encode_queries(fixed.query_texts)
-    asked = dataclasses.replace(lexical, node_texts=corpus.node_texts,
-                                query_vectors=np.asarray([q.vector for q in queries], dtype=np.float32),
-                                query_chunks=[np.asarray(q.chunk_vectors, dtype=np.float32) for q in queries])
+    asked = dataclasses.replace(lexical, node_texts=corpus.node_texts, query_vectors=encoded.query_vectors,
+                                query_chunks=encoded.query_chunks)
     rankings["joined queries"] = store_rankings(asked)
     return common.ndcg_per_query(corpus, rankings)
 
