@@ -148,8 +148,7 @@ def prepare(carry: Path, model: str | None, sets: list[str], train: list[str]) -
 def _rank(dataset: Any, pipeline: str, model: str | None, cache: Path, batch_size: int,
           max_queries: int | None, max_docs: int | None) -> dict[str, Any]:
     """One pipeline on one (subsampled) set: rankings by query id, timings."""
-    from lmk_rag.eval.pipelines import PipelineOptions, get_pipeline
-    from lmk_rag.eval.sample import subsample
+    from lmk_rag.eval import PipelineOptions, get_pipeline, subsample
 
     sample = subsample(dataset, max_queries, max_docs, seed=0)
     runner = get_pipeline(pipeline, PipelineOptions(model=model, cache_dir=cache, encoder=dict(ENCODER),
@@ -199,7 +198,7 @@ def run(carry: Path, out: Path, max_steps: int, max_seconds: float, batch_size: 
     """
     import torch
 
-    from lmk_rag.eval.beir import load_beir
+    from lmk_rag.eval import load_beir
     from lmk_rag.train import FinetuneConfig, Trainer
 
     out.mkdir(parents=True, exist_ok=True)
@@ -253,9 +252,7 @@ def score(runs_file: Path, output: Path) -> None:
     """Score the run files here with the eval harness; print one line per (set, model, pipeline), write JSON."""
     from report import set_folder
 
-    from lmk_rag.eval.beir import load_beir
-    from lmk_rag.eval.metrics import breakdown, mean_metrics, per_query_metrics
-    from lmk_rag.eval.sample import subsample
+    from lmk_rag.eval import breakdown, load_beir, mean_metrics, per_query_metrics, subsample
 
     with gzip.open(runs_file, "rt", encoding="utf-8") as handle:
         results = json.load(handle)

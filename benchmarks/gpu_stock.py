@@ -47,11 +47,10 @@ CHECK_SAMPLE = 64
 def _node_texts(name: str) -> list[str]:
     """The baselines' node texts of a whole set, in the order ``llamaindex-chunked`` embeds them."""
     from report import set_folder
+    from stock_pipelines import make_splitter, node_texts, split_documents
 
     from lmk_rag.encoder import resolve_model_path
-    from lmk_rag.eval.beir import load_beir
-    from lmk_rag.eval.pipelines.llamaindex_chunked import make_splitter
-    from lmk_rag.eval.pipelines.llamaindex_nodes import node_texts, split_documents
+    from lmk_rag.eval import load_beir
 
     dataset = load_beir(set_folder(name), name=name)
     docs = [text for text in dataset.doc_texts if text.strip()]  # as report.evaluate_tuned indexes them
@@ -119,10 +118,10 @@ def load(parts: Path, name: str, cache: Path | None) -> None:
     (None: the quality report's) under the key ``llamaindex-chunked`` looks up for this set's node texts."""
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
     from report import CACHE
+    from stock_pipelines import MAX_LENGTH, embedding_key
 
     from lmk_rag.encoder import resolve_model_path
-    from lmk_rag.eval.cache import cached_arrays
-    from lmk_rag.eval.pipelines.llamaindex_chunked import MAX_LENGTH, embedding_key
+    from lmk_rag.eval import cached_arrays
 
     texts = _node_texts(name)
     vectors = np.frombuffer(read_parts(parts, PARTS), dtype=np.float16).reshape(len(texts), -1).astype(np.float32)

@@ -26,9 +26,8 @@ from typing import Any
 import numpy as np
 from readers_bench import NODES_PER_DOC, build, document, machine, pct, query  # this script's folder
 
+from lmk_rag.research import READERS_DIR, shard_bytes
 from lmk_rag.store import LandmarkStore
-from lmk_rag.store.copied import READERS_DIR
-from lmk_rag.store.edge import shard_bytes
 
 OUT = Path(__file__).resolve().parent / "results" / "handover_bench.md"
 

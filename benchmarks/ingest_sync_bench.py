@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from lmk_rag.eval.beir import load_beir
+from lmk_rag.eval import load_beir
 
 DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else Path("../shared/data")
 OUT = Path(__file__).resolve().parent / "results" / "ingest_sync.md"

@@ -25,11 +25,20 @@ import numpy as np
 from store_bench import build, real_nodes
 
 from lmk_rag.encoder import LandmarkEncoder
+from lmk_rag.research import (
+    HIT_KEYS,
+    Branch,
+    QueryVectors,
+    VectorSpec,
+    best_hits,
+    fuse,
+    latest,
+    markers,
+    nodes_filter,
+    plan_search,
+    shown_filter,
+)
 from lmk_rag.store import LandmarkStore
-from lmk_rag.store import records as rec
-from lmk_rag.store.query import best_hits, fuse, plan_search
-from lmk_rag.store.types import Branch
-from lmk_rag.store.vectors import QueryVectors, VectorSpec
 
 OUT = Path(__file__).resolve().parent / "results" / "payload_bench.md"
 #: The keys the store asked for before issue 26 (its payloads came from a second call).
@@ -62,8 +71,8 @@ def main() -> None:
             for _ in range(args.repeats):
                 for query, text in zip(queries, texts):
                     for variant in ("now", "light", "before"):
-                        keys = rec.HIT_KEYS if variant == "now" else LIGHT_KEYS
-                        shown = rec.nodes_filter if variant == "before" else rec.shown_filter
+                        keys = HIT_KEYS if variant == "now" else LIGHT_KEYS
+                        shown = nodes_filter if variant == "before" else shown_filter
                         plan = plan_search(dense=[Branch("node", np.asarray(query.vector).tolist())],
                                            scorer=vectors.scorer(store.default_rerank, query, None),
                                            sparse=vectors.sparse_query(text), alpha=store.alpha, prefetch_limit=100,
@@ -72,21 +81,21 @@ def main() -> None:
                         results = backend.query(plan)
                         queried = time.perf_counter()
                         if variant == "now":
-                            best = best_hits(fuse(plan, rec.latest(results), store.alpha), 10, False)
+                            best = best_hits(fuse(plan, latest(results), store.alpha), 10, False)
                             times["one call, payloads with every point (this store)"].append(
                                 (time.perf_counter() - start) * 1000)
                             points = {p.id: p for points in results for p in points}
                             candidates.append(len(points))
                             sizes += [len(json.dumps(p.payload)) for p in points.values()]
                         elif variant == "light":
-                            best = best_hits(fuse(plan, rec.latest(results), store.alpha), 10, False)
+                            best = best_hits(fuse(plan, latest(results), store.alpha), 10, False)
                             backend.retrieve([point.id for point in best], False)
                             times["3 keys only (the query alone)"].append((queried - start) * 1000)
                             times["3 keys, then a retrieve of the final 10"].append(
                                 (time.perf_counter() - start) * 1000)
                         else:  # the reader before issue 26, with the modules of today
                             doc_ids = sorted({p.payload["doc_id"] for points in results for p in points})
-                            found = rec.markers(backend, doc_ids, page=max(1, len(doc_ids)))
+                            found = markers(backend, doc_ids, page=max(1, len(doc_ids)))
                             current = {doc_id: marker.get("version") for doc_id, marker in found.items()}
                             kept = [[p for p in points if current.get(p.payload["doc_id"]) == p.payload["version"]]
                                     for points in results]

@@ -30,8 +30,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lmk_rag import EncodedText
+from lmk_rag.research import shard_bytes
 from lmk_rag.store import LandmarkStore, NodeRecord
-from lmk_rag.store.edge import shard_bytes
 
 OUT = Path(__file__).resolve().parent / "results" / "readers_bench.md"
 DIM = 384

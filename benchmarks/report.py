@@ -34,16 +34,22 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from stock_pipelines import LlamaIndexFusedPipeline, fuse_scores, top_documents
 
-from lmk_rag.eval.beir import BeirDataset, load_beir
-from lmk_rag.eval.intervals import bootstrap_interval, paired_difference
-from lmk_rag.eval.metrics import mean_metrics, per_query_metrics
-from lmk_rag.eval.pipelines import PipelineOptions
-from lmk_rag.eval.pipelines.llamaindex_chunked import LlamaIndexFusedPipeline, fuse_scores
-from lmk_rag.eval.pipelines.llamaindex_nodes import top_documents
-from lmk_rag.eval.run import DEFAULT_MODEL, RANK_DEPTH, evaluate
-from lmk_rag.eval.sample import subsample
-from lmk_rag.paths import user_cache_dir
+from lmk_rag.eval import (
+    DEFAULT_MODEL,
+    RANK_DEPTH,
+    BeirDataset,
+    PipelineOptions,
+    bootstrap_interval,
+    evaluate,
+    load_beir,
+    mean_metrics,
+    paired_difference,
+    per_query_metrics,
+    subsample,
+)
+from lmk_rag.research import user_cache_dir
 
 DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else Path("../shared/data")
 #: The sets this repository builds and ships (the perldoc domain).
@@ -68,7 +74,7 @@ SETS: dict[str, tuple[int | None, int | None]] = {
 }
 LONG_SET = ("manpages-needle/L32768", (None, None))
 #: The pipelines a well-informed LlamaIndex user builds from stock parts with the same model
-#: (:mod:`lmk_rag.eval.pipelines.llamaindex_chunked`), with plain BM25 the bar the product must clear.
+#: (`stock_pipelines.py`), with plain BM25 the bar the product must clear.
 STOCK = ["bm25", "llamaindex-chunked", "llamaindex-chunked-bm25", "llamaindex-hybrid-relative",
          "llamaindex-hybrid-rrf", "llamaindex-fused"]
 #: The row of ``llamaindex-fused`` with its dense weight chosen on each set itself, the best of

@@ -38,14 +38,11 @@ from typing import Any
 import numpy as np
 from store_bench import replicated
 
+from lmk_rag import group_chunks
 from lmk_rag.encoder import LandmarkEncoder
-from lmk_rag.eval.beir import load_beir
-from lmk_rag.eval.cache import cache_path
-from lmk_rag.eval.states import encode_states_cached, states_key
-from lmk_rag.nodes import group_chunks
-from lmk_rag.paths import user_cache_dir
+from lmk_rag.eval import cache_path, encode_states_cached, load_beir, states_key
+from lmk_rag.research import shard_bytes, user_cache_dir
 from lmk_rag.store import LandmarkStore, NodeRecord, SearchOptions, StorageOptions
-from lmk_rag.store.edge import shard_bytes
 
 ROOT = Path(__file__).resolve().parent
 DATA = ROOT.parents[1] / "shared" / "data"

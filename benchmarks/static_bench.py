@@ -27,13 +27,9 @@ import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from lmk_rag.eval.beir import load_beir  # noqa: E402
-from lmk_rag.eval.pipelines import PipelineOptions  # noqa: E402
-from lmk_rag.eval.run import evaluate  # noqa: E402
-from lmk_rag.eval.sample import subsample  # noqa: E402
-from lmk_rag.paths import user_cache_dir  # noqa: E402
+from lmk_rag.eval import PipelineOptions, evaluate, load_beir, subsample  # noqa: E402
+from lmk_rag.research import default_mixer_dir, user_cache_dir  # noqa: E402
 from lmk_rag.static import StaticTokenEncoder, load_static_vectors  # noqa: E402
-from lmk_rag.static.mixer import default_mixer_dir  # noqa: E402
 
 DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else Path("../shared/data")
 EVAL_CACHE = user_cache_dir("eval")

@@ -42,16 +42,16 @@ from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
+from lmk_rag import (  # noqa: E402
+    DEFAULT_NODE_TOKENS,
+    EncodedText,
+    group_chunks,
+)
 from lmk_rag.encoder import LandmarkEncoder  # noqa: E402
-from lmk_rag.encoder.types import EncodedText  # noqa: E402
-from lmk_rag.eval.beir import load_beir  # noqa: E402
-from lmk_rag.eval.pipelines import PipelineOptions  # noqa: E402
-from lmk_rag.eval.run import evaluate  # noqa: E402
-from lmk_rag.nodes import DEFAULT_NODE_TOKENS, group_chunks  # noqa: E402
-from lmk_rag.paths import user_cache_dir  # noqa: E402
-from lmk_rag.static.documents import StaticDocumentEncoder  # noqa: E402
+from lmk_rag.eval import PipelineOptions, evaluate, load_beir  # noqa: E402
+from lmk_rag.research import node_records, user_cache_dir  # noqa: E402
+from lmk_rag.static import StaticDocumentEncoder  # noqa: E402
 from lmk_rag.store import LandmarkStore, NodeRecord  # noqa: E402
-from lmk_rag.store.documents import node_records  # noqa: E402
 
 SHARED = Path("/work/shared/data")
 DATA = SHARED if SHARED.is_dir() else Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -19,12 +19,7 @@ import numpy as np
 from scale_bench import SETS, STORAGES
 
 from lmk_rag.encoder import LandmarkEncoder
-from lmk_rag.eval.beir import load_beir
-from lmk_rag.eval.cache import cache_path
-from lmk_rag.eval.intervals import paired_difference
-from lmk_rag.eval.pipelines.base import PipelineOptions
-from lmk_rag.eval.run import evaluate
-from lmk_rag.eval.states import states_key
+from lmk_rag.eval import PipelineOptions, cache_path, evaluate, load_beir, paired_difference, states_key
 
 OUT = Path(__file__).resolve().parent / "results" / "storage_quality.md"
 

@@ -27,12 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from lmk_rag import group_chunks
 from lmk_rag.encoder import LandmarkEncoder
-from lmk_rag.eval.beir import load_beir
-from lmk_rag.eval.sample import subsample
-from lmk_rag.eval.states import encode_states_cached
-from lmk_rag.nodes import group_chunks
-from lmk_rag.paths import user_cache_dir
+from lmk_rag.eval import encode_states_cached, load_beir, subsample
+from lmk_rag.research import user_cache_dir
 from lmk_rag.store import LandmarkStore, NodeRecord, SearchOptions, StorageOptions
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -54,9 +54,6 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "scipy": ("scipy", "static"),
     "pytrec_eval": ("pytrec-eval-terrier", "eval"),
     "bm25s": ("bm25s", "eval"),
-    "sentence_transformers": ("sentence-transformers", "eval"),  # through llama-index-embeddings-huggingface
-    "llama_index": ("llama-index", "eval"),
-    "Stemmer": ("PyStemmer", "eval"),
 }
 """The optional dependencies (pyproject.toml's extras): top-level module -> (its pip package, the extra that
 installs it)."""

@@ -253,3 +253,57 @@ def test_public_names_are_the_frozen_list_and_the_adapters_import_only_them() ->
         assert all(hasattr(module, name) for name in module.__all__), f"{package}.__all__ names a missing name"
     private = private_lmk_rag_imports(ROOT / "integrations", frozen)
     assert not private, f"integrations/ imports lmk_rag names that are not public (docs/architecture.md): {private}"
+
+
+#: What benchmarks/ (the product benchmarks, the quality report, the studies, the stock LlamaIndex pipelines) may
+#: import from lmk_rag: the names in these modules' ``__all__`` (docs/architecture.md, "What benchmarks/ may import").
+RESEARCH_MODULES = (*PUBLIC_PACKAGES, "lmk_rag.encoder", "lmk_rag.train", "lmk_rag.eval", "lmk_rag.cli",
+                    "lmk_rag.research")
+
+
+def internal_lmk_rag_imports(root: Path, public: Mapping[str, Sequence[str]]) -> list[str]:
+    """The lmk_rag imports of every Python file under ``root`` that are neither a listed module nor a name in its
+    list: each as ``file: dotted name``.
+
+    :param root: a folder of scripts (``benchmarks/``).
+    :param public: module -> the names it exports.
+    """
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        name = ".".join(path.relative_to(root).with_suffix("").parts)
+        for imported in sorted(imported_names(name, path)):
+            package, _, last = imported.rpartition(".")
+            if imported.split(".")[0] == "lmk_rag" and imported not in public and last not in public.get(package, ()):
+                found.append(f"{path.relative_to(root).as_posix()}: {imported}")
+    return found
+
+
+def test_the_checker_finds_a_script_importing_an_internal_name(tmp_path: Path) -> None:
+    _write(tmp_path, {
+        "report.py": "import lmk_rag.cli\nfrom lmk_rag.eval import evaluate\nfrom lmk_rag.eval.cache import x\n",
+        "studies/common.py": (
+            "def f():\n    from lmk_rag.store.query import fuse\n    from lmk_rag.research import fuse\n"),
+    })
+    public = {"lmk_rag.cli": ["app"], "lmk_rag.eval": ["evaluate"], "lmk_rag.research": ["fuse"]}
+    assert internal_lmk_rag_imports(tmp_path, public) == [
+        "report.py: lmk_rag.eval.cache.x", "studies/common.py: lmk_rag.store.query.fuse"]
+
+
+def test_benchmarks_import_only_the_declared_research_surface() -> None:
+    """benchmarks/ measures the product through public names and the one research module, so the product can
+    change inside without breaking a study; the modules are the list docs/architecture.md declares."""
+    section = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").split(
+        "\n## What benchmarks/ may import\n", 1)[1].split("\n## ", 1)[0]
+    assert sorted(re.findall(r"^- `([\w.]+)`", section, flags=re.MULTILINE)) == sorted(RESEARCH_MODULES)
+    public = {module: importlib.import_module(module).__all__ for module in RESEARCH_MODULES}
+    for module, names in public.items():
+        assert all(hasattr(importlib.import_module(module), name) for name in names), module
+    internal = internal_lmk_rag_imports(ROOT / "benchmarks", public)
+    assert not internal, f"benchmarks/ imports lmk_rag names outside the research surface: {internal}"
+
+
+def test_nothing_in_the_package_imports_llamaindex() -> None:
+    """LlamaIndex is the integrations' (integrations/) and the stock baselines' (benchmarks/stock_pipelines.py)
+    dependency, never the package's: no module of lmk_rag imports it, even inside a function."""
+    modules = module_files(ROOT, "lmk_rag")
+    assert importers(modules, "llama_index") == set()

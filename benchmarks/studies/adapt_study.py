@@ -33,10 +33,15 @@ import common
 import numpy as np
 
 from lmk_rag.encoder import LandmarkEncoder
-from lmk_rag.encoder.projection import SHIPPED_PROJECTION_DIR, LinearProjection
-from lmk_rag.splits import split_heldout
-from lmk_rag.train.data import load_training_data
-from lmk_rag.train.projection import EncodedPairs, ProjectionConfig, train_projection
+from lmk_rag.research import (
+    SHIPPED_PROJECTION_DIR,
+    EncodedPairs,
+    LinearProjection,
+    ProjectionConfig,
+    split_heldout,
+    train_projection,
+)
+from lmk_rag.train import load_training_data
 
 MIN_SENTENCES = 3
 MAX_PAIRS = 3000

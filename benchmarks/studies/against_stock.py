@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lmk_rag.eval.intervals import paired_difference
+from lmk_rag.eval import paired_difference
 
 QUALITY = Path(__file__).resolve().parents[1] / "results" / "quality.json"
 STOCK = "llamaindex-fused-tuned"

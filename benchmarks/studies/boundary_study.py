@@ -24,10 +24,8 @@ import numpy as np
 from common import DATA
 
 from lmk_rag.encoder import LandmarkEncoder
-from lmk_rag.eval.beir import load_beir
-from lmk_rag.eval.states import encode_states_cached
-from lmk_rag.paths import user_cache_dir
-from lmk_rag.store.documents import records_from_encoding
+from lmk_rag.eval import encode_states_cached, load_beir
+from lmk_rag.research import records_from_encoding, user_cache_dir
 
 SHINGLE = 6
 WORD = re.compile(r"\w+")

@@ -37,9 +37,8 @@ import common
 import numpy as np
 import torch
 
-from lmk_rag.eval.beir import BeirDataset, load_beir
-from lmk_rag.eval.metrics import per_query_metrics
-from lmk_rag.store.query import DEFAULT_ALPHA, DOCUMENT_WEIGHT, QUESTION_SHARE, document_weight, is_question
+from lmk_rag.eval import BeirDataset, load_beir, per_query_metrics
+from lmk_rag.research import DEFAULT_ALPHA, DOCUMENT_WEIGHT, QUESTION_SHARE, document_weight, is_question
 
 #: The dev sets by domain (a domain is left out at a time), and the held-out sets scored by the ``all`` fit.
 DOMAINS = {

@@ -1,9 +1,10 @@
 """What the ranking studies share: a dev set cut into the store's nodes, the store's candidates and the store's
 fused score, computed in numpy from the eval harness's cached encodings so that each variant can change one term.
 
-The product's own code does the parts it exposes: chunk MaxSim is :func:`lmk_rag.vectors.maxsim_scores`, the nodes'
-BM25 vectors are :class:`lmk_rag.store.vectors.Bm25Encoder`'s, the fusion and the best node per document are
-:mod:`lmk_rag.store.query`'s (:func:`store_scores`, :func:`store_ranking`). Two parts run inside Qdrant in the
+The product's own code does the parts it exposes, through its research surface (:mod:`lmk_rag.research`): chunk
+MaxSim is its :func:`maxsim_scores`, the nodes' BM25 vectors are its :class:`Bm25Encoder`'s, the fusion and the best
+node per document are the store's :func:`plan_search`, :func:`fuse` and :func:`best_hits` (:func:`store_scores`,
+:func:`store_ranking`). Two parts run inside Qdrant in the
 product and are written here: the IDF of the BM25 vectors (Qdrant's IDF modifier, :class:`Bm25Index`) and the
 prefetch of candidates (:func:`store_candidates`); ``LandmarkStore.search_encoded`` returns only the fused hits, not
 the candidates or their chunk MaxSim and BM25 scores, which every study varies.
@@ -13,27 +14,39 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import scipy.sparse as sp
 
+from lmk_rag import group_chunks
 from lmk_rag.encoder import LandmarkEncoder
-from lmk_rag.eval.beir import BeirDataset, load_beir
-from lmk_rag.eval.intervals import paired_difference
-from lmk_rag.eval.metrics import per_query_metrics
-from lmk_rag.eval.pairset import pairs_dataset
-from lmk_rag.eval.states import encode_states_cached
-from lmk_rag.nodes import group_chunks
-from lmk_rag.paths import user_cache_dir
-from lmk_rag.store.query import DEFAULT_ALPHA, best_hits, fuse, plan_search
-from lmk_rag.store.types import Branch, ScoredPointData, SparseVector
-from lmk_rag.store.vectors import Bm25Encoder
-from lmk_rag.vectors import maxsim_scores
+from lmk_rag.eval import (
+    BeirDataset,
+    encode_states_cached,
+    load_beir,
+    paired_difference,
+    pairs_dataset,
+    per_query_metrics,
+)
+from lmk_rag.research import (
+    DEFAULT_ALPHA,
+    Bm25Encoder,
+    Branch,
+    ScoredPointData,
+    SparseVector,
+    best_hits,
+    fuse,
+    maxsim_scores,
+    plan_search,
+    user_cache_dir,
+)
 
 BENCHMARKS = Path(__file__).resolve().parents[1]
 DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else BENCHMARKS.parents[1] / "shared" / "data"
@@ -57,6 +70,14 @@ class Bm25Model(Protocol):
 
     def embed_query(self, text: str) -> Any:
         """The BM25 vector of a query (its distinct terms)."""
+
+
+def register_stock_pipelines() -> None:
+    """Register the stock LlamaIndex pipelines (``llamaindex-*``) in the eval harness: they live in
+    ``benchmarks/stock_pipelines.py``, beside the studies' folder, not in the package."""
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.append(str(BENCHMARKS))
+    import_module("stock_pipelines")
 
 
 def bm25_model(**config: Any) -> Bm25Model:

@@ -15,13 +15,10 @@ import argparse
 import json
 from pathlib import Path
 
-from common import DATA
+from common import DATA, register_stock_pipelines
 
-from lmk_rag.eval.beir import load_beir
-from lmk_rag.eval.pipelines import PipelineOptions
-from lmk_rag.eval.run import evaluate
-from lmk_rag.eval.sample import subsample
-from lmk_rag.paths import user_cache_dir
+from lmk_rag.eval import PipelineOptions, evaluate, load_beir, subsample
+from lmk_rag.research import user_cache_dir
 
 OUT = Path(__file__).parent / "results" / "runs"
 #: (folder, max_queries, max_docs): subsampled to fit a shared 2-core CPU.
@@ -52,6 +49,7 @@ def run(folder: str, max_queries: int, max_docs: int, pipeline: str, encoder: di
 def main(stage: str) -> None:
     """Run one stage: ``baselines``, ``sweep-document``, ``sweep-chunk`` or ``overlap``."""
     OUT.mkdir(parents=True, exist_ok=True)
+    register_stock_pipelines()
     for folder, max_queries, max_docs in SETS:
         if stage == "baselines":
             for pipeline in BASELINES:

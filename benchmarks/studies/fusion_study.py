@@ -27,7 +27,7 @@ from pathlib import Path
 import common
 import numpy as np
 
-from lmk_rag.eval.beir import load_beir
+from lmk_rag.eval import load_beir
 
 # ---------------------------------------------------------------------------------------------- tokenisers
 

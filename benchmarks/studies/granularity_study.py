@@ -63,16 +63,18 @@ from __future__ import annotations
 import common
 import numpy as np
 
-from lmk_rag.store.query import (
+from lmk_rag.research import (
     DEFAULT_ALPHA,
     DOCUMENT_WEIGHT,
     LENGTH_PENALTY,
     document_weight,
     is_question,
+    l2_normalize,
     length_penalty,
+    maxsim_scores,
+    pack_rows,
     query_alpha,
 )
-from lmk_rag.vectors import l2_normalize, maxsim_scores, pack_rows
 
 NODE_WEIGHTS = (0.25, 0.5, 0.75, 1.0)
 DOC_WEIGHTS = (0.25, 0.5)

@@ -22,8 +22,8 @@ from __future__ import annotations
 import common
 from adapt_study import TRAINING_PAIRS, Fitter, fitted_folder, rankings
 
-from lmk_rag.paths import user_cache_dir
-from lmk_rag.train.data import load_training_data
+from lmk_rag.research import user_cache_dir
+from lmk_rag.train import load_training_data
 
 QUESTION_PAIRS = common.BENCHMARKS / "data" / "faq-train" / "pairs.jsonl"
 #: Where the fitted projections are kept between runs (the fits are deterministic: seeded, CPU).

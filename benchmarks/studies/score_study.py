@@ -44,13 +44,9 @@ import common
 import numpy as np
 
 from lmk_rag.encoder import LandmarkEncoder
-from lmk_rag.encoder.projection import SHIPPED_PROJECTION_DIR, LinearProjection
-from lmk_rag.eval.beir import BeirDataset, load_beir
-from lmk_rag.static import StaticTokenEncoder
-from lmk_rag.static.encoder import tokens_in_chunks
-from lmk_rag.static.maxsim import maxsim_matrix
-from lmk_rag.store.query import DEFAULT_ALPHA
-from lmk_rag.vectors import l2_normalize
+from lmk_rag.eval import BeirDataset, load_beir
+from lmk_rag.research import DEFAULT_ALPHA, SHIPPED_PROJECTION_DIR, LinearProjection, l2_normalize
+from lmk_rag.static import StaticTokenEncoder, maxsim_matrix, tokens_in_chunks
 
 if TYPE_CHECKING:
     from sklearn.linear_model import LogisticRegression

@@ -165,11 +165,6 @@ def check_options(options: ServerOptions, url: str | None, client: Any, aclient:
         )
 
 
-def memory_client() -> QdrantClient:
-    """A new in-memory qdrant-client local-mode client (the eval's stock ``QdrantVectorStore`` pipelines run on it)."""
-    return QdrantClient(location=":memory:")
-
-
 def _is_local(client: Any) -> bool:
     """Whether a (sync or async) qdrant-client client runs local mode."""
     return isinstance(getattr(client, "_client", None), (QdrantLocal, AsyncQdrantLocal))

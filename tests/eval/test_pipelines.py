@@ -42,9 +42,8 @@ class RecordingPipeline:
 
 def test_registry_lists_builtins_and_rejects_unknown_and_duplicates() -> None:
     names = pipeline_names()
-    for name in ("bm25", "llamaindex-default", "cls", "mean", "lmk", "maxsim-landmark", "maxsim-chunkmean",
-                 "maxsim-chunk", "llamaindex-chunked", "llamaindex-chunked-bm25", "llamaindex-hybrid-relative",
-                 "llamaindex-hybrid-rrf", "llamaindex-fused"):
+    for name in ("bm25", "cls", "mean", "lmk", "maxsim-landmark", "maxsim-chunkmean", "maxsim-chunk", "lmk-rag",
+                 "lmk-rag-alpha1", "static", "static-store"):
         assert name in names
     with pytest.raises(InvalidInputError, match=r"unknown pipeline 'nope'; known pipelines: .*bm25"):
         get_pipeline("nope", PipelineOptions())
@@ -106,7 +105,7 @@ def test_bm25_finds_exact_words(tiny_beir: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "name", ["cls", "mean", "lmk", "maxsim-landmark", "maxsim-chunkmean", "maxsim-chunk", "llamaindex-default"]
+    "name", ["cls", "mean", "lmk", "maxsim-landmark", "maxsim-chunkmean", "maxsim-chunk"]
 )
 def test_model_pipelines_rank_needles(fixture_data: Path, eval_cache: Path, name: str) -> None:
     dataset = subsample(load_beir(fixture_data / "manpages-needle" / "L512"), max_queries=5, max_docs=8)
@@ -121,91 +120,3 @@ def test_model_pipelines_rank_needles(fixture_data: Path, eval_cache: Path, name
     assert report["recall@100"] == 1.0  # 8 documents: all are ranked
     if name.startswith("maxsim"):  # best-chunk scoring finds the needles among 8 haystacks
         assert report["mrr@10"] >= 0.5
-
-
-CHUNKED = ["llamaindex-chunked", "llamaindex-chunked-bm25", "llamaindex-hybrid-relative", "llamaindex-hybrid-rrf",
-           "llamaindex-fused"]
-
-
-def test_fused_scores_match_a_hand_computation() -> None:
-    from lmk_rag.eval.pipelines.llamaindex_chunked import fuse_scores, min_max
-
-    dense = {0: 0.9, 1: 0.5, 2: 0.7}  # min 0.5, max 0.9: 0 -> 1, 1 -> 0, 2 -> 0.5, 3 (missing) -> 0
-    lexical = {1: 10.0, 3: 4.0, 0: 6.0}  # min 4, max 10: 1 -> 1, 3 -> 0, 0 -> 1/3, 2 (missing) -> 0
-    fused = fuse_scores(dense, lexical, 0.5)
-    assert set(fused) == {0, 1, 2, 3}
-    for doc, expected in {0: 0.5 * 1 + 0.5 / 3, 1: 0.5, 2: 0.25, 3: 0.0}.items():
-        assert fused[doc] == pytest.approx(expected)
-    assert fuse_scores(dense, lexical) == pytest.approx(fused)  # 0.5 is the default weight
-    assert fuse_scores(dense, {}, 0.5) == pytest.approx({0: 0.5, 1: 0.0, 2: 0.25})  # a side that found nothing
-    assert min_max({4: 2.0}, {4, 5}) == {4: 1.0, 5: 0.0}  # one document: it is the side's best
-    assert fuse_scores({}, {}) == {}
-
-
-def test_chunked_nodes_fit_the_model_untruncated(fixture_data: Path, minilm_path: Path) -> None:
-    from transformers import AutoTokenizer
-
-    from lmk_rag.eval.pipelines.llamaindex_chunked import CHUNK_SIZE, MAX_LENGTH, make_splitter
-    from lmk_rag.eval.pipelines.llamaindex_nodes import split_documents
-
-    tokenizer = AutoTokenizer.from_pretrained(str(minilm_path))
-    splitter = make_splitter(minilm_path)
-    for name in ("manpages-needle/L8192", "manpages-longdoc", "manpages-short"):
-        docs = load_beir(fixture_data / name).doc_texts
-        nodes = split_documents(docs, splitter)
-        assert {int(node.ref_doc_id) for node in nodes} == set(range(len(docs)))
-        sizes = [len(tokenizer(node.get_content(), verbose=False)["input_ids"]) for node in nodes]
-        assert max(sizes) <= CHUNK_SIZE + 2 <= MAX_LENGTH, name  # + [CLS] and [SEP]
-        assert max(sizes) > CHUNK_SIZE // 2, name  # nodes are filled, not cut at every sentence
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", CHUNKED)
-def test_chunked_pipelines_rank_the_obvious_document(fixture_data: Path, eval_cache: Path, name: str) -> None:
-    import json
-
-    dataset = load_beir(fixture_data / "manpages-short")
-    pipeline = get_pipeline(name, PipelineOptions(cache_dir=eval_cache))
-    stats = pipeline.index(dataset.doc_texts)
-    assert stats.encode_s >= 0.0
-    queries = ["report a bug in bash", "compress executable files in place"]
-    expected = []
-    for text in queries:
-        (query_id,) = [qid for qid, qtext in zip(dataset.query_ids, dataset.query_texts) if qtext == text]
-        (doc_id,) = dataset.qrels[query_id]
-        expected.append(dataset.doc_ids.index(doc_id))
-    rankings = pipeline.search([*queries, "the of and", "zzzqx"], 3)
-    assert [ranking[0][0] for ranking in rankings[:2]] == expected
-    wide = pipeline.search(queries, 100)  # 40 documents in 53 nodes: fewer than k documents come back
-    for ranking in rankings + wide:
-        docs = [doc for doc, _ in ranking]
-        assert len(docs) == len(set(docs)) and all(0 <= doc < len(dataset.doc_texts) for doc in docs)
-        assert [score for _, score in ranking] == sorted((score for _, score in ranking), reverse=True)
-    assert all(len(ranking) <= 3 for ranking in rankings) and all(len(ranking) <= 40 for ranking in wide)
-    top = [[doc for doc, _ in ranking] for ranking in rankings[:2]]
-    assert [[doc for doc, _ in ranking[:3]] for ranking in wide] == top  # the same top at any k
-    if name == "llamaindex-chunked-bm25":
-        assert rankings[2] == [] and rankings[3] == []  # stop words only / unknown word: no BM25 hit
-    else:
-        assert len(rankings[2]) == 3 and len(wide[0]) > 3
-    settings = pipeline.settings
-    assert json.loads(json.dumps(settings)) == settings
-    assert settings["chunk_size"] == 250 and settings["chunk_overlap"] == 25
-    assert ("max_length" in settings) == (name != "llamaindex-chunked-bm25")
-
-
-def test_chunked_sides_share_nodes_and_cached_embeddings(tiny_beir: Path, tmp_path: Path) -> None:
-    docs = load_beir(tiny_beir).doc_texts
-    options = PipelineOptions(cache_dir=tmp_path / "cache")
-    dense = get_pipeline("llamaindex-chunked", options)
-    assert dense.index(docs).cached is False
-    lexical = get_pipeline("llamaindex-chunked-bm25", options)
-    assert lexical.index(docs).cached is False and not list((tmp_path / "cache").glob("*.npz"))[1:]  # embeds nothing
-    for name in ("llamaindex-fused", "llamaindex-hybrid-rrf"):
-        both = get_pipeline(name, options)
-        assert both.index(docs).cached is True  # the dense pipeline's node embeddings, from the cache
-        dense_ids = {hit.node.node_id for hit in both._dense_retriever.retrieve("fish")}
-        assert dense_ids == {node["node_id"] for node in both._bm25_retriever.corpus}  # one set of nodes
-        assert len(dense_ids) == 3
-        assert [ranking[0][0] for ranking in both.search(["fish in the sea", "barking dogs"], 10)] == [2, 1]
-        assert all(len(ranking) <= 3 for ranking in both.search(["cat", "the"], 10))

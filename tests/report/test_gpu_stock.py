@@ -26,9 +26,7 @@ def test_the_returned_embeddings_fill_the_cache_the_stock_pipeline_reads(gpu_sto
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
     from lmk_rag.encoder import resolve_model_path
-    from lmk_rag.eval.beir import load_beir
-    from lmk_rag.eval.pipelines import PipelineOptions, get_pipeline
-    from lmk_rag.eval.pipelines.llamaindex_chunked import MAX_LENGTH
+    from lmk_rag.eval import PipelineOptions, get_pipeline, load_beir
 
     model = resolve_model_path(None)
     carry, out, cache = tmp_path / "carry", tmp_path / "out", tmp_path / "cache"
@@ -50,7 +48,8 @@ def test_the_returned_embeddings_fill_the_cache_the_stock_pipeline_reads(gpu_sto
     stats = pipeline.index([text for text in dataset.doc_texts if text.strip()])
     assert stats.cached  # the cache held the split's every node text under the pipeline's key
     stored = np.load(next(cache.glob("*.npz")))["embeddings"]
-    stock = np.asarray(HuggingFaceEmbedding(model_name=str(model), max_length=MAX_LENGTH)
+    max_length = benchmark_script("stock_pipelines").MAX_LENGTH
+    stock = np.asarray(HuggingFaceEmbedding(model_name=str(model), max_length=max_length)
                        .get_text_embedding_batch(texts[:8]), dtype=np.float32)
     assert stored.shape == (len(texts), stock.shape[1])
     assert np.all(np.sum(stored[:8] * stock, axis=1) > 0.9999)

@@ -2,8 +2,9 @@
 
 How to add a pipeline
 ---------------------
-1. Write a module in this folder (e.g. ``my_pipeline.py``). Keep heavy imports (torch, qdrant,
-   llama-index) *inside* methods so that importing this package stays cheap.
+1. Write a module in this folder (e.g. ``my_pipeline.py``). Keep heavy imports (torch, qdrant) *inside* methods
+   so that importing this package stays cheap. (A pipeline outside the package registers the same way when its
+   module is imported: the stock LlamaIndex pipelines of ``benchmarks/stock_pipelines.py`` do.)
 2. Register a factory: anything that takes a :class:`PipelineOptions` and returns an object with
    ``index(docs) -> IndexStats`` and ``search(queries, k) -> list[Ranking]``::
 
@@ -46,8 +47,7 @@ from lmk_rag.eval.pipelines.base import (
 )
 
 # One import line per pipeline module; importing a module registers its pipelines.
-from lmk_rag.eval.pipelines import bm25, dense, llamaindex_default  # noqa: F401  isort: skip
-from lmk_rag.eval.pipelines import llamaindex_chunked  # noqa: F401  isort: skip
+from lmk_rag.eval.pipelines import bm25, dense  # noqa: F401  isort: skip
 from lmk_rag.eval.pipelines import static_pipelines  # noqa: F401  isort: skip
 from lmk_rag.eval.pipelines import lmk_rag_pipeline  # noqa: F401  isort: skip
 from lmk_rag.eval.pipelines import static_store_pipeline  # noqa: F401  isort: skip

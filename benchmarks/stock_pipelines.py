@@ -1,37 +1,210 @@
-"""The honest LlamaIndex baselines: what a well-informed LlamaIndex user builds with the same model, all from the
-real LlamaIndex classes.
+"""The stock LlamaIndex pipelines lmk-rag is measured against, all from the real LlamaIndex classes (research, not
+part of the package: ``benchmarks/requirements.txt`` installs what they import).
 
-Every pipeline here splits the documents the same way: ``SentenceSplitter(chunk_size=250, chunk_overlap=25)``
-counting tokens with the model's own tokenizer (its Hugging Face tokenizer, no special tokens), so a node plus
-``[CLS]``/``[SEP]`` fits ``HuggingFaceEmbedding(max_length=256)`` and nothing is truncated. Then:
+Importing this module registers them in the eval harness (:func:`lmk_rag.eval.register_pipeline`), so
+``benchmarks/report.py`` and the studies run them by name, and ``python benchmarks/stock_eval.py`` runs ``lmk-rag
+eval`` with them on any BEIR folder:
 
-- ``llamaindex-chunked``: dense, ``VectorStoreIndex`` (``QdrantVectorStore`` in local mode) retrieving 100 nodes;
-- ``llamaindex-chunked-bm25``: ``BM25Retriever`` (llama-index-retrievers-bm25, English stemmer and stop words)
-  over the same nodes, 100 nodes;
-- ``llamaindex-hybrid-relative`` / ``llamaindex-hybrid-rrf``: ``QueryFusionRetriever`` over both retrievers
-  (``num_queries=1``, ``mode="relative_score"`` / ``"reciprocal_rerank"``), 100 fused nodes;
-- ``llamaindex-fused``: each side's document scores (best node per document from its 100 nodes), min-max
-  normalised per query and mixed at weight 0.5 (:func:`fuse_scores`); ``--encoder weight=W`` sets another dense
-  weight (the quality report tunes it on each set, an upper bound no user gets).
+- ``llamaindex-default``: what LlamaIndex users run today: ``SentenceSplitter()`` with its defaults,
+  ``HuggingFaceEmbedding`` on the same local model folder as the landmark encoder, ``QdrantVectorStore`` over
+  qdrant-client in local (in-memory) mode; a document scores its best node.
+- What a well-informed LlamaIndex user builds with the same model: every one splits the documents the same way,
+  ``SentenceSplitter(chunk_size=250, chunk_overlap=25)`` counting tokens with the model's own tokenizer (its Hugging
+  Face tokenizer, no special tokens), so a node plus ``[CLS]``/``[SEP]`` fits ``HuggingFaceEmbedding(max_length=256)``
+  and nothing is truncated. Then:
+
+  - ``llamaindex-chunked``: dense, ``VectorStoreIndex`` (``QdrantVectorStore`` in local mode) retrieving 100 nodes;
+  - ``llamaindex-chunked-bm25``: ``BM25Retriever`` (llama-index-retrievers-bm25, English stemmer and stop words)
+    over the same nodes, 100 nodes;
+  - ``llamaindex-hybrid-relative`` / ``llamaindex-hybrid-rrf``: ``QueryFusionRetriever`` over both retrievers
+    (``num_queries=1``, ``mode="relative_score"`` / ``"reciprocal_rerank"``), 100 fused nodes;
+  - ``llamaindex-fused``: each side's document scores (best node per document from its 100 nodes), min-max
+    normalised per query and mixed at weight 0.5 (:func:`fuse_scores`); ``--encoder weight=W`` sets another dense
+    weight (the quality report tunes it on each set, an upper bound no user gets).
 
 A document scores its best (retrieved or fused) node, so a query whose 100 nodes come from fewer than ``k``
 documents gets fewer than ``k`` results. A BM25 node scoring 0 holds no query term and is no hit (as in the
 ``bm25`` pipeline), except inside ``QueryFusionRetriever``, which fuses what the retriever returns as is.
-Dense and BM25 sides share one split and one set of cached node embeddings; a pipeline without a dense side
-embeds nothing. Only ``llamaindex-fused`` reads ``options.encoder`` (its ``weight``); the other recipes are fixed.
+Dense and BM25 sides share one split and one set of cached node embeddings (the eval disk cache: the same vectors,
+computed once per model and corpus); a pipeline without a dense side embeds nothing. Only ``llamaindex-fused`` reads
+``options.encoder`` (its ``weight``); the other recipes are fixed. LlamaIndex is imported inside the functions, so
+importing this module stays cheap.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from lmk_rag.encoder import resolve_model_path
 from lmk_rag.errors import InvalidInputError
-from lmk_rag.eval.pipelines.base import IndexStats, PipelineOptions, Ranking, register_pipeline
-from lmk_rag.eval.pipelines.llamaindex_nodes import document_scores, embed_and_index, split_documents, top_documents
+from lmk_rag.eval import IndexStats, PipelineOptions, Ranking, cached_arrays, register_pipeline
+from lmk_rag.research import model_digest
+
+_COLLECTION = "lmk_rag_eval"
+_DOC_KEY = "doc_index"
+
+
+@dataclass(frozen=True)
+class NodeIndex:
+    """Embedded nodes loaded into a vector index.
+
+    :param index: the ``VectorStoreIndex``.
+    :param encode_s: seconds the cold node embedding took (the time stored with the cache on a hit).
+    :param cached: whether the embeddings came from the disk cache.
+    """
+
+    index: Any
+    encode_s: float
+    cached: bool
+
+
+def split_documents(docs: Sequence[str], splitter: Any) -> list[Any]:
+    """Split the documents into nodes; a node's ``ref_doc_id`` is its document's list index as ``str``.
+
+    Each document carries its index as metadata (``doc_index``) left out of the embedded and LLM text, as a
+    file name is for documents read from files: the node texts, their sizes and embeddings are those of the bare
+    text, but two documents sharing a passage get two distinct nodes. (``TextNode.hash`` is text + metadata, and
+    ``QueryFusionRetriever`` merges nodes by hash: without it a shared passage would count for one document.)
+
+    :param docs: the document texts.
+    :param splitter: a LlamaIndex node parser (e.g. ``SentenceSplitter``).
+    :return: the nodes, in document order.
+    """
+    from llama_index.core import Document
+
+    return splitter.get_nodes_from_documents([
+        Document(text=text, id_=str(i), metadata={_DOC_KEY: i}, excluded_embed_metadata_keys=[_DOC_KEY],
+                 excluded_llm_metadata_keys=[_DOC_KEY])
+        for i, text in enumerate(docs)
+    ])
+
+
+def node_texts(nodes: Sequence[Any]) -> list[str]:
+    """The texts the embedding model sees for the nodes (their embed-mode content: the bare text, see
+    :func:`split_documents`).
+
+    :param nodes: the nodes (from :func:`split_documents`).
+    :return: one text per node.
+    """
+    from llama_index.core.schema import MetadataMode
+
+    return [node.get_content(metadata_mode=MetadataMode.EMBED) for node in nodes]
+
+
+def embed_and_index(nodes: list[Any], embed_model: Any, options: PipelineOptions, key: Mapping[str, Any]) -> NodeIndex:
+    """Embed the nodes (through :func:`lmk_rag.eval.cached_arrays`) and load them into a ``VectorStoreIndex``
+    over an in-memory ``QdrantVectorStore``.
+
+    Sets each node's ``embedding``, so other retrievers over the same nodes see the same vectors.
+
+    :param nodes: the nodes (from :func:`split_documents`).
+    :param embed_model: the LlamaIndex embedding model (it embeds the nodes on a cache miss and the queries).
+    :param options: the pipeline options (``cache_dir``).
+    :param key: the cache key: the pipeline's kind, the model digest and every setting that shapes the vectors
+        (the node texts are hashed in as well).
+    :return: the index and what embedding cost.
+    """
+    from llama_index.core import StorageContext, VectorStoreIndex
+    from llama_index.vector_stores.qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient
+
+    texts = node_texts(nodes)
+    result = cached_arrays(options.cache_dir, key, texts, lambda: {
+        "embeddings": np.asarray(embed_model.get_text_embedding_batch(texts), dtype=np.float32)})
+    for node, embedding in zip(nodes, result.arrays["embeddings"]):
+        node.embedding = embedding.tolist()
+    store = QdrantVectorStore(client=QdrantClient(location=":memory:"), collection_name=_COLLECTION)
+    index = VectorStoreIndex(
+        nodes, storage_context=StorageContext.from_defaults(vector_store=store), embed_model=embed_model
+    )
+    return NodeIndex(index=index, encode_s=result.encode_s, cached=result.cached)
+
+
+def document_scores(hits: Iterable[Any]) -> dict[int, float]:
+    """Score each document by its best node among retrieved nodes.
+
+    :param hits: LlamaIndex ``NodeWithScore`` objects whose nodes come from :func:`split_documents`.
+    :return: ``{doc_index: best node score}``.
+    """
+    best: dict[int, float] = {}
+    for hit in hits:
+        doc, score = int(hit.node.ref_doc_id), float(hit.score)
+        if doc not in best or score > best[doc]:
+            best[doc] = score
+    return best
+
+
+def top_documents(scores: Mapping[int, float], k: int) -> Ranking:
+    """The ``k`` best documents, best first; ties go to the lower document index.
+
+    :param scores: ``{doc_index: score}``.
+    :param k: how many at most.
+    :return: the ranking.
+    """
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:k]
+
+
+@register_pipeline("llamaindex-default")
+class LlamaIndexDefaultPipeline:
+    """SentenceSplitter + HuggingFaceEmbedding + QdrantVectorStore (local mode), best node per document."""
+
+    def __init__(self, options: PipelineOptions) -> None:
+        """Keep the options (only ``model``, ``cache_dir``, ``batch_size`` are used).
+
+        :param options: the pipeline options.
+        """
+        self.options = options
+        self._index: Any = None
+        self._n_nodes = 0
+
+    def index(self, docs: Sequence[str]) -> IndexStats:
+        """Split, embed (through the cache) and load the nodes into an in-memory Qdrant collection.
+
+        :param docs: the document texts.
+        :return: the cold embedding time and whether the cache was hit.
+        """
+        from llama_index.core.node_parser import SentenceSplitter
+        from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+
+        model_path = resolve_model_path(self.options.model)
+        embed_model = HuggingFaceEmbedding(model_name=str(model_path), embed_batch_size=self.options.batch_size)
+        splitter = SentenceSplitter()
+        nodes = split_documents(docs, splitter)
+        key = {"kind": "llamaindex-default", "model": model_digest(model_path),
+               "chunk_size": splitter.chunk_size, "chunk_overlap": splitter.chunk_overlap}
+        built = embed_and_index(nodes, embed_model, self.options, key)
+        self._index = built.index
+        self._n_nodes = len(nodes)
+        return IndexStats(encode_s=built.encode_s, cached=built.cached)
+
+    def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        """Retrieve nodes and rank documents by their best node.
+
+        Fetches ``k`` nodes, and four times more while fewer than ``k`` distinct documents came
+        back, so the top ``k`` documents by best node are exact.
+
+        :param queries: the query texts.
+        :param k: results per query.
+        :return: one ranking per query.
+        """
+        assert self._index is not None, "index() must be called before search()"
+        return [self._rank(query, k) for query in queries]
+
+    def _rank(self, query: str, k: int) -> Ranking:
+        depth = min(k, self._n_nodes)
+        while True:
+            best = document_scores(self._index.as_retriever(similarity_top_k=depth).retrieve(query))
+            if len(best) >= k or depth >= self._n_nodes:
+                return top_documents(best, k)
+            depth = min(4 * depth, self._n_nodes)
+
 
 #: Node size and overlap in model tokens (special tokens not counted).
 CHUNK_SIZE = 250
@@ -97,13 +270,11 @@ def make_splitter(model_path: Path) -> Any:
 
 def embedding_key(model_path: Path) -> dict[str, Any]:
     """The eval cache key of the baselines' node embeddings: the model's digest and the split's settings (the node
-    texts are hashed in beside it, :func:`~lmk_rag.eval.cache.cache_path`).
+    texts are hashed in beside it, :func:`lmk_rag.eval.cache_path`).
 
     :param model_path: the model folder.
     :return: the key.
     """
-    from lmk_rag.encoder.resolve import model_digest
-
     return {"kind": "llamaindex-chunked", "model": model_digest(model_path), "splitter": "SentenceSplitter",
             "chunk_size": CHUNK_SIZE, "chunk_overlap": CHUNK_OVERLAP, "tokenizer": "model", "max_length": MAX_LENGTH}
 
@@ -154,8 +325,6 @@ class LlamaIndexChunkedPipeline:
         :return: the cold embedding time (the cached one on a hit) plus the BM25 indexing time, and whether the
             embeddings came from the cache (never for a pipeline without a dense side).
         """
-        from lmk_rag.encoder import resolve_model_path
-
         model_path = resolve_model_path(self.options.model)
         nodes = split_documents(docs, make_splitter(model_path))
         encode_s, cached = 0.0, False

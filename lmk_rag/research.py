@@ -1,0 +1,94 @@
+"""The research surface: what ``benchmarks/`` (the product benchmarks, the quality report, the studies) measures the
+product through beyond its public names.
+
+A study re-scores a set's candidates with the store's own planning and fusion instead of a copy of them, a
+benchmark times one step of the store, the quality report keys the eval cache by the model's digest: each needs a
+name the product does not offer its users. They are all here, each imported from where it lives, and nowhere else:
+``tests/test_architecture.py`` checks that ``benchmarks/`` imports from lmk_rag only the public packages' names
+and these (docs/architecture.md, "What benchmarks/ may import"). A change inside the product that moves or changes
+one of them changes it here and in the benchmarks that use it, in the same commit. Nothing in ``lmk_rag`` imports
+this module; it needs every extra.
+
+- how a search is planned and scored: the weights and the question rule (``DEFAULT_ALPHA``, ``DOCUMENT_WEIGHT``,
+  ``LENGTH_PENALTY``, ``QUESTION_SHARE``, ``is_question``, ``query_alpha``, ``document_weight``, ``length_penalty``),
+  the plan and the fusion (``plan_search``, ``fuse``, ``best_hits`` and their value types ``Branch``,
+  ``ScoredPointData``, ``SparseVector``), the query's and the nodes' vectors (``QueryVectors``, ``VectorSpec``,
+  ``Bm25Encoder``) and chunk MaxSim (``maxsim_scores``, ``l2_normalize``, ``pack_rows``);
+- how a document becomes node records (``node_records``, ``records_from_encoding``) and how a reader sees the
+  store's points (``HIT_KEYS``, ``latest``, ``markers``, ``nodes_filter``, ``shown_filter``: payload_bench.py's
+  variants);
+- where a store and the caches live on disk (``shard_bytes``, ``READERS_DIR``, ``user_cache_dir``, the eval cache's
+  ``model_digest``);
+- the trained parts the studies fit again or compare (``LinearProjection``, ``SHIPPED_PROJECTION_DIR``,
+  ``train_projection``, ``ProjectionConfig``, ``EncodedPairs``, ``default_mixer_dir``, ``split_heldout``).
+"""
+
+from __future__ import annotations
+
+from lmk_rag.encoder.projection import SHIPPED_PROJECTION_DIR, LinearProjection
+from lmk_rag.encoder.resolve import model_digest
+from lmk_rag.paths import user_cache_dir
+from lmk_rag.splits import split_heldout
+from lmk_rag.static.mixer import default_mixer_dir
+from lmk_rag.store.copied import READERS_DIR
+from lmk_rag.store.documents import node_records, records_from_encoding
+from lmk_rag.store.edge import shard_bytes
+from lmk_rag.store.query import (
+    DEFAULT_ALPHA,
+    DOCUMENT_WEIGHT,
+    LENGTH_PENALTY,
+    QUESTION_SHARE,
+    best_hits,
+    document_weight,
+    fuse,
+    is_question,
+    length_penalty,
+    plan_search,
+    query_alpha,
+)
+from lmk_rag.store.records import HIT_KEYS, latest, markers, nodes_filter, shown_filter
+from lmk_rag.store.types import Branch, ScoredPointData, SparseVector
+from lmk_rag.store.vectors import Bm25Encoder, QueryVectors, VectorSpec
+from lmk_rag.train.projection import EncodedPairs, ProjectionConfig, train_projection
+from lmk_rag.vectors import l2_normalize, maxsim_scores, pack_rows
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "DOCUMENT_WEIGHT",
+    "HIT_KEYS",
+    "LENGTH_PENALTY",
+    "QUESTION_SHARE",
+    "READERS_DIR",
+    "SHIPPED_PROJECTION_DIR",
+    "Bm25Encoder",
+    "Branch",
+    "EncodedPairs",
+    "LinearProjection",
+    "ProjectionConfig",
+    "QueryVectors",
+    "ScoredPointData",
+    "SparseVector",
+    "VectorSpec",
+    "best_hits",
+    "default_mixer_dir",
+    "document_weight",
+    "fuse",
+    "is_question",
+    "l2_normalize",
+    "latest",
+    "length_penalty",
+    "markers",
+    "maxsim_scores",
+    "model_digest",
+    "node_records",
+    "nodes_filter",
+    "pack_rows",
+    "plan_search",
+    "query_alpha",
+    "records_from_encoding",
+    "shard_bytes",
+    "shown_filter",
+    "split_heldout",
+    "train_projection",
+    "user_cache_dir",
+]
