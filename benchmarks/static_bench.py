@@ -124,6 +124,13 @@ def _verdict(value: float, target: float) -> str:
     return f"{'met' if value <= target else 'missed'}: {value:.3f}"
 
 
+def _where(folder: Path) -> str:
+    """A folder as a reader on another machine can place it: inside the user cache, or the folder's name."""
+    cache = user_cache_dir()
+    return (f"`lmk-rag/{folder.relative_to(cache).as_posix()}` in the user cache" if folder.is_relative_to(cache)
+            else f"`{folder.name}`")
+
+
 def write(out: Path, speeds: dict[str, float], rows: list[dict], full_rows: list[dict], mixer: Path,
           load: tuple[float, float]) -> None:
     """The Markdown report."""
@@ -136,7 +143,7 @@ def write(out: Path, speeds: dict[str, float], rows: list[dict], full_rows: list
         f"(1-minute load average {load[0]:.1f} before and {load[1]:.1f} after the speed runs), 1 BLAS thread; "
         f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC. Timings swing 2-5x with the load. "
         "Produced by `python benchmarks/static_bench.py`.",
-        f"Static model: model2vec distillation of all-MiniLM-L6-v2, 256 dims. Mixer: `{mixer}` "
+        f"Static model: model2vec distillation of all-MiniLM-L6-v2, 256 dims. Mixer: {_where(mixer)} "
         f"({record.get('parameters', '?')} parameters, objective {record.get('config', {}).get('objective', '?')}, "
         f"step {record.get('best_step', '?')} selected by nDCG@10 on {_selection(record)}).",
         "",

@@ -105,3 +105,48 @@ def test_the_dev_extra_runs_the_notebooks_with_nbconvert() -> None:
     assert any(requirement.startswith("nbconvert") for requirement in dev)
     assert version("nbconvert")
     assert (Path(sys.executable).parent / "jupyter-nbconvert").exists()
+
+
+def _pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_relative_link_of_the_readme_and_the_docs_resolves() -> None:
+    """A link to a file in the repository names one that exists; one with ``#anchor`` names a heading of it."""
+    broken = []
+    for page in _pages():
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text(encoding="utf-8")):
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            if not linked.exists():
+                broken.append(f"{page.name}: {target}")
+            elif anchor and linked.suffix == ".md":
+                headings = re.findall(r"^#+ (.+)$", linked.read_text(encoding="utf-8"), flags=re.MULTILINE)
+                if anchor not in {_anchor(heading) for heading in headings}:
+                    broken.append(f"{page.name}: {target} (no such heading)")
+    assert not broken, broken
+
+
+def test_the_readme_is_the_users_page_and_every_doc_says_whom_it_is_for() -> None:
+    """The README stays a page a user adopts from (issue 62: about 180 lines), and each page of docs/ opens, under
+    its title, with one italic line saying whom it is for."""
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 185
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        lines = page.read_text(encoding="utf-8").splitlines()
+        assert lines[0].startswith("# ") and lines[1] == "" and lines[2].startswith("*For "), page.name
+
+
+def test_the_docs_name_no_folder_of_a_development_machine() -> None:
+    """A reader's machine has neither the data folder nor the home of the machine a page was written on: the pages
+    say ``../shared/data`` and "the user cache"."""
+    pages = [*_pages(), *sorted((ROOT / "benchmarks").rglob("*.md"))]
+    found = [f"{page.relative_to(ROOT)}: {hit}" for page in pages
+             for hit in re.findall(r"(?:/work/|/root/|/home/|~/\.cache)\S*", page.read_text(encoding="utf-8"))]
+    assert not found, found
