@@ -3,7 +3,7 @@ set, held-out set or other training pair comes from: the FAQs Debian 12 installs
 Emacs FAQ) and r-doc-info (the R FAQ).
 
 Each pair is a FAQ question, as its author wrote it, and its answer (``{"query", "positive", "source"}``). Training
-data only: the projection study fits on it (docs/decisions.md, "quality: question pairs for the projection"), no
+data only: the projection study fits on it (docs/decisions.md, "quality: candidates measured and not adopted"), no
 set is scored on it. Deterministic: the same installed packages give the same bytes.
 
     python benchmarks/build_faqtrain.py [--out benchmarks/data]
