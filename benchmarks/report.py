@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from intervals import bootstrap_interval, paired_difference
 from stock_pipelines import LlamaIndexFusedPipeline, fuse_scores, top_documents
 
 from lmk_rag.eval import (
@@ -41,11 +42,9 @@ from lmk_rag.eval import (
     RANK_DEPTH,
     BeirDataset,
     PipelineOptions,
-    bootstrap_interval,
     evaluate,
     load_beir,
     mean_metrics,
-    paired_difference,
     per_query_metrics,
     subsample,
 )

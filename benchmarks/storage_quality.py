@@ -16,10 +16,11 @@ import re
 from pathlib import Path
 
 import numpy as np
+from intervals import paired_difference
 from scale_bench import SETS, STORAGES
 
 from lmk_rag.encoder import LandmarkEncoder
-from lmk_rag.eval import PipelineOptions, cache_path, evaluate, load_beir, paired_difference, states_key
+from lmk_rag.eval import PipelineOptions, cache_path, evaluate, load_beir, states_key
 
 OUT = Path(__file__).resolve().parent / "results" / "storage_quality.md"
 

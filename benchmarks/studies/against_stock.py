@@ -18,8 +18,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-
-from lmk_rag.eval import paired_difference
+from common import paired_difference
 
 QUALITY = Path(__file__).resolve().parents[1] / "results" / "quality.json"
 STOCK = "llamaindex-fused-tuned"

@@ -31,7 +31,6 @@ from lmk_rag.eval import (
     BeirDataset,
     encode_states_cached,
     load_beir,
-    paired_difference,
     pairs_dataset,
     per_query_metrics,
 )
@@ -49,6 +48,11 @@ from lmk_rag.research import (
 )
 
 BENCHMARKS = Path(__file__).resolve().parents[1]
+if str(BENCHMARKS) not in sys.path:  # benchmarks/: intervals.py and stock_pipelines.py, beside the studies' folder
+    sys.path.append(str(BENCHMARKS))
+
+from intervals import paired_difference  # noqa: E402
+
 DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else BENCHMARKS.parents[1] / "shared" / "data"
 #: Where each set lives: the shared manual-page sets, the sets this repository builds (the unixfaq and tcl sets are
 #: held out: a study may check that a choice made on the dev sets holds there, never make one on it).
@@ -75,8 +79,6 @@ class Bm25Model(Protocol):
 def register_stock_pipelines() -> None:
     """Register the stock LlamaIndex pipelines (``llamaindex-*``) in the eval harness: they live in
     ``benchmarks/stock_pipelines.py``, beside the studies' folder, not in the package."""
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.append(str(BENCHMARKS))
     import_module("stock_pipelines")
 
 

@@ -1,13 +1,13 @@
 """Evaluation harness: BEIR loading, sampling, pipelines, metrics and the encoding cache behind ``lmk-rag eval``.
 
 The names below are its public API: what ``lmk-rag eval`` runs, and what ``benchmarks/`` (the quality report,
-the studies, the stock LlamaIndex pipelines it registers) measures the product with. Importing it imports no
+the studies, the stock LlamaIndex pipelines it registers, the bootstrap intervals of ``benchmarks/intervals.py``)
+measures the product with. Importing it imports no
 LlamaIndex package and no torch (``tests/eval/test_isolation.py``).
 """
 
 from lmk_rag.eval.beir import BeirDataset, load_beir
 from lmk_rag.eval.cache import cache_path, cached_arrays
-from lmk_rag.eval.intervals import bootstrap_interval, paired_difference
 from lmk_rag.eval.metrics import breakdown, mean_metrics, per_query_metrics
 from lmk_rag.eval.pairset import pairs_dataset
 from lmk_rag.eval.pipelines import (
@@ -31,7 +31,6 @@ __all__ = [
     "Pipeline",
     "PipelineOptions",
     "Ranking",
-    "bootstrap_interval",
     "breakdown",
     "cache_path",
     "cached_arrays",
@@ -40,7 +39,6 @@ __all__ = [
     "get_pipeline",
     "load_beir",
     "mean_metrics",
-    "paired_difference",
     "pairs_dataset",
     "per_query_metrics",
     "pipeline_names",

@@ -68,8 +68,9 @@ def test_report_has_one_panel_per_needle_length_and_one_column_per_set(report, f
     assert width == round(report.DPI * (2 * report.PANEL_INCHES + report.LEGEND_INCHES))  # short has no positions
 
 
-def test_intervals_cover_the_mean_and_pairing_removes_shared_noise() -> None:
-    from lmk_rag.eval.intervals import bootstrap_interval, paired_difference
+def test_intervals_cover_the_mean_and_pairing_removes_shared_noise(benchmark_script) -> None:
+    intervals = benchmark_script("intervals")  # benchmarks/intervals.py
+    bootstrap_interval, paired_difference = intervals.bootstrap_interval, intervals.paired_difference
 
     rng = np.random.default_rng(0)
     a = rng.random(300)
