@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from lmk_rag.checks import check_count
+from lmk_rag.checks import check_count, check_text
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError, refuse_unknown
 from lmk_rag.nodes import DEFAULT_NODE_TOKENS
 from lmk_rag.store import records as rec
@@ -384,11 +384,12 @@ class LandmarkStore:
         :param rerank: ``"chunks"`` (MaxSim over chunk vectors), ``"static"`` (static token MaxSim) or ``"none"``;
             None: the store's :attr:`default_rerank`.
         :return: hits, best first.
+        :raises InvalidInputError: for a query that is not a str.
+        :raises EmptyTextError: for an empty or whitespace-only query.
         """
         reader = self._reader
         rerank = reader.rerank(rerank)
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("query must be a non-empty string")
+        check_text(query, "query")
         return reader.search(query, k, reader.candidates(k, None, "prefetch_limit"), rerank, filter, doc_level,
                              reader.weight(alpha, query))
 
