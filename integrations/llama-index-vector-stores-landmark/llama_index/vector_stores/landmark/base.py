@@ -499,7 +499,8 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         if text is None:
             if mode in LEXICAL:
                 raise InvalidInputError(
-                    f"query mode {mode.value!r} scores words with BM25: VectorStoreQuery.query_str is None"
+                    f"query mode {mode.value!r} scores words with BM25: VectorStoreQuery.query_str is None; give the "
+                    "query's text"
                 )
             return store.search_vector(_embedding(query, mode), k=k, filter=flt, doc_level=False)
         if mode in LEXICAL and not store.bm25:
