@@ -81,7 +81,8 @@ class LandmarkStore:
     folder) or ``aclient`` alone (an ``AsyncQdrantClient`` in local mode) picks the backend. The qdrant-client
     arguments keep ``QdrantClient``'s and ``QdrantVectorStore``'s names and meanings.
 
-    :param path: folder of an embedded Qdrant Edge store (created if missing).
+    :param path: folder of an embedded Qdrant Edge store (created if missing); made absolute and resolved, as
+        :attr:`where` and :meth:`info` show it.
     :param url: URL of a Qdrant server or cluster.
     :param api_key: API key for ``url``.
     :param client: an existing ``qdrant_client.QdrantClient``.
@@ -131,7 +132,8 @@ class LandmarkStore:
     :param server: how a qdrant-client backend talks to Qdrant (:class:`~lmk_rag.store.types.ServerOptions`:
         gRPC, timeout, client arguments, shards and replicas of a new collection, parallel uploads, retries).
     :raises TypeError: for an argument this class does not take, naming the close ones.
-    :raises InvalidInputError: for a bad value, or qdrant-client options on an Edge store.
+    :raises InvalidInputError: for a bad value, qdrant-client options on an Edge store, or a folder path that is a
+        file.
     :raises StoreLockedError: when another process holds the store and this one would write it (or cannot copy it
         to read it).
     :raises CorruptStoreError: when the folder or collection is damaged or not a lmk-rag store.

@@ -36,38 +36,41 @@ def _fill(vector_store: LandmarkVectorStore) -> None:
     vector_store.store.add_documents(list(TEXTS.items()))
 
 
-def test_to_dict_records_absolute_folders_and_from_dict_reopens_them_from_elsewhere(
-    places: tuple[Path, Path], embed_model: LandmarkEmbedding, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    first, second = places
-    monkeypatch.chdir(first)
+@pytest.fixture
+def built(places: tuple[Path, Path], embed_model: LandmarkEmbedding, monkeypatch: pytest.MonkeyPatch) -> dict:
+    """``to_dict()`` of a store built as ``LandmarkVectorStore(path="./s3")`` in the first directory (the working
+    directory afterwards), holding :data:`TEXTS`."""
+    monkeypatch.chdir(places[0])
     with LandmarkVectorStore(path="./s3", embed_model=embed_model) as vector_store:
         _fill(vector_store)
-        data = vector_store.to_dict()
+        return vector_store.to_dict()
+
+
+def test_to_dict_records_absolute_folders_and_from_dict_reopens_them_from_elsewhere(
+    places: tuple[Path, Path], built: dict, embed_model: LandmarkEmbedding, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = places
     with LandmarkVectorStore("docs", location="./local", embed_model=embed_model) as local:
         _fill(local)
         local_data = local.to_dict()
-    assert data["path"] == str(first / "s3") and local_data["location"] == str(first / "local")
+    assert built["path"] == str(first / "s3") and local_data["location"] == str(first / "local")
     monkeypatch.chdir(second)
-    with LandmarkVectorStore.from_dict(data) as reopened, LandmarkVectorStore.from_dict(local_data) as local:
+    with LandmarkVectorStore.from_dict(built) as reopened, LandmarkVectorStore.from_dict(local_data) as local:
         assert reopened.store.count_documents() == local.store.count_documents() == len(TEXTS)
         assert reopened.store.where == str(first / "s3")
     assert list(second.iterdir()) == []  # no stray folder
 
 
 def test_from_dict_refuses_a_store_that_is_not_there(
-    places: tuple[Path, Path], embed_model: LandmarkEmbedding, monkeypatch: pytest.MonkeyPatch
+    places: tuple[Path, Path], built: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first, second = places
-    monkeypatch.chdir(first)
-    with LandmarkVectorStore(path="./s3", embed_model=embed_model) as vector_store:
-        data = vector_store.to_dict()
     shutil.rmtree(first / "s3")
     monkeypatch.chdir(second)
     with pytest.raises(StoreNotFoundError, match=f"no lmk-rag store at {first / 's3'}"):
-        LandmarkVectorStore.from_dict(data)
+        LandmarkVectorStore.from_dict(built)
     with pytest.raises(StoreNotFoundError, match=str(second / "other")):
-        LandmarkVectorStore.from_dict({**data, "path": "other"})
+        LandmarkVectorStore.from_dict({**built, "path": "other"})
     assert not (first / "s3").exists() and list(second.iterdir()) == []
 
 
