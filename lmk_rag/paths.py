@@ -1,4 +1,5 @@
-"""Where lmk_rag keeps its caches (distilled static models, eval encodings)."""
+"""Where lmk_rag keeps its caches (distilled static models, eval encodings), and how settings record a local
+folder."""
 
 from __future__ import annotations
 
@@ -19,3 +20,15 @@ def user_cache_dir(*parts: str) -> Path:
     """
     root = os.environ.get(CACHE_ENV) or platformdirs.user_cache_dir("lmk-rag")
     return Path(root).joinpath(*parts)
+
+
+def recorded_folder(name: str | os.PathLike[str]) -> str:
+    """How an encoder's settings (and so a store's record) name a model, projection or mixer: a local folder by its
+    absolute, resolved path, so that the record finds it again from any working directory; anything else (a hub id)
+    as given.
+
+    :param name: a folder (relative to the working directory, or ``~/...``) or a hub id.
+    :return: the name to record.
+    """
+    local = Path(name).expanduser()
+    return str(local.resolve()) if local.is_dir() else os.fspath(name)

@@ -1,7 +1,7 @@
 """What a user reads first is complete and runs as written: the eval pipelines listed whole at 80 columns, every
-command's help in filled paragraphs without reStructuredText quotes, the help piped into ``head`` without an error,
-every ``lmk-rag eval`` example with its pipeline, the README examples' output folders ignored by git, and the
-notebooks runnable from ``.venv`` (``jupyter nbconvert --execute``)."""
+command's help in filled paragraphs without reStructuredText quotes and its flags shown as flags, the help piped into
+``head`` without an error, every ``lmk-rag eval`` example with its pipeline, the README examples' output folders
+ignored by git, and the notebooks runnable from ``.venv`` (``jupyter nbconvert --execute``)."""
 
 from __future__ import annotations
 
@@ -59,6 +59,17 @@ def test_every_command_help_reads_as_filled_paragraphs() -> None:
             lines = paragraph.splitlines()
             short = [line for line in lines[:-1] if len(line) < 55]
             assert not short, (command, short, done.stdout)
+
+
+def test_every_help_shows_flags_as_flags() -> None:
+    """An on/off option reads as a flag (``--sync``, ``--bm25 --no-bm25``), not as an option taking a ``<bool>``
+    value, in every command's help and the top-level one; options that take a value keep their type."""
+    for args in (["--help"], *([command, "--help"] for command in command_names())):
+        done = _cli(*args, columns=120)
+        assert done.returncode == 0 and "<bool>" not in done.stdout, (args, done.stdout)
+    ingest = _cli("ingest", "--help", columns=120).stdout
+    assert re.search(r"--sync +Also delete", ingest) and re.search(r"--bm25 +--no-bm25 +BM25 vectors", ingest)
+    assert re.search(r"--store +<path> ", ingest), ingest
 
 
 def test_help_piped_into_a_reader_that_stops_ends_quietly() -> None:

@@ -3,7 +3,8 @@
 A file inside a folder given gets its path relative to that folder as doc id (``--folder-prefix`` puts the
 folder's name in front); a file given directly gets its name. Symbolic links inside a folder are followed when
 they lead to a file inside that folder (the document is the link: its path is recorded, not the target's); links
-leading out of the folder, dangling links and links to folders are skipped and reported. Binary files are skipped.
+leading out of the folder, dangling links and links to folders are skipped and reported, and so are the files in a
+folder that match no glob (counted, a few named). Binary files are skipped.
 A file that is not UTF-8 is decoded with the encoding the user names (``--encoding``), else skipped with a warning
 that names charset-normalizer's guess: guesses are not trusted for single-byte encodings (it read a latin-1 French
 paragraph as cp1250 and a latin-1 line as cp1257), and a text is never decoded with replacement characters. A file
@@ -55,19 +56,21 @@ class Decoded:
 
 def collect_files(
     paths: list[Path], globs: tuple[str, ...] = DEFAULT_GLOBS, folder_prefix: bool = False
-) -> tuple[list[SourceFile], list[str]]:
-    """The files under the given paths whose names match a glob, with their doc ids, in a stable order, and the
-    symbolic links left out.
+) -> tuple[list[SourceFile], list[str], list[Path]]:
+    """The files under the given paths whose names match a glob, with their doc ids, in a stable order; the
+    symbolic links left out; and the files in the folders that match no glob.
 
     :param paths: files or folders.
     :param globs: file name patterns (``*.txt``); a file given directly is taken whatever its name.
     :param folder_prefix: prefix each doc id with the name of the folder it was found in.
-    :return: the files, and one ``"<link>: <why>"`` line per link skipped (see the module docstring).
+    :return: the files, one ``"<link>: <why>"`` line per link skipped (see the module docstring), and the files of
+        the folders whose names match no glob.
     :raises InvalidInputError: for a missing path, or two files that would get the same doc id (naming both and
         the fix).
     """
     found: list[SourceFile] = []
     skipped: list[str] = []
+    unmatched: list[Path] = []
     for path in paths:
         if path.is_dir():
             root = path.resolve()
@@ -75,8 +78,8 @@ def collect_files(
             for candidate in sorted(path.rglob("*")):
                 why = _link_problem(candidate, root) if candidate.is_symlink() else None
                 if why is None:
-                    if candidate.is_file() and _matches(candidate.name, globs):
-                        files.append(candidate)
+                    if candidate.is_file():
+                        (files if _matches(candidate.name, globs) else unmatched).append(candidate)
                 elif why == FOLDER_LINK or _matches(candidate.name, globs):
                     skipped.append(f"{candidate}: {why}")
             prefix = f"{root.name}/" if folder_prefix else ""
@@ -93,7 +96,8 @@ def collect_files(
                 f"{other} and {source.path} would both be stored as doc id {source.doc_id!r}; "
                 "use --folder-prefix (doc ids start with the folder's name) or ingest the folders separately"
             )
-    return list({source.doc_id: source for source in found}.values()), skipped  # a file reached twice: read once
+    # a file reached twice is read once
+    return list({source.doc_id: source for source in found}.values()), skipped, unmatched
 
 
 def _link_problem(link: Path, root: Path) -> str | None:

@@ -58,6 +58,18 @@ class CliGroup(TyperGroup):
             sys.exit(1)
         sys.exit(status if isinstance(status, int) else 0)
 
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """A command, its on/off options shown as flags in its ``--help`` (see :func:`show_flags_as_flags`)."""
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            show_flags_as_flags(command, ctx)
+        return command
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """``lmk-rag --help``, its on/off options shown as flags."""
+        show_flags_as_flags(self, ctx)
+        super().format_help(ctx, formatter)
+
     def invoke(self, ctx: Any) -> Any:
         """Run a command; turn any failure into one ``error:`` line and status 1 (a missing optional package: the
         line names the extra to install)."""
@@ -76,6 +88,16 @@ class CliGroup(TyperGroup):
             hint = "rerun with lmk-rag --debug for the traceback"
             typer.echo(f"error: {type(error).__name__}: {error} ({hint})", err=True)
         raise typer.Exit(1)
+
+
+def show_flags_as_flags(command: Any, ctx: Any) -> None:
+    """Show a command's on/off options (``--sync``, ``--bm25/--no-bm25``, ``--help``) as flags in its ``--help``:
+    typer's rich help labels every option with its type, ``<bool>`` for a flag, as if it took a value; an empty
+    metavar leaves a flag's type column blank.
+    """
+    for param in command.get_params(ctx):
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
 
 
 app = typer.Typer(

@@ -193,11 +193,13 @@ def ingest(
     store; given for an existing one, they must be the recorded values (docs/store.md, "Scale").
     """
     start = time.perf_counter()
-    files, skipped_links = collect_files(paths, tuple(glob or DEFAULT_GLOBS), folder_prefix)
+    globs = tuple(glob or DEFAULT_GLOBS)
+    files, skipped_links, unmatched = collect_files(paths, globs, folder_prefix)
     documents, skipped = _read(files, encoding)
     skipped = skipped_links + skipped
+    folders = [p for p in paths if p.is_dir()]
     if dry_run:
-        changes, gone = _plan(documents, paths if sync else [], store, url, location, collection_name)
+        changes, gone = _plan(documents, folders, store, url, location, collection_name)
         nodes = 0
     else:
         encoder = None
@@ -213,34 +215,53 @@ def ingest(
         with open_store(store, url, location, collection_name, bm25=bm25, encoder=encoder, mode=mode,
                         storage=storage) as target:
             changes = target.changes(documents)
-            gone = _gone(target, [p for p in paths if p.is_dir()]) if sync else []
+            gone = _gone(target, folders)
             nodes = target.add_documents(documents, document_batch_size=document_batch_size, show_progress_bar=True,
                                          sources={doc_id: metadata["path"] for doc_id, _, metadata in documents})
-            for doc_id in gone:
+            for doc_id in gone if sync else []:
                 target.delete_document(doc_id)
-            if gone or any(change != "unchanged" for change in changes.values()):
+            if (sync and gone) or any(change != "unchanged" for change in changes.values()):
                 target.optimize()
     for line in skipped:
         typer.echo(f"skipped {line}", err=True)
+    if unmatched:
+        typer.echo(f"skipped {len(unmatched)} file(s) matching no --glob ({', '.join(globs)}): "
+                   f"{_some(str(path) for path in unmatched)}", err=True)
+    deleted = gone if sync else []
+    if gone and not sync:
+        typer.echo(f"note: {len(gone)} stored document(s) from these folders have no file any more "
+                   f"({_some(gone)}); they stay in the store: ingest with --sync to delete them", err=True)
     counts = {kind: sum(1 for c in changes.values() if c == kind) for kind in ("new", "changed", "unchanged")}
     if dry_run:
         typer.echo("".join(f"{change}: {doc_id}\n" for doc_id, change in changes.items() if change != "unchanged")
-                   + "".join(f"delete: {doc_id}\n" for doc_id in gone), nl=False)
+                   + "".join(f"delete: {doc_id}\n" for doc_id in deleted), nl=False)
     written = "nothing written (dry run)" if dry_run else f"{nodes} nodes written"
     typer.echo(
-        f"{counts['new']} new, {counts['changed']} changed, {counts['unchanged']} unchanged, {len(gone)} deleted, "
-        f"{len(skipped)} skipped; {written} in {time.perf_counter() - start:.1f} s"
+        f"{counts['new']} new, {counts['changed']} changed, {counts['unchanged']} unchanged, {len(deleted)} deleted, "
+        f"{len(skipped) + len(unmatched)} skipped; {written} in {time.perf_counter() - start:.1f} s"
     )
 
 
+#: How many names a line about many files or documents shows before "and N more".
+SHOWN_NAMES = 3
+
+
+def _some(names: Any) -> str:
+    """The first :data:`SHOWN_NAMES` of some names, and how many more there are."""
+    names = list(names)
+    more = len(names) - SHOWN_NAMES
+    return ", ".join(names[:SHOWN_NAMES]) + (f" and {more} more" if more > 0 else "")
+
+
 def _plan(
-    documents: list[tuple[str, str, dict[str, Any]]], sync_roots: list[Path], store: Path | None, url: str | None,
+    documents: list[tuple[str, str, dict[str, Any]]], folders: list[Path], store: Path | None, url: str | None,
     location: str | None, collection_name: str | None,
 ) -> tuple[dict[str, str], list[str]]:
-    """What an ingest would do, without creating or changing the store (every document is new when there is none)."""
+    """What an ingest would do, without creating or changing the store (every document is new when there is none):
+    each document's change, and the stored documents from ``folders`` whose file is gone (see :func:`_gone`)."""
     try:
         with open_store(store, url, location, collection_name, read_only=True) as target:
-            return target.changes(documents), _gone(target, [p for p in sync_roots if p.is_dir()])
+            return target.changes(documents), _gone(target, folders)
     except StoreNotFoundError:
         return {doc_id: "new" for doc_id, _, _ in documents}, []
 

@@ -36,6 +36,7 @@ from lmk_rag.encoder.windows import (
 from lmk_rag.errors import InvalidInputError, ModelLoadError
 from lmk_rag.hashing import short_hash
 from lmk_rag.jsonl import read_json_object
+from lmk_rag.paths import recorded_folder
 from lmk_rag.vectors import l2_normalize
 
 DEFAULT_GRANULARITY = 64
@@ -129,7 +130,7 @@ class LandmarkEncoder:
         for name, prompt in (("query_prompt", query_prompt), ("document_prompt", document_prompt)):
             if prompt is not None and not isinstance(prompt, str):
                 raise InvalidInputError(f"{name} must be a str ('' for none) or None (the model's); got {prompt!r}")
-        self.model_name = str(model_name) if model_name is not None else DEFAULT_MODEL
+        self.model_name = recorded_folder(model_name) if model_name is not None else DEFAULT_MODEL
         self.model_path = resolve_model_path(model_name)
         self.lmk_config = _read_lmk_config(self.model_path)
         self.model_config: ModelConfig = read_model_config(self.model_path)

@@ -26,6 +26,7 @@ from safetensors.numpy import load_file, save_file
 from lmk_rag.encoder.types import EncodedText
 from lmk_rag.errors import InvalidInputError, ModelNotFoundError
 from lmk_rag.hashing import short_hash
+from lmk_rag.paths import recorded_folder
 from lmk_rag.vectors import l2_normalize
 
 WEIGHTS_FILE = "projection.safetensors"
@@ -123,7 +124,7 @@ def resolve_projection(
         shipped = LinearProjection.load(SHIPPED_PROJECTION_DIR)
         fits = (shipped.config.get("model_digest"), shipped.config.get("chunk_vector")) == (model_digest, chunk_vector)
         return (SHIPPED_PROJECTION, shipped) if fits else (None, None)
-    recorded = SHIPPED_PROJECTION if projection == SHIPPED_PROJECTION else str(projection)
+    recorded = SHIPPED_PROJECTION if projection == SHIPPED_PROJECTION else recorded_folder(projection)
     loaded = LinearProjection.load(SHIPPED_PROJECTION_DIR if projection == SHIPPED_PROJECTION else projection)
     if loaded.config.get("model_digest") != model_digest or loaded.dim != dim:
         raise InvalidInputError(

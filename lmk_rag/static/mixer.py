@@ -18,6 +18,7 @@ from safetensors.numpy import load_file
 
 from lmk_rag.errors import ModelNotFoundError, VectorSizeError
 from lmk_rag.hashing import short_hash
+from lmk_rag.paths import recorded_folder
 from lmk_rag.static.model import cache_dir
 
 CONFIG_FILE = "mixer_config.json"
@@ -141,4 +142,4 @@ class MixerWeights:
                 "(`lmk-rag train-mixer` writes one)"
             )
         weights = {k: v.astype(np.float32) for k, v in load_file(str(path / WEIGHTS_FILE)).items()}
-        return cls(json.loads((path / CONFIG_FILE).read_text()), weights, str(path))
+        return cls(json.loads((path / CONFIG_FILE).read_text()), weights, recorded_folder(path))

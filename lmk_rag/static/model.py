@@ -19,7 +19,7 @@ from tokenizers import Tokenizer
 
 from lmk_rag.checks import check_count
 from lmk_rag.errors import InvalidInputError, ModelNotFoundError, needs_extra
-from lmk_rag.paths import user_cache_dir
+from lmk_rag.paths import recorded_folder, user_cache_dir
 from lmk_rag.vectors import l2_normalize
 
 DEFAULT_PCA_DIMS = 256
@@ -161,4 +161,4 @@ def load_static_vectors(name_or_path: str | os.PathLike[str] | None = None) -> S
     tokenizer.no_truncation()
     embedding = np.asarray(model.embedding, dtype=np.float32)
     weights = None if model.weights is None else np.asarray(model.weights, dtype=np.float32)
-    return StaticVectors(embedding, tokenizer, weights, model.token_mapping, model.unk_token_id, str(path))
+    return StaticVectors(embedding, tokenizer, weights, model.token_mapping, model.unk_token_id, recorded_folder(path))

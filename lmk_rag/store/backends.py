@@ -282,7 +282,8 @@ def open_backend(
     batch_size: int,
     read_only: bool = False,
 ) -> OpenedBackend:
-    """Open the backend the arguments name (see the module docstring).
+    """Open the backend the arguments name (see the module docstring). A folder (``path``, a ``location`` on disk) is
+    made absolute and resolved first: the store records it so, and reopens the same folder from any directory.
 
     :param aclient: a ``qdrant_client.AsyncQdrantClient`` for the async methods, or None.
     :param collection_name: the collection on a qdrant-client backend (None: :data:`DEFAULT_COLLECTION`).
@@ -293,7 +294,7 @@ def open_backend(
         cannot be written at all (then no writer can be there either); an Edge folder another process holds is
         read from a copy of this process's own.
     :raises InvalidInputError: for several locations, a collection name or server options given to an Edge store, a
-        bad collection name, or a URL or location qdrant-client cannot use.
+        bad collection name, a URL or location qdrant-client cannot use, or a folder path that is a file.
     :raises StoreLockedError: when another process holds the folder (to write, or a reader's copy cannot be made).
     :raises CorruptStoreError: for a folder that is not a lmk-rag store.
     :raises StoreNotFoundError: when ``create`` is False and there is no store folder.
@@ -314,17 +315,20 @@ def open_backend(
                 f"{', '.join(server_only)}: only for qdrant-client backends (url=, client=, aclient= or location=); "
                 "an Edge store is one folder in this process, named by path="
             )
-        return _open_edge(Path(path if path is not None else DEFAULT_PATH), create and not read_only, read_only,
-                          batch_size)
+        return _open_edge(Path(path if path is not None else DEFAULT_PATH).resolve(), create and not read_only,
+                          read_only, batch_size)
     with needs_extra("a qdrant-client store (url=, client=, aclient= or location=)"):
         from lmk_rag.store.server import ServerBackend, check_collection
 
     collection_name = DEFAULT_COLLECTION if collection_name is None else collection_name
     check_collection(collection_name)
-    folder = None if location in (None, ":memory:") else Path(location)  # local mode on disk: a locked folder
-    if folder is not None and not create and not folder.is_dir():
-        raise StoreNotFoundError(f"no lmk-rag store at {location}")  # checked before the lock: nothing is written
-    key = None if folder is None else folder.resolve()
+    folder = None if location in (None, ":memory:") else Path(location).resolve()  # on disk: a locked folder
+    if folder is not None:
+        location = str(folder)  # what the store's client and to_dict() record: the same folder from any directory
+        check_not_file(folder)
+        if not create and not folder.is_dir():
+            raise StoreNotFoundError(f"no lmk-rag store at {folder}")  # checked before the lock: nothing is written
+    key = folder
     with _SHARED_LOCK:
         if key in _SHARED:
             raise StoreLockedError(f"{location} is already open in this process: close the other handle first "
@@ -353,14 +357,24 @@ def check_locations(path: Any, url: Any, api_key: Any, location: Any) -> None:
             raise InvalidInputError(f"{name} must be a string, got {value!r}")
 
 
+def check_not_file(folder: Path) -> None:
+    """Refuse a store path that is a file: the argument is wrong, the file is not a damaged store.
+
+    :raises InvalidInputError: naming the file and the fix.
+    """
+    if folder.exists() and not folder.is_dir():
+        raise InvalidInputError(f"{folder} is a file, not a store folder: give the folder of a lmk-rag store, or the "
+                                "path of a new folder to create one there")
+
+
 def _open_edge(folder: Path, create: bool, read_only: bool, batch_size: int) -> OpenedBackend:
-    """Check the folder, take its lock and open the Edge shard; a reader finding it held opens a copy."""
+    """Check the folder (absolute and resolved: what the store records as ``where``), take its lock and open the
+    Edge shard; a reader finding it held opens a copy."""
     with needs_extra("a Qdrant Edge store (path=)"):
         from lmk_rag.store.copied import CopiedBackend
         from lmk_rag.store.edge import SETTINGS_FILE, SHARD_DIR, EdgeBackend
 
-    if folder.exists() and not folder.is_dir():
-        raise CorruptStoreError(f"{folder}: is a file, not a lmk-rag store folder")
+    check_not_file(folder)
     if folder.is_dir():
         foreign = sorted(p.name for p in folder.iterdir() if p.name not in (SETTINGS_FILE, SHARD_DIR, LOCK_FILE))
         foreign = [name for name in foreign if not name.startswith(".lmk_rag.")]

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from lmk_rag.checks import check_count
+from lmk_rag.checks import check_count, check_text
 from lmk_rag.encoder.types import EncodedText
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import records as rec
@@ -113,7 +113,8 @@ class Reader:
                        doc_level: bool, static_query: np.ndarray | None, text: str | None, alpha: float) -> list[Hit]:
         """A checked encoded query's fused search: one Query API call (on Edge, its BM25 search first) and, where
         this process is the store's only writer, the look-up of its hits' payloads (:meth:`_read_hits`): its only
-        engine calls once this handle has sampled the stored vectors."""
+        engine calls once this handle has sampled the stored vectors. At ``alpha`` 0 (BM25 alone) a ``text`` without
+        BM25 terms (stop words only) finds nothing: the rerank never answers for BM25."""
         self._check_sample()
         if alpha < 1.0 and not self.bm25:
             raise SettingsMismatchError(
@@ -122,11 +123,14 @@ class Reader:
                 "into a new store with BM25 (bm25=True, enable_hybrid=True or lmk-rag ingest --bm25)"
             )
         vector = np.asarray(query.vector, dtype=np.float32).tolist()
+        sparse = self.queries.sparse_query(text)
+        if alpha == 0.0 and text is not None and (sparse is None or not sparse.indices):
+            return []  # BM25 alone, and no BM25 term (stop words only): nothing matches, as for unknown words
         with self.access.reading():
             plan = plan_search(
                 dense=[Branch("node", vector)],
                 scorer=self.queries.scorer(rerank, query, static_query),
-                sparse=self.queries.sparse_query(text),
+                sparse=sparse,
                 alpha=alpha,
                 prefetch_limit=prefetch_limit,
                 filter=self._search_filter(filter),
@@ -250,8 +254,7 @@ class Reader:
         """Diverse results by maximal marginal relevance, from ``candidates`` nearest nodes."""
         self._check_sample()
         if isinstance(query, str):
-            if not query.strip():
-                raise InvalidInputError("query must be a non-empty string")
+            check_text(query, "query")
             with self.encoder.lock:
                 query = self.encoder.get().encode_queries(query).vector
         try:

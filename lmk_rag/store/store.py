@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from lmk_rag.checks import check_count
+from lmk_rag.checks import check_count, check_text
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError, refuse_unknown
 from lmk_rag.nodes import DEFAULT_NODE_TOKENS
 from lmk_rag.store import records as rec
@@ -81,7 +81,8 @@ class LandmarkStore:
     folder) or ``aclient`` alone (an ``AsyncQdrantClient`` in local mode) picks the backend. The qdrant-client
     arguments keep ``QdrantClient``'s and ``QdrantVectorStore``'s names and meanings.
 
-    :param path: folder of an embedded Qdrant Edge store (created if missing).
+    :param path: folder of an embedded Qdrant Edge store (created if missing); made absolute and resolved, as
+        :attr:`where` and :meth:`info` show it.
     :param url: URL of a Qdrant server or cluster.
     :param api_key: API key for ``url``.
     :param client: an existing ``qdrant_client.QdrantClient``.
@@ -131,7 +132,8 @@ class LandmarkStore:
     :param server: how a qdrant-client backend talks to Qdrant (:class:`~lmk_rag.store.types.ServerOptions`:
         gRPC, timeout, client arguments, shards and replicas of a new collection, parallel uploads, retries).
     :raises TypeError: for an argument this class does not take, naming the close ones.
-    :raises InvalidInputError: for a bad value, or qdrant-client options on an Edge store.
+    :raises InvalidInputError: for a bad value, qdrant-client options on an Edge store, or a folder path that is a
+        file.
     :raises StoreLockedError: when another process holds the store and this one would write it (or cannot copy it
         to read it).
     :raises CorruptStoreError: when the folder or collection is damaged or not a lmk-rag store.
@@ -384,11 +386,12 @@ class LandmarkStore:
         :param rerank: ``"chunks"`` (MaxSim over chunk vectors), ``"static"`` (static token MaxSim) or ``"none"``;
             None: the store's :attr:`default_rerank`.
         :return: hits, best first.
+        :raises InvalidInputError: for a query that is not a str.
+        :raises EmptyTextError: for an empty or whitespace-only query.
         """
         reader = self._reader
         rerank = reader.rerank(rerank)
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("query must be a non-empty string")
+        check_text(query, "query")
         return reader.search(query, k, reader.candidates(k, None, "prefetch_limit"), rerank, filter, doc_level,
                              reader.weight(alpha, query))
 

@@ -155,18 +155,21 @@ def check_recorded_encoder(settings: dict[str, Any], encoder: DocumentEncoder, w
     """Raise when the encoder built from a store's settings record is not the one that wrote the store.
 
     Its settings are the record's, so a fingerprint other than the recorded one means an edited record (its
-    granularity, its model_name, ...) or model files that changed since the store was made.
+    granularity, ...) or model files that changed since the store was made. ``model_name`` says where the model is,
+    not what it is (the fingerprint hashes its files): it is not compared.
 
-    :raises CorruptStoreError: naming both causes and their fixes.
+    :raises CorruptStoreError: naming both causes, the model folder the encoder loaded, and their fixes.
     """
     recorded = settings["encoder"]["fingerprint"]
-    if encoder.fingerprint != recorded or encoder.settings != settings["encoder"]["settings"]:
+    built = {key: value for key, value in encoder.settings.items() if key != "model_name"}
+    if encoder.fingerprint != recorded or built != {key: value for key, value in settings["encoder"]["settings"].items()
+                                                   if key != "model_name"}:
         raise CorruptStoreError(
             f"{where}: the encoder its settings record describes is not the one that wrote its vectors (fingerprint "
-            f"{encoder.fingerprint}, recorded {recorded}): either the record (lmk_rag.json in a store folder) was "
-            "edited or damaged (its encoder settings: granularity, model_name, ...): restore the original values; or "
-            "the model files changed since the store was made: open it with the original model files, or re-ingest "
-            "into a new store"
+            f"{encoder.fingerprint}, recorded {recorded}): either the model files in "
+            f"{getattr(encoder, 'model_path', encoder.settings.get('model_name'))} changed since the store was made: "
+            "put the original model files there, or re-ingest into a new store; or the record (lmk_rag.json in a "
+            "store folder) was edited or damaged (its encoder settings: granularity, ...): restore the original values"
         )
 
 

@@ -46,8 +46,8 @@ def test_every_qdrant_vector_store_argument_is_taken_or_refused_with_a_reason() 
     upstream = set(inspect.signature(QdrantVectorStore.__init__).parameters) - {"self", "kwargs"}
     assert upstream - ours == set(UNSUPPORTED)
     assert not set(UNSUPPORTED) & ours
-    assert ours - upstream == {"self", "kwargs", "path", "location", "read_only", "alpha", "store", "embed_model",
-                               "static_encoder", "rerank"}  # no second copy of the store's options
+    assert ours - upstream == {"self", "kwargs", "path", "location", "read_only", "create", "alpha", "store",
+                               "embed_model", "static_encoder", "rerank"}  # no second copy of the store's options
 
 
 @pytest.mark.parametrize("name", ["quantization", "on_disk", "hnsw_ef", "prefetch_limit", "node_tokens", "prefer_grpc"])

@@ -1,5 +1,6 @@
-"""Two filter rules of LandmarkVectorStore: a bytes value is refused (never read as a list of ints), and an empty
-``doc_ids`` or ``node_ids`` list in a query restricts nothing, the one rule for both (docs/llamaindex.md)."""
+"""Two filter rules of LandmarkVectorStore: a bytes value is refused (never read as a list of ints), and in a query
+an empty ``doc_ids`` list restricts to nothing while an empty ``node_ids`` list restricts nothing (docs/llamaindex.md
+says why)."""
 
 from __future__ import annotations
 
@@ -24,12 +25,14 @@ def test_a_bytes_filter_value_is_refused(filled: LandmarkVectorStore) -> None:
         filled.query(VectorStoreQuery(query_str=QUERY, filters=MetadataFilters(filters=[excluded])))
 
 
-def test_empty_doc_ids_and_node_ids_restrict_nothing_in_a_query(
-    filled: LandmarkVectorStore, nodes: list[TextNode]
+@pytest.mark.parametrize("mode", ["default", "hybrid", "sparse", "mmr"])
+def test_empty_doc_ids_restrict_to_nothing_and_empty_node_ids_restrict_nothing(
+    filled: LandmarkVectorStore, nodes: list[TextNode], mode: str
 ) -> None:
-    every = _ids(filled, nodes)
-    assert len(every) == len(nodes)
-    assert _ids(filled, nodes, doc_ids=[]) == _ids(filled, nodes, node_ids=[]) == every
-    assert _ids(filled, nodes, doc_ids=[], node_ids=[]) == every
+    every = _ids(filled, nodes, mode=mode)
+    assert every and (mode == "sparse" or len(every) == len(nodes))  # sparse: the nodes sharing a word
+    assert _ids(filled, nodes, node_ids=[], mode=mode) == every  # what as_retriever passes for a store keeping text
+    assert _ids(filled, nodes, doc_ids=[], mode=mode) == set()  # an emptied allow-list never opens the whole store
+    assert _ids(filled, nodes, doc_ids=[], node_ids=[], mode=mode) == set()
     assert _ids(filled, nodes, doc_ids=["missing"]) == _ids(filled, nodes, node_ids=["missing"]) == set()
     assert filled.get_nodes(node_ids=[]) == []  # get_nodes and delete_nodes: an empty list names no node

@@ -128,5 +128,5 @@ def test_node_ids_restrict_and_hybrid_without_text_is_dense(filled, embed_model)
                                           similarity_top_k=3))
     dense = store.query(VectorStoreQuery(query_embedding=embedding, similarity_top_k=3))
     assert [n.node_id for n in hybrid.nodes] == [n.node_id for n in dense.nodes] and len(dense.nodes) == 3
-    with pytest.raises(InvalidInputError, match="query_str is empty"):
+    with pytest.raises(InvalidInputError, match="query_str is None"):
         store.query(VectorStoreQuery(query_embedding=embedding, mode=VectorStoreQueryMode.SPARSE))

@@ -6,10 +6,8 @@ allowed for this port: each store is a LandmarkVectorStore on a fresh Qdrant Edg
 embeddings are real LandmarkEmbedding vectors of texts that play the same roles (named with each fixture); queries
 are given as text (the role of ``[1.0, 1.0]`` is the text of the node embedded there), or as the real query vector
 where upstream queries by embedding alone; ``unittest.TestCase`` methods are plain functions calling the same
-assertions. Assertions are unchanged but one: ``test_retriever_constrains_source_documents`` with ``doc_ids=[]``
-expects every node, not none: in a query an empty ``doc_ids`` or ``node_ids`` list restricts nothing, one rule for
-both, as in QdrantVectorStore (``as_retriever`` passes ``node_ids=[]`` to every store that keeps the text, so "none"
-cannot be the rule for ``node_ids``; docs/llamaindex.md).
+assertions. Assertions are unchanged (``doc_ids=[]`` finds nothing, as upstream: docs/llamaindex.md says why an
+empty ``node_ids`` list is read the other way).
 
 Not ported, and why:
 
@@ -319,7 +317,7 @@ def document_nodes(embed) -> list[TextNode]:
     ("doc_ids", "expected"),
     [
         (None, {"a-0", "a-1", "b-0", "b-1"}),
-        ([], {"a-0", "a-1", "b-0", "b-1"}),  # upstream: set() (SimpleVectorStore); see the module docstring
+        ([], set()),
         (["missing"], set()),
         (["a"], {"a-0", "a-1"}),
     ],

@@ -23,7 +23,7 @@ from llama_index.embeddings.landmark import LandmarkEmbedding
 from llama_index.node_parser.landmark import ENCODER_KEY, LandmarkNode, LandmarkNodeParser
 from llama_index.vector_stores.landmark import LandmarkVectorStore
 from llama_index.vector_stores.landmark.base import NO_SOURCE
-from lmk_rag.errors import InvalidInputError, SettingsMismatchError
+from lmk_rag.errors import EmptyTextError, InvalidInputError, SettingsMismatchError
 from lmk_rag.store import LandmarkStore
 
 QUERY = "get the current working directory of the calling process"
@@ -227,6 +227,28 @@ def test_unsupported_query_modes_and_missing_query_text_are_errors(filled: Landm
         filled.query(VectorStoreQuery(similarity_top_k=2))
     with pytest.raises(InvalidInputError, match="BM25"):
         filled.query(VectorStoreQuery(query_embedding=[0.1] * 384, mode="sparse"))
+
+
+def test_the_sparse_modes_never_answer_with_the_dense_ranking(filled: LandmarkVectorStore) -> None:
+    for mode in ("sparse", "text_search"):
+        assert filled.query(_query("the and of", mode=mode)).ids == []  # stop words only: no BM25 term
+        assert filled.query(_query("zzzqqq xyzzy", mode=mode)).ids == []  # words no node holds
+        assert filled.query(_query(mode=mode)).ids  # a query with BM25 terms finds its nodes
+    assert filled.store.search("the and of", alpha=0.0) == []  # the store's BM25 alone, as the modes run it
+    assert len(filled.query(_query("the and of")).ids) == 5  # the fused default still ranks by the rerank
+
+
+def test_an_empty_or_whitespace_query_is_an_empty_text_error(filled: LandmarkVectorStore) -> None:
+    for text in ("   ", "", "\n\t"):
+        for mode in ("default", "hybrid", "sparse", "text_search", "mmr"):
+            with pytest.raises(EmptyTextError, match="query_str is empty or whitespace-only"):
+                filled.query(_query(text, mode=mode))
+        with pytest.raises(EmptyTextError, match="query is empty or whitespace-only"):
+            filled.store.search(text)
+        with pytest.raises(EmptyTextError, match="query is empty or whitespace-only"):
+            filled.store.search_mmr(text)
+        with pytest.raises(EmptyTextError):
+            filled.as_index().as_retriever().retrieve(text)
 
 
 def test_scores_of_a_many_chunk_query_stay_cosine_like(

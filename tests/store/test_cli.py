@@ -46,7 +46,8 @@ def test_ingest_query_info(tmp_path, docs):
 
     result = runner.invoke(app, ["ingest", str(corpus), "--store", store, "--document-batch-size", "2"])
     assert result.exit_code == 0, result.output
-    assert "3 new, 0 changed, 0 unchanged, 0 deleted, 1 skipped" in result.stdout  # empty.txt (skip.json: no glob)
+    assert "3 new, 0 changed, 0 unchanged, 0 deleted, 2 skipped" in result.stdout  # empty.txt, skip.json (no glob)
+    assert "skip.json" in result.stderr and "empty.txt: empty" in result.stderr
 
     query = texts[1].split(". ")[0][:200]
     result = runner.invoke(app, ["query", query, "--store", store, "-k", "2", "--rerank", "chunks", "--json"])

@@ -18,7 +18,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from lmk_rag.cli import app
 from lmk_rag.errors import (
     CorruptStoreError,
     EmptyTextError,
@@ -217,12 +219,27 @@ def test_filters_of_the_wrong_shape_are_refused() -> None:
             translate(make(), EdgeConditions())
 
 
+def test_a_store_path_that_is_a_file_names_the_argument_not_a_damaged_store(tmp_path: Path, minilm_encoder) -> None:
+    file = tmp_path / "notes.txt"
+    file.write_text("not a folder")
+    for opening in ({"path": file}, {"path": file, "read_only": True}, {"path": file, "create": False},
+                    {"location": str(file)}):
+        with pytest.raises(InvalidInputError, match=f"{file} is a file, not a store folder") as raised:
+            LandmarkStore(**opening, encoder=minilm_encoder)
+        assert not isinstance(raised.value, CorruptStoreError)  # whose remedy, rebuilding, is wrong here
+    said = CliRunner().invoke(app, ["query", "tar", "--store", str(file)])
+    assert said.exit_code == 1 and said.stderr.strip() == (
+        f"error: {file} is a file, not a store folder: give the folder of a lmk-rag store, or the path of a new "
+        "folder to create one there")
+    assert file.read_text() == "not a folder"
+
+
 def test_bad_store_openings(tmp_path: Path, minilm_encoder) -> None:
     (tmp_path / "file").write_text("not a folder")
     (tmp_path / "foreign").mkdir()
     (tmp_path / "foreign" / "notes.txt").write_text("mine")
     cases: list[tuple[Callable[[], Any], type[Exception]]] = [
-        (lambda: LandmarkStore(tmp_path / "file"), CorruptStoreError),
+        (lambda: LandmarkStore(tmp_path / "file"), InvalidInputError),
         (lambda: LandmarkStore(tmp_path / "foreign"), CorruptStoreError),
         (lambda: LandmarkStore(tmp_path / "missing", create=False), StoreError),
         (lambda: LandmarkStore(tmp_path / "missing", read_only=True), StoreError),

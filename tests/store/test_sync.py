@@ -90,6 +90,29 @@ def test_sync_deletes_only_documents_whose_file_under_the_folders_is_gone(tmp_pa
         assert target.doc_ids() == ["a.txt", "api-doc", "x.txt"]
 
 
+@pytest.mark.slow
+def test_an_ingest_says_what_it_left_out_and_what_sync_would_delete(tmp_path, docs) -> None:
+    corpus, store = tmp_path / "corpus", str(tmp_path / "store")
+    _write_pages(corpus, docs, ["a.txt", "b.txt", "guide.rst"])
+    first = _ingest(str(corpus), "--store", store)
+    assert first.exit_code == 0 and "2 new, 0 changed, 0 unchanged, 0 deleted, 1 skipped" in first.stdout
+    assert f"skipped 1 file(s) matching no --glob (*.txt, *.md): {corpus / 'guide.rst'}" in first.stderr
+    (corpus / "b.txt").unlink()
+    note = ("note: 1 stored document(s) from these folders have no file any more (b.txt); they stay in the store: "
+            "ingest with --sync to delete them")
+    dry = _ingest(str(corpus), "--store", store, "--dry-run")
+    assert dry.exit_code == 0 and note in dry.stderr and "delete:" not in dry.stdout and "0 deleted" in dry.stdout
+    kept = _ingest(str(corpus), "--store", store)
+    assert kept.exit_code == 0 and "0 new, 0 changed, 1 unchanged, 0 deleted, 1 skipped" in kept.stdout
+    assert note in kept.stderr
+    with LandmarkStore(store, create=False) as target:
+        assert target.doc_ids() == ["a.txt", "b.txt"]
+    synced = _ingest(str(corpus), "--store", store, "--sync")
+    assert synced.exit_code == 0 and "1 deleted" in synced.stdout and "note:" not in synced.stderr
+    with LandmarkStore(store, create=False) as target:
+        assert target.doc_ids() == ["a.txt"]
+
+
 def test_colliding_doc_ids_across_folders_are_refused(tmp_path, docs) -> None:
     col_a, col_b = tmp_path / "colA", tmp_path / "colB"
     _write_pages(col_a, docs, ["notes.txt"])

@@ -144,6 +144,20 @@ class LandmarkEmbedding(BaseEmbedding):
         """The name LlamaIndex serialises this class under."""
         return "LandmarkEmbedding"
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the fields (the encoder's settings), not the encoder and its model weights: unpickling builds the
+        encoder again from them, as :meth:`from_dict` does (a pickled index stays small; docs/llamaindex.md)."""
+        state = super().__getstate__()
+        state["__pydantic_private__"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Build the encoder from the pickled settings (see :meth:`__getstate__`).
+
+        :raises ModelNotFoundError: when the model is not here any more (naming what was tried).
+        """
+        self.__init__(**state["__dict__"])  # type: ignore[misc]
+
     @property
     def encoder(self) -> DocumentEncoder:
         """The encoder: a :class:`lmk_rag.LandmarkEncoder` (with ``static``, a

@@ -27,7 +27,7 @@ from llama_index.node_parser.landmark import ENCODER_KEY, LandmarkNode, without_
 from llama_index.vector_stores.landmark.filters import to_store_filter
 from lmk_rag import TokenEncoder
 from lmk_rag.adapters import clean_metadata, invalid_fields
-from lmk_rag.errors import InvalidInputError, SettingsMismatchError, refuse_unknown
+from lmk_rag.errors import EmptyTextError, InvalidInputError, SettingsMismatchError, refuse_unknown
 from lmk_rag.store import Hit, LandmarkStore, NodeRecord, Rerank, ServerOptions
 
 NO_SOURCE = "lmk-rag:no-source:"
@@ -46,6 +46,9 @@ FUSED_MODES = {VectorStoreQueryMode.DEFAULT: None, VectorStoreQueryMode.HYBRID: 
                VectorStoreQueryMode.SPARSE: 0.0, VectorStoreQueryMode.TEXT_SEARCH: 0.0}
 """The modes the store's fused search runs, and the ``alpha`` each fixes (None: ``VectorStoreQuery.alpha`` in
 ``hybrid``, else the query kwarg's, else the store's; 0: BM25 alone)."""
+LEXICAL = (VectorStoreQueryMode.SPARSE, VectorStoreQueryMode.TEXT_SEARCH)
+"""The modes that rank by BM25 alone: a query without BM25 terms (stop words only, or words no node holds) finds
+nothing; they never answer with the dense ranking."""
 MMR_DEFAULT = 0.5
 """``mmr_threshold`` when neither the query nor its kwargs give one (LlamaIndex's default)."""
 
@@ -95,6 +98,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
     _owns_store: bool = PrivateAttr(default=True)
     _embed_model: LandmarkEmbedding | None = PrivateAttr(default=None)
     _hybrid_fusion_fn: HybridFusionCallable | None = PrivateAttr(default=None)
+    _not_serialised: list[str] = PrivateAttr(default_factory=list)
 
     def __init__(
         self,
@@ -125,6 +129,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         embed_model: LandmarkEmbedding | None = None,
         static_encoder: TokenEncoder | None = None,
         rerank: Rerank | str | None = None,
+        create: bool = True,
         **kwargs: Any,
     ) -> None:
         """Open a store, or wrap one. The arguments of ``QdrantVectorStore`` keep their meaning (a table in
@@ -153,6 +158,8 @@ class LandmarkVectorStore(BasePydanticVectorStore):
             store option (:meth:`close` leaves it open: it is the caller's).
         :param embed_model: share this model's encoder with the store (else the store builds its own).
         :param rerank: the default second stage (None: the store's, ``"chunks"`` or ``"static"`` in a static store).
+        :param create: create the store when it is missing (False: :class:`~lmk_rag.errors.StoreNotFoundError`, as
+            :meth:`from_dict` and unpickling open it).
         :raises TypeError: for an argument this class does not take, naming the close ones.
         :raises NotImplementedError: for a QdrantVectorStore argument with no meaning here, saying why.
         :raises InvalidInputError: for a bad value, or ``store`` given with arguments that open a store.
@@ -198,10 +205,13 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         except ValidationError as error:
             raise invalid_fields("LandmarkVectorStore", error) from None
         self._config, self._owns_store = config, store is None
+        self._not_serialised = sorted(name for name, value in (
+            ("api_key", api_key), ("client_kwargs", client_kwargs), ("static_encoder", static_encoder),
+            ("hybrid_fusion_fn", hybrid_fusion_fn)) if value is not None)
         if store is None:  # enable_hybrid is the store's bm25, the qdrant-client options its server=ServerOptions(...)
             server = {option.name: given.pop(option.name) for option in fields(ServerOptions) if option.name in given}
             store = LandmarkStore(encoder=None if embed_model is None else embed_model.encoder,
-                                  bm25=given.pop("enable_hybrid", None),
+                                  bm25=given.pop("enable_hybrid", None), create=create,
                                   server=ServerOptions(**server) if server else None, **given)
         self._store, self._embed_model, self._hybrid_fusion_fn = store, embed_model, hybrid_fusion_fn
 
@@ -228,14 +238,53 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         return {**self._config, **self._location(), "enable_hybrid": self._store.bm25, **rerank,
                 "class_name": self.class_name()}
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> LandmarkVectorStore:
+        """Reopen the store :meth:`to_dict` describes (its folder is absolute: from any working directory). It never
+        creates one: a store that is not there any more is an error, not a new empty store.
+
+        :param data: what :meth:`to_dict` returned (``class_name`` is left out).
+        :param kwargs: the arguments ``to_dict`` leaves out (``api_key=``, ``embed_model=``, ...); ``create=True``
+            creates a missing store after all.
+        :raises StoreNotFoundError: when no store is at the recorded folder (or collection), naming it.
+        """
+        return super().from_dict(data, **{"create": False, **kwargs})
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the configuration, not the open store: :meth:`to_dict`'s (the store's absolute folder or its
+        collection; no model weights), which unpickling reopens as :meth:`from_dict` does (docs/llamaindex.md,
+        "Serialisation and pickling").
+
+        :raises InvalidInputError: for a store given what ``to_dict`` leaves out (``api_key``, ``client_kwargs``,
+            ``static_encoder``, ``hybrid_fusion_fn``), which its copy would silently lack: serialise it with
+            ``to_dict()`` and give those to ``from_dict(data, ...)`` again.
+        """
+        if self._not_serialised:
+            raise InvalidInputError(
+                f"LandmarkVectorStore cannot be pickled: it was given {', '.join(self._not_serialised)}, which a "
+                "pickle does not carry (no credentials, no objects); serialise it with to_dict() and reopen it with "
+                f"LandmarkVectorStore.from_dict(data, {', '.join(f'{name}=...' for name in self._not_serialised)})"
+            )
+        data = self.to_dict()
+        data.pop("class_name")
+        return data
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Reopen the pickled configuration (see :meth:`__getstate__`); a store no longer there is an error.
+
+        :raises StoreNotFoundError: when no store is at the recorded folder (or collection).
+        """
+        self.__init__(**state, create=False)  # type: ignore[misc]
+
     def _location(self) -> dict[str, Any]:
         """Where the store is, as constructor arguments: ``path`` of an Edge store, else the ``url`` or the
         local-mode ``location`` its qdrant-client was made with (``init_options``), and ``collection_name``."""
         if self._store.collection_name is None:
             return {"path": self._store.where}
         options = self._client_options()
-        place = {"url": options["url"]} if options.get("url") else {"location": options.get("path") or
-                                                                     options.get("location")}
+        folder = options.get("path")  # a client the caller made may name its folder relative to where it ran
+        place = {"url": options["url"]} if options.get("url") else {
+            "location": str(Path(folder).resolve()) if folder else options.get("location")}
         if None in place.values():
             raise InvalidInputError(
                 "LandmarkVectorStore.to_dict(): the store's client connects by host=, which from_dict cannot "
@@ -420,18 +469,26 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         qdrant_filters: Any = None, **kwargs: Any
     ) -> list[Hit]:
         """The store's hits for a LlamaIndex query, by its mode (see :meth:`query`; ``mmr_threshold`` given, even as
-        None, overrides the query's, else 0.5). An empty ``node_ids`` or ``doc_ids`` list restricts nothing, as in
-        ``QdrantVectorStore`` (``VectorStoreIndex.as_retriever`` passes ``[]`` for a store that keeps the text).
+        None, overrides the query's, else 0.5). An empty ``doc_ids`` list restricts to nothing (no hits: an allow-list
+        an application emptied, e.g. by the user's permissions, never opens the whole store), as in
+        ``SimpleVectorStore``; an empty ``node_ids`` list restricts nothing, as in ``QdrantVectorStore``:
+        ``VectorStoreIndex.as_retriever`` passes its index struct's node ids, ``[]`` for a store that keeps the text.
 
         :raises InvalidInputError: for a query with neither text nor embedding, or a lexical query without text.
+        :raises EmptyTextError: for an empty or whitespace-only ``query_str`` in a lexical mode or without an
+            embedding (with one, the embedding is searched).
         :raises SettingsMismatchError: for a lexical query on a store without BM25.
         :raises NotImplementedError: for the learner modes and ``semantic_hybrid``.
         """
         mode, store, k = VectorStoreQueryMode(query.mode), self._store, query.similarity_top_k
-        flt = to_store_filter(query.filters, query.node_ids or None, query.doc_ids or None, qdrant_filters)
+        flt = to_store_filter(query.filters, query.node_ids or None, query.doc_ids, qdrant_filters)
+        text = query.query_str if query.query_str is None or query.query_str.strip() else None
+        if text is None and query.query_str is not None and (mode in LEXICAL or query.query_embedding is None):
+            raise EmptyTextError(f"query mode {mode.value!r}: VectorStoreQuery.query_str is empty or "
+                                 "whitespace-only: there is nothing to search for")
         if mode == VectorStoreQueryMode.MMR:
             threshold = kwargs.get("mmr_threshold", query.mmr_threshold)
-            return store.search_mmr(query.query_str or _embedding(query, mode), k,
+            return store.search_mmr(text or _embedding(query, mode), k,
                                     lambda_=MMR_DEFAULT if threshold is None else threshold, filter=flt)
         if mode not in FUSED_MODES:
             raise NotImplementedError(
@@ -439,14 +496,14 @@ class LandmarkVectorStore(BasePydanticVectorStore):
                 "'hybrid' (with VectorStoreQuery.alpha), 'sparse'/'text_search' (BM25) or 'mmr'"
             )
         fixed_alpha = FUSED_MODES[mode]
-        lexical = fixed_alpha == 0.0
-        if not query.query_str:
-            if lexical:
+        if text is None:
+            if mode in LEXICAL:
                 raise InvalidInputError(
-                    f"query mode {mode.value!r} scores words with BM25: VectorStoreQuery.query_str is empty"
+                    f"query mode {mode.value!r} scores words with BM25: VectorStoreQuery.query_str is None; give the "
+                    "query's text"
                 )
             return store.search_vector(_embedding(query, mode), k=k, filter=flt, doc_level=False)
-        if lexical and not store.bm25:
+        if mode in LEXICAL and not store.bm25:
             raise SettingsMismatchError(
                 f"query mode {mode.value!r} ranks by BM25 keyword vectors, and {store.where} was built without them "
                 "(enable_hybrid=False): query in mode 'default', or ingest into a new store with enable_hybrid=True"
@@ -454,7 +511,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         if mode == VectorStoreQueryMode.HYBRID and query.alpha is not None:
             alpha = query.alpha
         top_k = {VectorStoreQueryMode.HYBRID: query.hybrid_top_k, VectorStoreQueryMode.SPARSE: query.sparse_top_k}
-        return store.search(query.query_str, k=top_k.get(mode) or k, rerank=rerank or self.rerank, filter=flt,
+        return store.search(text, k=top_k.get(mode) or k, rerank=rerank or self.rerank, filter=flt,
                             doc_level=False, alpha=alpha if fixed_alpha is None else fixed_alpha)
 
     def get_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None) -> list[BaseNode]:
