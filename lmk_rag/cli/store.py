@@ -13,6 +13,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -246,7 +247,7 @@ def ingest(
 SHOWN_NAMES = 3
 
 
-def _some(names: Any) -> str:
+def _some(names: Iterable[str]) -> str:
     """The first :data:`SHOWN_NAMES` of some names, and how many more there are."""
     names = list(names)
     more = len(names) - SHOWN_NAMES

@@ -166,10 +166,10 @@ def check_recorded_encoder(settings: dict[str, Any], encoder: DocumentEncoder, w
                                                    if key != "model_name"}:
         raise CorruptStoreError(
             f"{where}: the encoder its settings record describes is not the one that wrote its vectors (fingerprint "
-            f"{encoder.fingerprint}, recorded {recorded}): either the model files in "
-            f"{getattr(encoder, 'model_path', encoder.settings.get('model_name'))} changed since the store was made: "
-            "put the original model files there, or re-ingest into a new store; or the record (lmk_rag.json in a "
-            "store folder) was edited or damaged (its encoder settings: granularity, ...): restore the original values"
+            f"{encoder.fingerprint}, recorded {recorded}): either the model files changed since the store was made "
+            f"(those in {getattr(encoder, 'model_path', encoder.settings.get('model_name'))}): put the original model "
+            "files there, or re-ingest into a new store; or the record (lmk_rag.json in a store folder) was edited or "
+            "damaged (its encoder settings: granularity, ...): restore the original values"
         )
 
 

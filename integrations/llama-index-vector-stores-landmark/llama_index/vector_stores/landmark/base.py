@@ -482,8 +482,9 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         """
         mode, store, k = VectorStoreQueryMode(query.mode), self._store, query.similarity_top_k
         flt = to_store_filter(query.filters, query.node_ids or None, query.doc_ids, qdrant_filters)
-        text = query.query_str if query.query_str is None or query.query_str.strip() else None
-        if text is None and query.query_str is not None and (mode in LEXICAL or query.query_embedding is None):
+        blank = isinstance(query.query_str, str) and not query.query_str.strip()
+        text = None if blank else query.query_str
+        if blank and (mode in LEXICAL or query.query_embedding is None):
             raise EmptyTextError(f"query mode {mode.value!r}: VectorStoreQuery.query_str is empty or "
                                  "whitespace-only: there is nothing to search for")
         if mode == VectorStoreQueryMode.MMR:
