@@ -35,7 +35,7 @@ from lmk_rag.encoder.windows import (
     special_token_count,
     tokenize_with_offsets,
 )
-from lmk_rag.errors import InvalidInputError, ModelLoadError
+from lmk_rag.errors import InvalidInputError, ModelLoadError, needs_extra
 from lmk_rag.hashing import short_hash
 from lmk_rag.jsonl import read_json_object
 from lmk_rag.vectors import l2_normalize
@@ -522,7 +522,8 @@ def _load_runtime(model_path: Path, backend: str, dtype: str, device: Any) -> Ru
         from lmk_rag.encoder.onnx_backend import load_onnx
 
         return load_onnx(model_path, "float32" if dtype == "auto" else dtype)
-    from lmk_rag.encoder.torch_backend import load_torch
+    with needs_extra("backend='torch'", "encoder"):
+        from lmk_rag.encoder.torch_backend import load_torch
 
     return load_torch(model_path, dtype, device)
 
@@ -536,7 +537,8 @@ def _resolve_device(backend: str, device: str | None) -> Any:
         if device not in (None, "cpu"):
             raise InvalidInputError(f"backend='onnx' runs on the CPU; use backend='torch' for device={device!r}")
         return "cpu"
-    from lmk_rag.encoder.torch_backend import torch_device
+    with needs_extra("backend='torch'", "encoder"):
+        from lmk_rag.encoder.torch_backend import torch_device
 
     return torch_device(device)
 
