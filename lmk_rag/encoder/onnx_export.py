@@ -87,11 +87,6 @@ def exported_model(model_path: Path, dtype: str) -> Path:
     return target
 
 
-def export_command(model_path: Path, dtype: str) -> str:
-    """The command line that exports a model in a precision into this machine's cache."""
-    return f"lmk-rag export-onnx --model {model_path} --dtype {dtype}"
-
-
 def _check_exporter(model_path: Path, dtype: str, folder: Path) -> None:
     """Refuse to export where torch or transformers is missing, naming the command that makes the export.
 
@@ -103,7 +98,8 @@ def _check_exporter(model_path: Path, dtype: str, folder: Path) -> None:
     except ModuleNotFoundError as error:
         raise ModelExportError(
             f"no ONNX export of {model_path} ({dtype}) in {folder}, and {error.name}, which makes it, is not "
-            f"installed: run `{export_command(model_path, dtype)}` once where lmk-rag[encoder,onnx] is installed "
+            f"installed: run `lmk-rag export-onnx --model {model_path} --dtype {dtype}` once where "
+            "lmk-rag[encoder,onnx] is installed "
             "(with the same LMK_RAG_CACHE, or copy the folder here)"
         ) from None
 
