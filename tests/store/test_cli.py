@@ -133,7 +133,7 @@ def test_ingest_static_makes_a_static_store_that_query_reranks_statically(tmp_pa
 
 @pytest.mark.slow
 def test_query_imports_no_torch_transformers_or_qdrant_client_and_info_neither(tmp_path, minilm_encoder, docs,
-                                                                               onnx_cache):
+                                                                               onnx_encoders, onnx_cache):
     doc_id, text = next(iter(docs.items()))
     with LandmarkStore(tmp_path / "store", encoder=minilm_encoder) as store:
         store.add_documents([(doc_id, text, None)])
