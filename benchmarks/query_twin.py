@@ -26,6 +26,16 @@ OUT = REPO / "benchmarks" / "results" / "query_twin.md"
 QUERIES = REPO.parent / "shared" / "data" / "manpages-short" / "queries.jsonl"
 
 
+def machine() -> str:
+    """CPU model, cores and the vector flags that decide the kernels."""
+    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
+                 platform.processor() or platform.machine())
+    flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), []))
+    present = ", ".join(f"{flag} {'yes' if flag in flags else 'no'}" for flag in ("avx2", "avx512f", "avx512_vnni"))
+    return f"{model}, {os.cpu_count()} cores; {present}"
+
+
 def main() -> None:
     """Encode, search, compare and write the report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -50,8 +60,8 @@ def main() -> None:
     same_sets = sum(set(a) == set(b) for a, b in zip(torch_hits, twin_hits))
     lines = [
         "# A torch float32 store's queries on its ONNX float32 twin (`benchmarks/query_twin.py`)", "",
-        f"Date: {started:%Y-%m-%d %H:%M} UTC. Machine: {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} cores; load average at the start {', '.join(f'{v:.2f}' for v in load_start)}.", "",
+        f"Date: {started:%Y-%m-%d %H:%M} UTC. Machine: {machine()}; load average at the start "
+        f"{', '.join(f'{v:.2f}' for v in load_start)}.", "",
         f"Queries: {len(queries)} ({args.queries}). Store: {args.store} (searched with `k={args.k}`). Torch encoder: "
         f"`{torch_encoder.settings}`; twin: `{twin.settings}`, fingerprint {twin.fingerprint} (on torch: "
         f"{twin.fingerprint_with('torch', 'float32')}, the store's {torch_encoder.fingerprint}).", "",
