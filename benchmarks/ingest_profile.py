@@ -1,13 +1,14 @@
 """Where ingest time goes (issue 63 item 2, first step): the encoder's stages and the forward pass's operators.
 
-Encodes a small sample of manual pages (the shipped test corpus, ``tests/fixtures/data``) with the default encoder
+Encodes a small sample of manual pages (the shared dev sets, ``../shared/data``, else the shipped test corpus,
+``tests/fixtures/data``) with the default encoder
 (torch float32) and its ONNX float32 and int8 runtimes, timing each stage of ``encode_documents``: tokenisation,
 landmark planning, window packing, padding, the forward pass, and the rest (scatter of states, pooling,
 projection); it counts the padded tokens. Then it profiles the same padded batches operator by operator: torch's
 profiler (self CPU time by aten operator) and ONNX Runtime's (time by node type). Writes
 ``benchmarks/results/ingest_profile.md``::
 
-    python benchmarks/ingest_profile.py [--docs 12] [--long 2]
+    python benchmarks/ingest_profile.py [--docs 64] [--long 4] [--data DIR]
 """
 
 from __future__ import annotations
@@ -31,15 +32,16 @@ from lmk_rag.encoder import encoder as encoder_module
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "results" / "ingest_profile.md"
-DATA = REPO / "tests" / "fixtures" / "data"
+SHARED = REPO.parent / "shared" / "data"
+DATA = SHARED if SHARED.is_dir() else REPO / "tests" / "fixtures" / "data"
 FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile")
 
 
-def texts(short: int, long: int) -> list[str]:
-    """``short`` manpages-short passages (over 1,200 chars) and ``long`` manpages-longdoc pages."""
+def texts(data: Path, short: int, long: int) -> list[str]:
+    """``short`` manpages-short passages (over 1,200 chars) and ``long`` manpages-longdoc pages of a data folder."""
     out = []
     for name, count in (("manpages-short", short), ("manpages-longdoc", long)):
-        with gzip.open(DATA / name / "corpus.jsonl.gz", "rt") as lines:
+        with gzip.open(data / name / "corpus.jsonl.gz", "rt") as lines:
             found = [text for text in (json.loads(line)["text"] for line in lines) if len(text) > 1200]
         out += found[:count]
     return out
@@ -139,10 +141,11 @@ def main() -> None:
     import torch
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=int, default=12, help="manpages-short passages")
-    parser.add_argument("--long", type=int, default=2, help="manpages-longdoc pages")
+    parser.add_argument("--docs", type=int, default=64, help="manpages-short passages")
+    parser.add_argument("--long", type=int, default=4, help="manpages-longdoc pages")
+    parser.add_argument("--data", type=Path, default=DATA, help="the folder holding the BEIR sets")
     args = parser.parse_args()
-    sample = texts(args.docs, args.long)
+    sample = texts(args.data, args.docs, args.long)
     started, load_start = dt.datetime.now(dt.timezone.utc), os.getloadavg()
     encoders = {"torch float32 (default)": LandmarkEncoder(),
                 "onnx float32": LandmarkEncoder(backend="onnx"),
@@ -163,7 +166,7 @@ def main() -> None:
         f"({torch.get_num_threads()} threads), onnxruntime (intra-op threads: the same). Load average at the start "
         f"{', '.join(f'{v:.2f}' for v in load_start)}, at the end {', '.join(f'{v:.2f}' for v in load_end)} (a shared "
         "machine: the shares matter more than the seconds).", "",
-        f"Sample: {args.docs} manpages-short passages and {args.long} manpages-longdoc pages (tests/fixtures/data), "
+        f"Sample: {args.docs} manpages-short passages and {args.long} manpages-longdoc pages ({args.data}), "
         f"{sum(map(len, sample)) / 1e3:.0f}k chars; the default encoder's settings (k=64, 256-token windows, batch "
         f"32): {first['real']} real tokens in {len(first['batches'])} batches, {first['padded']} with padding "
         f"({100 * (1 - first['real'] / first['padded']):.1f}% padding). One `encode_documents` call per runtime "
