@@ -33,3 +33,15 @@ def encode(
         for span, count in zip(encoded.spans, encoded.token_counts)
     ]
     typer.echo(json.dumps({"dim": int(encoded.vector.shape[0]), "chunks": chunks}, indent=2))
+
+
+@app.command("export-onnx")
+def export_onnx(
+    model: str = typer.Option(None, help="Model folder or Hugging Face id (default: all-MiniLM-L6-v2)."),
+    dtype: str = typer.Option("float32", help="float32 (the queries of a torch float32 store) or int8."),
+) -> None:
+    """Export a model to ONNX into this machine's cache (needs torch), so its queries need no torch; print the file."""
+    from lmk_rag.encoder.onnx_export import exported_model
+    from lmk_rag.encoder.resolve import resolve_model_path
+
+    typer.echo(str(exported_model(resolve_model_path(model), dtype)))

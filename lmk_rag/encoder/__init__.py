@@ -1,4 +1,5 @@
-"""The landmark encoder (needs the ``encoder`` extra: torch and transformers).
+"""The landmark encoder (needs the ``encoder`` extra: torch and transformers; an ONNX encoder whose export exists
+needs only onnxruntime and tokenizers, docs/store.md "Queries without torch").
 
 The names are imported on first use, so that the value types (:mod:`lmk_rag.encoder.types`) load without torch: a
 static store encodes into :class:`EncodedText` and never imports a transformer.

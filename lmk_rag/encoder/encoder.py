@@ -1,4 +1,8 @@
-"""The landmark encoder: a Hugging Face transformer with landmark tokens and three granularities."""
+"""The landmark encoder: a Hugging Face transformer with landmark tokens and three granularities.
+
+The module imports neither torch nor transformers: the backend does, when the encoder is built
+(:mod:`lmk_rag.encoder.runtime`), and an ONNX encoder whose export exists never does.
+"""
 
 from __future__ import annotations
 
@@ -11,16 +15,14 @@ from pathlib import Path
 from typing import Any, overload
 
 import numpy as np
-import torch
 from tqdm.auto import tqdm
-from transformers import AutoConfig, AutoTokenizer
 
 from lmk_rag.checks import check_count, check_texts
 from lmk_rag.encoder.planning import LandmarkPlan, check_granularity, plan_landmarks
 from lmk_rag.encoder.pooling import pool_states
 from lmk_rag.encoder.projection import AUTO_PROJECTION, LinearProjection, resolve_projection
 from lmk_rag.encoder.resolve import DEFAULT_MODEL, model_digest, resolve_model_path
-from lmk_rag.encoder.runtime import check_dtype, load_runtime
+from lmk_rag.encoder.runtime import Runtime, check_dtype
 from lmk_rag.encoder.st_config import SUPPORTED_POOLING, ModelConfig, read_model_config
 from lmk_rag.encoder.types import ChunkStates, ChunkVector, Context, EncodedText, EncoderBackend, Granularity, Pooling
 from lmk_rag.encoder.windows import (
@@ -33,7 +35,7 @@ from lmk_rag.encoder.windows import (
     special_token_count,
     tokenize_with_offsets,
 )
-from lmk_rag.errors import InvalidInputError, ModelLoadError
+from lmk_rag.errors import InvalidInputError, ModelLoadError, needs_extra
 from lmk_rag.hashing import short_hash
 from lmk_rag.jsonl import read_json_object
 from lmk_rag.paths import recorded_folder
@@ -118,8 +120,6 @@ class LandmarkEncoder:
         context = _choice("context", context, Context)
         backend = _choice("backend", backend, EncoderBackend)
         dtype = check_dtype(backend, dtype)
-        if backend == EncoderBackend.ONNX and device not in (None, "cpu"):
-            raise InvalidInputError(f"backend='onnx' runs on the CPU; use backend='torch' for device={device!r}")
         pooling = _choice("pooling", pooling, Pooling)
         chunk_vector = _choice("chunk_vector", chunk_vector, ChunkVector)
         check_count("window_overlap", window_overlap, minimum=0)
@@ -161,16 +161,16 @@ class LandmarkEncoder:
         self.sentence_max_tokens = sentence_max_tokens
         self.backend = backend
         self.dtype = dtype
-        self.device = _device("cpu" if backend == EncoderBackend.ONNX else device or _best_device())
+        device = _resolve_device(backend, device)
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
-            self.config = AutoConfig.from_pretrained(self.model_path)
-            self.runtime, self.model = load_runtime(self.model_path, self.config, backend, dtype, self.device)
+            loaded = _load_runtime(self.model_path, backend, dtype, device)
         except (OSError, ValueError, pickle.UnpicklingError) as error:  # transformers' and torch's load errors
             raise ModelLoadError(
                 f"cannot load the model in {self.model_path} ({type(error).__name__}: {str(error)[:300]}); give a "
                 "model folder with its config, tokenizer and safetensors weights"
             ) from error
+        self.tokenizer, self.config, self.runtime = loaded.tokenizer, loaded.config, loaded.states
+        self.model, self.device = loaded.model, loaded.device
         if not self.tokenizer.is_fast:
             raise InvalidInputError(f"model {self.model_path} has no fast tokenizer; char offsets need one")
         if self.model_config.do_lower_case:
@@ -215,6 +215,17 @@ class LandmarkEncoder:
         projection in use (``"shipped"``, a folder, or None), never ``"auto"``. ``query_prompt`` and
         ``document_prompt`` appear when a prompt is used or the model declares one.
         """
+        return self.settings_with(self.backend, self.dtype)
+
+    def settings_with(self, backend: str, dtype: str) -> dict[str, Any]:
+        """The settings of this encoder on another runtime: the same model, landmarks, windows, pooling, prompts and
+        projection, run by ``backend`` in ``dtype`` (a store of torch float32 vectors encodes its queries with its
+        ONNX float32 twin, docs/store.md).
+
+        :param backend: ``"torch"`` or ``"onnx"``.
+        :param dtype: a dtype of that backend.
+        :return: the settings, as :attr:`settings` gives them.
+        """
         settings: dict[str, Any] = {
             "model_name": self.model_name,
             "granularity": self.granularity,
@@ -232,10 +243,10 @@ class LandmarkEncoder:
             settings["query_prompt"] = self.query_prompt
         if self.document_prompt or self.model_config.document_prompt:
             settings["document_prompt"] = self.document_prompt
-        if self.backend != EncoderBackend.TORCH:
-            settings["backend"] = self.backend
-        if self.dtype not in ("auto", "float32"):
-            settings["dtype"] = self.dtype
+        if backend != EncoderBackend.TORCH:
+            settings["backend"] = getattr(backend, "value", backend)
+        if dtype not in ("auto", "float32"):
+            settings["dtype"] = dtype
         return settings
 
     @functools.cached_property
@@ -244,8 +255,12 @@ class LandmarkEncoder:
         content, not its name), what its sentence-transformers files say (prompts, pooling, ``do_lower_case``:
         :attr:`ModelConfig.recorded`) and the projection's weights (None without one). A store refuses the model once
         any of them changes."""
+        return self.fingerprint_with(self.backend, self.dtype)
+
+    def fingerprint_with(self, backend: str, dtype: str) -> str:
+        """The :attr:`fingerprint` of this encoder on another runtime (:meth:`settings_with`)."""
         settings = {
-            **self.settings,
+            **self.settings_with(backend, dtype),
             "model_name": None,
             "projection": None if self.projection is None else self.projection.fingerprint,
             "model_config": self.model_config.recorded,
@@ -498,32 +513,35 @@ def _choice(name: str, value: Any, mode: type[Enum], automatic: bool = True) -> 
     return str(value)
 
 
-def _device(name: str) -> torch.device:
-    """The torch device called ``name``, checked to exist on this machine.
+def _load_runtime(model_path: Path, backend: str, dtype: str, device: Any) -> Runtime:
+    """Load the backend that runs a model: its tokenizer, config and token states (imported here: torch only for
+    the torch backend).
 
-    :raises InvalidInputError: for an unknown device name, or a CUDA/MPS device this machine lacks.
+    :raises ModelExportError: when the ONNX backend cannot export the model (or has no export and no torch).
     """
-    try:
-        device = torch.device(name)
-    except (RuntimeError, TypeError, ValueError) as error:
-        raise InvalidInputError(f"device={name!r} is not a torch device ({error}); use e.g. 'cpu' or 'cuda'") from None
-    available = {
-        "cpu": True,
-        "cuda": torch.cuda.is_available() and (device.index or 0) < torch.cuda.device_count(),
-        "mps": getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available(),
-    }
-    if not available.get(device.type, True):  # other accelerators: torch says when it loads the model
-        raise InvalidInputError(f"device={name!r} is not available on this machine; leave device=None to pick one")
-    return device
+    if backend == EncoderBackend.ONNX:
+        from lmk_rag.encoder.onnx_backend import load_onnx
+
+        return load_onnx(model_path, "float32" if dtype == "auto" else dtype)
+    with needs_extra("backend='torch'", "encoder"):
+        from lmk_rag.encoder.torch_backend import load_torch
+
+    return load_torch(model_path, dtype, device)
 
 
-def _best_device() -> str:
-    """cuda, then mps, then cpu."""
-    if torch.cuda.is_available():
-        return "cuda"
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-        return "mps"
-    return "cpu"
+def _resolve_device(backend: str, device: str | None) -> Any:
+    """The device a backend runs on: ``"cpu"`` for ONNX, else the torch device named (None: the best available).
+
+    :raises InvalidInputError: for a device other than the CPU with ONNX, or a device torch does not have here.
+    """
+    if backend == EncoderBackend.ONNX:
+        if device not in (None, "cpu"):
+            raise InvalidInputError(f"backend='onnx' runs on the CPU; use backend='torch' for device={device!r}")
+        return "cpu"
+    with needs_extra("backend='torch'", "encoder"):
+        from lmk_rag.encoder.torch_backend import torch_device
+
+    return torch_device(device)
 
 
 def _read_lmk_config(model_path: Path) -> dict[str, Any]:

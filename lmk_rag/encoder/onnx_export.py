@@ -7,6 +7,10 @@ output channel, uint8 activations quantized per call); then onnxscript's ONNX Ru
 skip layer norm, bias GELU), which the CPU kernels run fastest. Quantizing before fusing keeps the query, key
 and value projections separate MatMuls, so they are quantized too.
 
+Beside the graphs, the export saves the model's tokenizer as transformers loads it (:mod:`lmk_rag.encoder.tokenizer`).
+Exporting needs torch and transformers; reading an export needs neither (the ONNX backend then imports onnxruntime
+and tokenizers only).
+
 Files are keyed by the model's content digest and :data:`RECIPE`; a file lock makes concurrent encoders wait for
 the first export, and a file appears only complete (written beside its final name, then renamed).
 """
@@ -23,10 +27,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import torch
 from filelock import FileLock
 
 from lmk_rag.encoder.resolve import model_digest
+from lmk_rag.encoder.tokenizer import saved, tokenizer_files
 from lmk_rag.errors import InvalidInputError, ModelExportError, needs_extra
 from lmk_rag.paths import user_cache_dir
 
@@ -53,25 +57,51 @@ def onnx_cache_dir(model_path: Path) -> Path:
 
 
 def exported_model(model_path: Path, dtype: str) -> Path:
-    """The ONNX file of a model in a precision, exported (and quantized) on first use, then read from the cache.
+    """The ONNX file of a model in a precision, exported (and quantized) on first use with its tokenizer, then read
+    from the cache.
 
-    Needs no network: the weights come from ``model_path``.
+    Needs no network: the weights come from ``model_path``. Needs torch and transformers only to export.
 
     :param model_path: the Hugging Face model folder.
     :param dtype: ``"float32"`` or ``"int8"``.
-    :return: the ``.onnx`` file.
+    :return: the ``.onnx`` file; its folder holds the saved tokenizer.
     :raises InvalidInputError: for another dtype, or a model too large for one ONNX file.
-    :raises ModelExportError: when the exporter cannot convert the model.
+    :raises ModelExportError: when the exporter cannot convert the model, or the export is missing and torch or
+        transformers, which make it, are not installed (the message names the command that makes it).
     """
     if dtype not in ONNX_DTYPES:
         raise InvalidInputError(f"an exported model runs in {' or '.join(map(repr, ONNX_DTYPES))}; got {dtype!r}")
     folder = onnx_cache_dir(model_path)
     target = folder / f"model-{dtype}.onnx"
+    if target.is_file() and saved(folder):  # files appear only complete: no lock needed to read them
+        return target
+    _check_exporter(model_path, dtype, folder)
     folder.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target) + ".lock"):
         if not target.is_file():
             _build(model_path, dtype, target)
+        if not saved(folder):
+            for name, text in tokenizer_files(model_path).items():
+                with _partial_file(folder / name) as partial:
+                    partial.write_text(text, encoding="utf-8")
     return target
+
+
+def _check_exporter(model_path: Path, dtype: str, folder: Path) -> None:
+    """Refuse to export where torch or transformers is missing, naming the command that makes the export.
+
+    :raises ModelExportError: naming the missing package, the export's folder and the command.
+    """
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ModuleNotFoundError as error:
+        raise ModelExportError(
+            f"no ONNX export of {model_path} ({dtype}) in {folder}, and {error.name}, which makes it, is not "
+            f"installed: run `lmk-rag export-onnx --model {model_path} --dtype {dtype}` once where "
+            "lmk-rag[encoder,onnx] is installed "
+            "(with the same LMK_RAG_CACHE, or copy the folder here)"
+        ) from None
 
 
 def _build(model_path: Path, dtype: str, target: Path) -> None:
@@ -90,6 +120,7 @@ def _build(model_path: Path, dtype: str, target: Path) -> None:
 
 def _export(model_path: Path) -> Any:
     """The float32 graph of a model's final hidden states, as an ``onnx_ir`` model."""
+    import torch
     from transformers import AutoModel
 
     model = AutoModel.from_pretrained(model_path, dtype=torch.float32).eval()
@@ -105,7 +136,7 @@ def _export(model_path: Path) -> Any:
     try:
         with _quiet():
             program = torch.onnx.export(
-                _HiddenStates(model),
+                _hidden_states(model),
                 (input_ids, attention_mask),
                 input_names=["input_ids", "attention_mask"],
                 output_names=["states"],
@@ -139,16 +170,19 @@ def _quantize(model: Any) -> Any:
         return ir.load(output)
 
 
-class _HiddenStates(torch.nn.Module):
+def _hidden_states(model: Any) -> Any:
     """A Hugging Face model with one output, the final hidden states (batch, tokens, dim): the graph to export."""
+    import torch
 
-    def __init__(self, model: torch.nn.Module) -> None:
-        super().__init__()
-        self.model = model
+    class HiddenStates(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """The final hidden states of a padded batch."""
-        return self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            return self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    return HiddenStates()
 
 
 @contextlib.contextmanager

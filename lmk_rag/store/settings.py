@@ -21,7 +21,7 @@ from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.filters import RESERVED_KEYS, payload_key
 from lmk_rag.store.records import PAYLOAD_INDEXES, recorded_vectors
 from lmk_rag.store.types import QUANTIZATIONS, CollectionSpec, Storage, StoreMode
-from lmk_rag.store.vectors import BM25_LANGUAGE, BM25_TOKENIZER, check_static
+from lmk_rag.store.vectors import BM25_LANGUAGE, BM25_TOKENIZER, check_static, query_record
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder
@@ -103,7 +103,8 @@ def create_settings(
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "mode": mode.value,
-        "encoder": {"settings": encoder.settings, "fingerprint": encoder.fingerprint, "dim": encoder.dim},
+        "encoder": {"settings": encoder.settings, "fingerprint": encoder.fingerprint, "dim": encoder.dim,
+                    **query_record(encoder)},
         "static": None if static_encoder is None else {"fingerprint": static_encoder.fingerprint, "dim": static_dim},
         "node_tokens": node_tokens,
         "bm25": bm25,

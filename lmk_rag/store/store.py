@@ -228,7 +228,7 @@ class LandmarkStore:
         if self.mode == StoreMode.STATIC:
             given = static_store_encoder(settings, given, static_encoder)
             static_encoder = self.static_encoder = given.token_encoder
-        encoder = StoreEncoder(given, where)
+        encoder = StoreEncoder(given, where, read_only)
         text_indexed = sorted(key for key, kind in indexes.items() if kind == "text")
         indexes = {key: kind for key, kind in indexes.items() if kind != "text"}
         if settings is None:

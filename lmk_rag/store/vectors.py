@@ -5,7 +5,9 @@ every backend.
 
 A ``transformer`` store encodes with the landmark encoder (torch, imported only when it is built); a ``static``
 store encodes with :class:`~lmk_rag.static.documents.StaticDocumentEncoder`, which is also its static token encoder,
-so its ingest and search never import torch.
+so its ingest and search never import torch. A read-only transformer store encodes its queries on ONNX Runtime when
+its encoder runs there or is a torch float32 one (its ONNX float32 twin, :func:`queries_without_torch`): opening it and
+searching import neither torch nor transformers.
 
 BM25: Qdrant's own BM25 (the Rust model shipped in ``qdrant-edge-py``, whose configuration mirrors the server's
 ``Bm25Config``) makes term-frequency vectors on the client; every backend stores them as the ``bm25`` sparse
@@ -15,7 +17,10 @@ tokenizer; see docs/decisions.md ("store: BM25 evidence in the final score") for
 
 from __future__ import annotations
 
+import importlib.util
+import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +30,8 @@ from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder
 from lmk_rag.errors import (
     CorruptStoreError,
     InvalidInputError,
+    MissingExtraError,
+    ModelExportError,
     ModelNotFoundError,
     SettingsMismatchError,
     VectorSizeError,
@@ -35,7 +42,10 @@ from lmk_rag.store.records import recorded_vectors, store_mode
 from lmk_rag.store.types import Branch, NodeRecord, PointData, Rerank, SparseVector, StoreMode
 
 if TYPE_CHECKING:  # pragma: no cover
+    from lmk_rag.encoder.encoder import LandmarkEncoder
     from lmk_rag.static.documents import StaticDocumentEncoder
+
+logger = logging.getLogger(__name__)
 
 
 def resolve_mode(
@@ -151,8 +161,42 @@ def check_encoder(settings: dict[str, Any], encoder: DocumentEncoder, where: str
         )
 
 
-def check_recorded_encoder(settings: dict[str, Any], encoder: DocumentEncoder, where: str) -> None:
-    """Raise when the encoder built from a store's settings record is not the one that wrote the store.
+def _runtime(settings: Mapping[str, Any]) -> tuple[str, str]:
+    """The backend and dtype of recorded encoder settings (absent: torch, float32; see
+    :attr:`~lmk_rag.LandmarkEncoder.settings`)."""
+    return settings.get("backend", "torch"), settings.get("dtype", "float32")
+
+
+def queries_without_torch(settings: Mapping[str, Any]) -> bool:
+    """Whether the queries of a store whose encoder has these recorded settings are encoded on ONNX Runtime in a
+    read-only handle: an ONNX encoder's by itself, a torch float32 encoder's by its ONNX float32 twin (the same
+    settings with ``backend="onnx"``, cosine >= 0.9999 to torch's query vectors, docs/store.md); a bfloat16 or float16
+    torch encoder's by torch. Needs onnxruntime (the ``onnx`` extra); without it queries run as the store was built.
+    """
+    backend, dtype = _runtime(settings)
+    twin = backend == "onnx" or dtype in ("float32", "auto")
+    return twin and importlib.util.find_spec("onnxruntime") is not None
+
+
+def query_record(encoder: Any) -> dict[str, Any]:
+    """What a new store records of the encoder its read-only handles encode queries with
+    (:func:`queries_without_torch`): ``{"queries": {"backend": "onnx", "dtype": ..., "fingerprint": ...}}``, or
+    nothing for an encoder whose queries need torch (or a static one).
+
+    :param encoder: the store's encoder.
+    """
+    settings = getattr(encoder, "settings", {})
+    backend, dtype = _runtime(settings)
+    if not hasattr(encoder, "fingerprint_with") or (backend != "onnx" and dtype not in ("float32", "auto")):
+        return {}
+    dtype = "float32" if backend != "onnx" or dtype == "auto" else dtype
+    return {"queries": {"backend": "onnx", "dtype": dtype, "fingerprint": encoder.fingerprint_with("onnx", dtype)}}
+
+
+def check_recorded_encoder(settings: dict[str, Any], encoder: LandmarkEncoder, where: str) -> None:
+    """Raise when the encoder built from a store's settings record is not the one that wrote the store, or (for a
+    read-only handle) its ONNX twin: the same settings and fingerprint on the recorded runtime
+    (:meth:`~lmk_rag.LandmarkEncoder.fingerprint_with`), and the recorded query fingerprint where one is recorded.
 
     Its settings are the record's, so a fingerprint other than the recorded one means an edited record (its
     granularity, ...) or model files that changed since the store was made. ``model_name`` says where the model is,
@@ -160,16 +204,24 @@ def check_recorded_encoder(settings: dict[str, Any], encoder: DocumentEncoder, w
 
     :raises CorruptStoreError: naming both causes, the model folder the encoder loaded, and their fixes.
     """
-    recorded = settings["encoder"]["fingerprint"]
-    built = {key: value for key, value in encoder.settings.items() if key != "model_name"}
-    if encoder.fingerprint != recorded or built != {key: value for key, value in settings["encoder"]["settings"].items()
-                                                   if key != "model_name"}:
+    recorded = settings["encoder"]
+    runtime = _runtime(recorded["settings"])
+    queries = recorded.get("queries")
+
+    def located(values: Mapping[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in values.items() if key != "model_name"}
+
+    same = located(encoder.settings_with(*runtime)) == located(recorded["settings"]) and \
+        encoder.fingerprint_with(*runtime) == recorded["fingerprint"]
+    folder = getattr(encoder, "model_path", recorded["settings"].get("model_name"))
+    if not same or (isinstance(queries, dict) and encoder.fingerprint not in (recorded["fingerprint"],
+                                                                              queries.get("fingerprint"))):
         raise CorruptStoreError(
             f"{where}: the encoder its settings record describes is not the one that wrote its vectors (fingerprint "
-            f"{encoder.fingerprint}, recorded {recorded}): either the model files changed since the store was made "
-            f"(those in {getattr(encoder, 'model_path', encoder.settings.get('model_name'))}): put the original model "
-            "files there, or re-ingest into a new store; or the record (lmk_rag.json in a store folder) was edited or "
-            "damaged (its encoder settings: granularity, ...): restore the original values"
+            f"{encoder.fingerprint_with(*runtime)}, recorded {recorded['fingerprint']}): either the model files "
+            f"changed since the store was made (those in {folder}): "
+            "put the original model files there, or re-ingest into a new store; or the record (lmk_rag.json in a "
+            "store folder) was edited or damaged (its encoder settings: granularity, ...): restore the original values"
         )
 
 
@@ -194,15 +246,18 @@ def check_static(settings: dict[str, Any], static_encoder: TokenEncoder | None, 
 
 class StoreEncoder:
     """A store's encoder: the one given, else built on first use from the store's recorded settings (the defaults
-    for a new store) and checked against them.
+    for a new store) and checked against them. A read-only handle's is the one that encodes its queries without torch
+    where there is one (:func:`queries_without_torch`).
 
     :param given: the encoder the store was opened with, or None.
     :param where: the store, for messages.
+    :param read_only: whether the handle only reads (then it only encodes queries).
     """
 
-    def __init__(self, given: Any, where: str) -> None:
+    def __init__(self, given: Any, where: str, read_only: bool = False) -> None:
         self._encoder = given
         self.where = where
+        self.read_only = read_only
         #: the store's settings record, once read or made (None before: a new store's encoder has the defaults).
         self.settings: dict[str, Any] | None = None
         #: held while the encoder encodes: one encoder is not safe to call from two threads at once.
@@ -213,31 +268,49 @@ class StoreEncoder:
 
         :raises CorruptStoreError: when the record names settings this version's encoder does not take.
         :raises SettingsMismatchError: when the built encoder's model files differ from the store's.
+        :raises ModelExportError: for a read-only handle whose queries run on ONNX Runtime, when the model's export
+            is missing and torch, which makes it, is not installed (the message names the command that makes it).
         """
         with self.lock:
-            return self._built()
+            if self._encoder is None:
+                self._encoder = self._built()
+                if self.settings is not None:
+                    check_recorded_encoder(self.settings, self._encoder, self.where)
+            return self._encoder
 
-    def _built(self) -> Any:
-        """The encoder, built when it is missing (under :attr:`lock`)."""
-        if self._encoder is None:
-            from lmk_rag.encoder import LandmarkEncoder
-
-            settings = self.settings["encoder"]["settings"] if self.settings else {}
+    def _built(self) -> LandmarkEncoder:
+        """The encoder the record describes; for a read-only handle its torch-free query encoder where there is one
+        (a torch encoder where the exporter cannot convert the model)."""
+        settings = self.settings["encoder"]["settings"] if self.settings else {}
+        if not (self.read_only and self.settings is not None and self.settings["mode"] == StoreMode.TRANSFORMER.value
+                and queries_without_torch(settings)):
+            return self._build(settings)
+        try:
+            return self._build({**settings, "backend": "onnx"})
+        except ModelExportError as error:
             try:
-                self._encoder = LandmarkEncoder(**settings)
-            except TypeError as error:  # a setting this version does not know: an edited or newer record
-                raise CorruptStoreError(
-                    f"{self.where}: the settings record names encoder settings this lmk-rag does not take ({error}); "
-                    "restore the record, upgrade lmk-rag, or re-ingest into a new store"
-                ) from None
-            except ModelNotFoundError as error:
-                raise ModelNotFoundError(
-                    f"{self.where}: the model its settings record names is not here: {error}. If the record "
-                    "(lmk_rag.json) was edited, restore its encoder.settings.model_name"
-                ) from None
-            if self.settings is not None:
-                check_recorded_encoder(self.settings, self._encoder, self.where)
-        return self._encoder
+                encoder = self._build(settings)
+            except MissingExtraError:  # no torch: the export cannot be made here
+                raise error from None
+            logger.warning("%s: queries run on torch: %s", self.where, error)
+            return encoder
+
+    def _build(self, settings: dict[str, Any]) -> LandmarkEncoder:
+        """A landmark encoder of recorded settings, with the store's errors."""
+        from lmk_rag.encoder import LandmarkEncoder
+
+        try:
+            return LandmarkEncoder(**settings)
+        except TypeError as error:  # a setting this version does not know: an edited or newer record
+            raise CorruptStoreError(
+                f"{self.where}: the settings record names encoder settings this lmk-rag does not take ({error}); "
+                "restore the record, upgrade lmk-rag, or re-ingest into a new store"
+            ) from None
+        except ModelNotFoundError as error:
+            raise ModelNotFoundError(
+                f"{self.where}: the model its settings record names is not here: {error}. If the record "
+                "(lmk_rag.json) was edited, restore its encoder.settings.model_name"
+            ) from None
 
 
 BM25_TOKENIZER = "code"

@@ -1,8 +1,9 @@
 """What a faster ``lmk-rag query`` start must not change, on the real MiniLM: a query's token ids and chunks, its
 vector and chunk vectors (``tests/fixtures/query_encodings.json``, recorded at commit 0d35bcc, before the cold-start
 work of issue 27 item 8), the default encoder's fingerprint, and that a store reopened as the CLI opens it
-rebuilds that encoder from its record. The recording predates the shipped projection: it is the default encoder with
-``projection=None``; a record without ``projection`` (written before projections existed) is refused."""
+rebuilds that encoder from its record (on ONNX Runtime, torch-free: within cosine 0.9999 of the recording). The
+recording predates the shipped projection: it is the default encoder with ``projection=None``; a record without
+``projection`` (written before projections existed) is refused."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 from lmk_rag.encoder import LandmarkEncoder
+from lmk_rag.paths import CACHE_ENV
 from lmk_rag.store import LandmarkStore
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "query_encodings.json"
@@ -58,17 +60,22 @@ def test_queries_keep_their_vectors(default_encoder, recorded) -> None:
 
 
 @pytest.mark.slow
-def test_a_read_only_open_rebuilds_the_recorded_encoder(tmp_path: Path, default_encoder, recorded) -> None:
+def test_a_read_only_open_rebuilds_the_recorded_encoder_on_onnx_runtime(tmp_path: Path, default_encoder, recorded,
+                                                                        onnx_cache, monkeypatch) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(onnx_cache))
     short, long = (query["text"] for query in recorded["queries"])
     with LandmarkStore(tmp_path / "store", encoder=default_encoder) as store:
         store.add_documents([("page", long, None)])
         store.optimize()
     with LandmarkStore(tmp_path / "store", read_only=True) as store:  # as lmk-rag query opens it: no encoder given
         assert store.settings["encoder"]["fingerprint"] == recorded["fingerprint"]
-        encoder = store.encoder  # rebuilt from the record and checked against it (else SettingsMismatchError)
-        assert encoder is not default_encoder and encoder.fingerprint == recorded["fingerprint"]
-        encoded = encoder.encode_queries(short)
-        np.testing.assert_array_equal(encoded.vector, default_encoder.encode_queries(short).vector)
+        encoder = store.encoder  # the record's encoder on ONNX Runtime, checked against the record
+        assert encoder.settings == {**default_encoder.settings, "backend": "onnx"}
+        assert encoder.fingerprint_with("torch", "float32") == recorded["fingerprint"]
+        for query in recorded["queries"]:
+            encoded = encoder.encode_queries(query["text"])
+            assert [list(span) for span in encoded.spans] == query["spans"]
+            assert float(encoded.vector @ np.array(query["vector"], np.float32)) >= 0.9999
         assert [hit.doc_id for hit in store.search(short, k=1)] == ["page"]
 
 

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lmk_rag.cli import app
+from lmk_rag.paths import CACHE_ENV
 from lmk_rag.store import LandmarkStore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -132,7 +133,8 @@ def test_ingest_static_makes_a_static_store_that_query_reranks_statically(tmp_pa
 
 
 @pytest.mark.slow
-def test_query_imports_the_model_but_no_qdrant_client_and_info_neither(tmp_path, minilm_encoder, docs):
+def test_query_imports_no_torch_transformers_or_qdrant_client_and_info_neither(tmp_path, minilm_encoder, docs,
+                                                                               onnx_encoders, onnx_cache):
     doc_id, text = next(iter(docs.items()))
     with LandmarkStore(tmp_path / "store", encoder=minilm_encoder) as store:
         store.add_documents([(doc_id, text, None)])
@@ -140,7 +142,7 @@ def test_query_imports_the_model_but_no_qdrant_client_and_info_neither(tmp_path,
         best = store.search(query, k=1)[0]
 
     def run(*args: str) -> tuple[list[str], list[str]]:
-        env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+        env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", CACHE_ENV: str(onnx_cache)}
         out = subprocess.run([sys.executable, "-c", CLI_IMPORTS, *args, "--store", str(tmp_path / "store")],
                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
         assert out.returncode == 0, out.stderr[-3000:]
@@ -149,6 +151,8 @@ def test_query_imports_the_model_but_no_qdrant_client_and_info_neither(tmp_path,
 
     assert run("info")[1] == []  # no model, and an Edge store needs no qdrant-client
     printed, imported = run("query", query, "-k", "1")
-    assert imported == ["torch", "transformers"]
+    assert imported == []  # the query runs on the model's ONNX float32 twin (tests/store/test_torch_free_queries.py)
     snippet = " ".join(best.text.split())[:100]
-    assert printed == [f" 1. {best.score:.4f}  {doc_id} [{best.span[0]}:{best.span[1]}]  {snippet}"]  # as in-process
+    (line,) = printed
+    score, rest = line.removeprefix(" 1. ").split("  ", 1)
+    assert rest == f"{doc_id} [{best.span[0]}:{best.span[1]}]  {snippet}" and abs(float(score) - best.score) <= 2e-4

@@ -46,15 +46,20 @@ def test_a_query_without_hits_says_so_on_stderr(cli_store) -> None:
     assert result.stderr.splitlines()[-1].startswith("no hits")
 
 
-def test_a_query_prints_no_model_loading_bar(cli_store) -> None:
-    """transformers draws a "Loading weights" bar each time a model opens; a command's stderr keeps to its own
-    lines, unless the user's environment asks for the bar (``HF_HUB_DISABLE_PROGRESS_BARS=0``)."""
+def test_a_command_prints_no_model_loading_bar(cli_store) -> None:
+    """transformers draws a "Loading weights" bar each time a torch model opens; a command's stderr keeps to its own
+    lines, unless the user's environment asks for the bar (``HF_HUB_DISABLE_PROGRESS_BARS=0``). A query opens no
+    torch model (docs/store.md, "Queries without torch"); ``lmk-rag encode`` does."""
     env = {key: value for key, value in os.environ.items() if key != "HF_HUB_DISABLE_PROGRESS_BARS"}
-    command = [str(Path(sys.executable).parent / "lmk-rag"), "query", "archive files", "--store", str(cli_store)]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env={**env, "HF_HUB_OFFLINE": "1"})
+    lmk_rag = str(Path(sys.executable).parent / "lmk-rag")
+    query = [lmk_rag, "query", "archive files", "--store", str(cli_store)]
+    done = subprocess.run(query, capture_output=True, text=True, cwd=REPO, env={**env, "HF_HUB_OFFLINE": "1"})
     assert done.returncode == 0 and done.stdout.startswith(" 1. "), done.stdout + done.stderr
     assert "Loading weights" not in done.stderr, done.stderr
-    asked = subprocess.run(command, capture_output=True, text=True, cwd=REPO,
+    encode = [lmk_rag, "encode", "archive files"]
+    done = subprocess.run(encode, capture_output=True, text=True, cwd=REPO, env={**env, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0 and "Loading weights" not in done.stderr, done.stderr
+    asked = subprocess.run(encode, capture_output=True, text=True, cwd=REPO,
                            env={**env, "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "0"})
     assert asked.returncode == 0 and "Loading weights" in asked.stderr, asked.stderr
 
