@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from lmk_rag.encoder import LandmarkEncoder
-from lmk_rag.encoder import encoder as encoder_module
+from lmk_rag.research import encoder_steps as encoder_module
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "results" / "ingest_profile.md"

@@ -20,11 +20,14 @@ this module; it needs every extra.
 - where a store and the caches live on disk (``shard_bytes``, ``READERS_DIR``, ``user_cache_dir``, the eval cache's
   ``model_digest``);
 - the trained parts the studies fit again or compare (``LinearProjection``, ``SHIPPED_PROJECTION_DIR``,
-  ``train_projection``, ``ProjectionConfig``, ``EncodedPairs``, ``default_mixer_dir``, ``split_heldout``).
+  ``train_projection``, ``ProjectionConfig``, ``EncodedPairs``, ``default_mixer_dir``, ``split_heldout``);
+- the module whose steps ingest_profile.py times by wrapping them (``encoder_steps``: tokenisation, planning,
+  windows and the forward pass of :class:`~lmk_rag.LandmarkEncoder`).
 """
 
 from __future__ import annotations
 
+from lmk_rag.encoder import encoder as encoder_steps
 from lmk_rag.encoder.projection import SHIPPED_PROJECTION_DIR, LinearProjection
 from lmk_rag.encoder.resolve import model_digest
 from lmk_rag.paths import user_cache_dir
@@ -72,6 +75,7 @@ __all__ = [
     "best_hits",
     "default_mixer_dir",
     "document_weight",
+    "encoder_steps",
     "fuse",
     "is_question",
     "l2_normalize",
