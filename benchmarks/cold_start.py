@@ -261,7 +261,7 @@ def main() -> None:
         f"{', '.join(f'{v:.2f}' for v in load_start)}; at the end: {', '.join(f'{v:.2f}' for v in load_end)} (the "
         "machine is shared: other jobs ran beside this one; the load before each run is in the table).", "",
         *[f"{name.capitalize()}: {'built by this script' if name == 'default store' and not args.store else 'given'}"
-          f", {store}: {sizes[name]}." for name, store in stores.items()], "",
+          f", {store.name}: {sizes[name]}." for name, store in stores.items()], "",
         f"Query: `{args.query}`, `-k 10`. Code: {revision(REPO)}"
         + (f"; baseline {args.baseline}." if len(trees) > 1 else "."), "",
         f"Each run is a new process, warm disk cache; {args.runs} runs after one warm-up, interleaved. First hit: "

@@ -166,7 +166,7 @@ def main() -> None:
         f"({torch.get_num_threads()} threads), onnxruntime (intra-op threads: the same). Load average at the start "
         f"{', '.join(f'{v:.2f}' for v in load_start)}, at the end {', '.join(f'{v:.2f}' for v in load_end)} (a shared "
         "machine: the shares matter more than the seconds).", "",
-        f"Sample: {args.docs} manpages-short passages and {args.long} manpages-longdoc pages ({args.data}), "
+        f"Sample: {args.docs} manpages-short passages and {args.long} manpages-longdoc pages ({args.data.name}), "
         f"{sum(map(len, sample)) / 1e3:.0f}k chars; the default encoder's settings (k=64, 256-token windows, batch "
         f"32): {first['real']} real tokens in {len(first['batches'])} batches, {first['padded']} with padding "
         f"({100 * (1 - first['real'] / first['padded']):.1f}% padding). One `encode_documents` call per runtime "

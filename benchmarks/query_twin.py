@@ -62,7 +62,8 @@ def main() -> None:
         "# A torch float32 store's queries on its ONNX float32 twin (`benchmarks/query_twin.py`)", "",
         f"Date: {started:%Y-%m-%d %H:%M} UTC. Machine: {machine()}; load average at the start "
         f"{', '.join(f'{v:.2f}' for v in load_start)}.", "",
-        f"Queries: {len(queries)} ({args.queries}). Store: {args.store} (searched with `k={args.k}`). Torch encoder: "
+        f"Queries: {len(queries)} ({args.queries.parent.name}/{args.queries.name}). Store: {args.store.name} "
+        f"(searched with `k={args.k}`). Torch encoder: "
         f"`{torch_encoder.settings}`; twin: `{twin.settings}`, fingerprint {twin.fingerprint} (on torch: "
         f"{twin.fingerprint_with('torch', 'float32')}, the store's {torch_encoder.fingerprint}).", "",
         "| measure | value |", "|---|---|",
