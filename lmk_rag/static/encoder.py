@@ -173,6 +173,17 @@ class StaticTokenEncoder:
         vectors = self._token_vectors(ids)
         return vectors[_first_distinct(ids if self.mixer is None else vectors)]
 
+    def document_token_spans(self, text: str) -> np.ndarray:
+        """The char spans of the tokens whose vectors :meth:`encode_document_tokens` gives, in its rows' order: each
+        distinct token's first occurrence (without a mixer), every token (with one: its vectors depend on context,
+        so rows repeat only where a whole context does, which this takes as distinct).
+
+        :param text: the text.
+        :return: int64, shape (m, 2).
+        """
+        ids, offsets = self.tokenize(text)
+        return offsets if self.mixer is not None else offsets[_first_distinct(ids)]
+
     @overload
     def encode(self, texts: str) -> np.ndarray: ...
 
