@@ -28,7 +28,6 @@ from lmk_rag.encoder.types import EncodedText
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, VectorSizeError
 from lmk_rag.store import records as rec
 from lmk_rag.store.base import Backend
-from lmk_rag.store.evidence import keyword_evidence, matched_evidence
 from lmk_rag.store.filters import FilterLike
 from lmk_rag.store.guards import ReadWriteLock
 from lmk_rag.store.query import (
@@ -40,6 +39,8 @@ from lmk_rag.store.query import (
     checked_score,
     document_weight,
     fuse,
+    keyword_evidence,
+    matched_evidence,
     plan_mmr,
     plan_search,
     query_alpha,
@@ -161,14 +162,14 @@ class Reader:
         return "chunks" if self.mode == StoreMode.TRANSFORMER else "node"
 
     def _read_vectors(self, ids: list[str], name: str | None) -> dict[str, dict[str, Any]]:
-        """The named vector ``name`` of points by id, for their evidence (nothing without a name: a BM25-only search)."""
+        """The named vector ``name`` of points by id, for their evidence (none without a name: BM25 alone)."""
         if name is None or not ids:
             return {}
         return {point.id: point.vectors for point in self.backend.retrieve(ids, [name])}
 
     def _evidence(self, point: ScoredPointData, queries: np.ndarray, vectors: dict[str, Any] | None,
                   name: str) -> tuple[Evidence, ...]:
-        """A hit's evidence (:func:`~lmk_rag.store.evidence.matched_evidence`) from its point's vector ``name``: its
+        """A hit's evidence (:func:`~lmk_rag.store.query.matched_evidence`) from its point's vector ``name``: its
         chunk vectors and their spans, or its static token vectors and their spans (its token encoder's, over its
         text); the whole node where the vectors or their spans cannot be read (a point replaced since the search)."""
         span, found = _span(point), (vectors or {}).get(name)
