@@ -233,6 +233,15 @@ class Hit:
     metadata: dict[str, Any] = field(default_factory=dict)
     evidence: tuple[Evidence, ...] = ()
 
+    def passage(self, evidence: Evidence | None = None) -> str:
+        """The text of a piece of this hit's evidence (the best one by default), cut from :attr:`text`; ``""``
+        for a hit without evidence."""
+        if evidence is None:
+            if not self.evidence:
+                return ""
+            evidence = self.evidence[0]
+        return self.text[max(evidence.start - self.span[0], 0) : max(evidence.end - self.span[0], 0)]
+
 
 @dataclass(frozen=True)
 class NodeRecord:
