@@ -12,13 +12,11 @@ import io
 import json
 import os
 import re
-import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import click
 import typer
 
 from lmk_rag.cli.files import DEFAULT_GLOBS, SourceFile, collect_files, read_text
@@ -302,39 +300,32 @@ def _no_hits(filters: list[str], documents: int) -> str:
 
 def _print_hits(text: str, hits: list[Hit], as_json: bool) -> None:
     """Print a query's hits: two lines each (rank, score, doc id, span, snippet; then the passage that matched,
-    :meth:`_passage_line`), or ``--json``'s object (each piece of evidence with its text)."""
+    :func:`_passage_line`), or ``--json``'s object (each piece of evidence with its text)."""
     if as_json:
         shown = [{**asdict(hit), "metadata": _shown_metadata(hit.metadata),
                   "evidence": [{**evidence.as_dict(), "text": hit.passage(evidence)} for evidence in hit.evidence]}
                  for hit in hits]
         typer.echo(json.dumps({"query": text, "hits": shown}, indent=2, ensure_ascii=False))
         return
-    color = not click.utils.should_strip_ansi(sys.stdout)
     for rank, hit in enumerate(hits, 1):
         snippet = " ".join(hit.text.split())[:100]
         typer.echo(f"{rank:>2}. {hit.score:.4f}  {hit.doc_id} [{hit.span[0]}:{hit.span[1]}]  {snippet}")
         if hit.evidence:
-            typer.echo(_passage_line(hit, color), color=color)
+            typer.echo(_passage_line(hit))  # typer.echo drops the styles where stdout is no terminal
 
 
-#: Characters of a passage shown (whitespace runs as one space), and of its node's text on each side on a terminal.
-PASSAGE_CHARS, CONTEXT_CHARS = 240, 60
+#: Characters of a passage shown (whitespace runs as one space).
+PASSAGE_CHARS = 240
 
 
-def _passage_line(hit: Hit, color: bool) -> str:
-    """A hit's second line: its best evidence's span, score and kind, then its passage (whitespace runs as one
-    space, cut at :data:`PASSAGE_CHARS`); on a terminal, the passage highlighted between some of its node's text.
-    """
+def _passage_line(hit: Hit) -> str:
+    """A hit's second line: its best evidence's kind, span and score, then its passage (whitespace runs as one
+    space, cut at :data:`PASSAGE_CHARS`), styled to stand out (bold yellow; the styles are dropped when piped)."""
     evidence = hit.evidence[0]
     score = "-" if evidence.score is None else f"{evidence.score:.4f}"
     head = f"    {evidence.kind} [{evidence.start}:{evidence.end}] {score}  "
-    passage = _squeezed(hit.passage(evidence), PASSAGE_CHARS)
-    if not color:
-        return head + passage
-    start, end = evidence.start - hit.span[0], evidence.end - hit.span[0]
-    before, after = _squeezed(hit.text[:start][::-1], CONTEXT_CHARS)[::-1], _squeezed(hit.text[end:], CONTEXT_CHARS)
-    return (typer.style(head, dim=True) + typer.style(before, dim=True)
-            + typer.style(passage, fg="yellow", bold=True) + typer.style(after, dim=True))
+    return typer.style(head, dim=True) + typer.style(_squeezed(hit.passage(evidence), PASSAGE_CHARS), fg="yellow",
+                                                     bold=True)
 
 
 def _squeezed(text: str, most: int) -> str:

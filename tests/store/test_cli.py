@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import click
 import pytest
 from typer.testing import CliRunner
 
@@ -150,4 +151,31 @@ def test_query_imports_the_model_but_no_qdrant_client_and_info_neither(tmp_path,
     printed, imported = run("query", query, "-k", "1")
     assert imported == ["torch", "transformers"]
     snippet = " ".join(best.text.split())[:100]
-    assert printed == [f" 1. {best.score:.4f}  {doc_id} [{best.span[0]}:{best.span[1]}]  {snippet}"]  # as in-process
+    evidence = best.evidence[0]
+    assert printed[0] == f" 1. {best.score:.4f}  {doc_id} [{best.span[0]}:{best.span[1]}]  {snippet}"  # as in-process
+    assert printed[1].startswith(f"    chunk [{evidence.start}:{evidence.end}] {evidence.score:.4f}  ")
+    assert len(printed) == 2 and best.passage().split()[0] in printed[1]
+
+
+def test_query_shows_the_passage_that_matched(tmp_path, needle_document) -> None:
+    from lmk_rag.encoder import LandmarkEncoder
+    from tests.conftest import NEEDLE_QUERY, NEEDLE_SENTENCE
+
+    text, (start, end) = needle_document
+    store = str(tmp_path / "store")
+    with LandmarkStore(store, encoder=LandmarkEncoder(granularity="sentence")) as target:  # one chunk per sentence
+        target.add_documents([("doc.txt", text, None), ("gzip.txt", "gzip compresses files with LZ77.", None)])
+    runner = CliRunner()
+    result = runner.invoke(app, ["query", NEEDLE_QUERY, "--store", store, "-k", "1"])
+    assert result.exit_code == 0, result.output
+    head, passage = result.stdout.splitlines()
+    assert head.startswith(" 1. ") and " doc.txt [" in head
+    assert passage == f"    chunk [{start}:{end + 1}] {passage.split()[2]}  {NEEDLE_SENTENCE} "  # piped: plain
+    colored = runner.invoke(app, ["query", NEEDLE_QUERY, "--store", store, "-k", "1"], color=True).stdout
+    highlighted = colored.splitlines()[1]
+    assert click.unstyle(highlighted) == passage and f"{NEEDLE_SENTENCE} \x1b[0m" in highlighted  # styled apart
+    assert highlighted.index("\x1b[1m") < highlighted.index(NEEDLE_SENTENCE)  # bold, from the passage's start
+    shown = json.loads(runner.invoke(app, ["query", NEEDLE_QUERY, "--store", store, "-k", "1", "--json"]).stdout)
+    (evidence, *_) = shown["hits"][0]["evidence"]
+    assert (evidence["start"], evidence["end"], evidence["kind"]) == (start, end + 1, "chunk")
+    assert evidence["text"] == NEEDLE_SENTENCE + " " and isinstance(evidence["score"], float)
