@@ -23,7 +23,6 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "LandmarkStore": ("lmk_rag.store", "edge"),
     "Hit": ("lmk_rag.store", "edge"),
     "Evidence": ("lmk_rag.store", "edge"),
-    "Evidence": ("lmk_rag.store", "edge"),
     "StorageOptions": ("lmk_rag.store", "edge"),
     "SearchOptions": ("lmk_rag.store", "edge"),
     "ServerOptions": ("lmk_rag.store", "edge"),
