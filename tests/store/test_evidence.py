@@ -105,3 +105,14 @@ def test_evidence_is_read_with_the_hits_and_shown_as_json_values() -> None:
     evidence = Evidence(3, 9, 0.5, "chunk")
     assert evidence.as_dict() == {"start": 3, "end": 9, "score": 0.5, "kind": "chunk"} and evidence.span == (3, 9)
     assert np.isfinite(evidence.score)
+
+
+def test_a_store_other_processes_write_reads_the_hits_vectors_after_ranking(needle_document, sentence_encoder) -> None:
+    from lmk_rag.store import LandmarkStore
+
+    text, (start, end) = needle_document
+    with LandmarkStore(location=":memory:", encoder=sentence_encoder) as store:  # not its only writer: payloads
+        assert not store.backend.single_writer  # come with the ranking, the hits' vectors in one more call
+        store.add_documents([("doc", text, None), ("other", OTHER, None)])
+        (hit,) = store.search(NEEDLE_QUERY, k=1)
+    assert hit.evidence[0] == Evidence(start, end + 1, hit.evidence[0].score, "chunk")
