@@ -352,8 +352,8 @@ def matched_evidence(queries: np.ndarray, vectors: np.ndarray, spans: Sequence[t
                      node_span: tuple[int, int], kind: EvidenceKind) -> tuple[Evidence, ...]:
     """The pieces of a node that carried its MaxSim, best first (ties: document order).
 
-    :param queries: the query vectors, (q, dim).
-    :param vectors: the node's chunk (or static token) vectors, (n, dim).
+    :param queries: the query vectors, (q, dim), unit length (as the store's scorers take them).
+    :param vectors: the node's chunk (or static token) vectors, (n, dim), unit length (as the store keeps them).
     :param spans: each vector's char span in the document, (n,), or None where unknown.
     :param node_span: the node's span in the document.
     :param kind: what one vector is (``"chunk"`` or ``"token"``).
@@ -361,17 +361,15 @@ def matched_evidence(queries: np.ndarray, vectors: np.ndarray, spans: Sequence[t
         carried (the scores add up to the MaxSim over ``q``); where ``spans`` is None or does not match ``vectors``
         (n spans), one ``"node"`` evidence spanning the node with the whole MaxSim.
     """
-    queries, vectors = _unit(queries), _unit(vectors)
     if len(queries) == 0 or len(vectors) == 0:
         return (Evidence(node_span[0], node_span[1], None, "node"),)
     cosines = queries @ vectors.T
     best = cosines.argmax(axis=1)
-    shares = np.zeros(len(vectors), dtype=np.float64)
-    np.add.at(shares, best, cosines[np.arange(len(queries)), best])
-    shares /= len(queries)
+    shares = np.bincount(best, weights=cosines[np.arange(len(queries)), best], minlength=len(vectors)) / len(queries)
     if spans is None or len(spans) != len(vectors):
         return (Evidence(node_span[0], node_span[1], round(float(shares.sum()), 6), "node"),)
-    order = sorted(set(best.tolist()), key=lambda row: (-shares[row], spans[row][0]))
+    rows = np.unique(best) if len(queries) > 1 else best
+    order = sorted(rows.tolist(), key=lambda row: (-shares[row], spans[row][0]))
     return tuple(Evidence(int(spans[row][0]), int(spans[row][1]), round(float(shares[row]), 6), kind)
                  for row in order)
 
@@ -379,11 +377,3 @@ def matched_evidence(queries: np.ndarray, vectors: np.ndarray, spans: Sequence[t
 def keyword_evidence(node_span: tuple[int, int]) -> tuple[Evidence, ...]:
     """The evidence of a hit of a BM25-only search: the whole node, no rerank score."""
     return (Evidence(node_span[0], node_span[1], None, "bm25"),)
-
-
-def _unit(rows: np.ndarray) -> np.ndarray:
-    """Rows made unit length (a zero row stays zero), as float32 (n, dim)."""
-    rows = np.asarray(rows, dtype=np.float32)
-    rows = rows.reshape(len(rows), -1) if rows.size else rows.reshape(0, 0)
-    norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    return rows / np.where(norms > 0, norms, 1.0)

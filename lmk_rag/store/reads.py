@@ -149,7 +149,7 @@ class Reader:
                 vectors = self._read_vectors([point.id for point in best], matched)
         if matched is None:
             return [rec.hit_from_point(point, point.score, keyword_evidence(_span(point))) for point in best]
-        queries = np.asarray(scorer.query if matched == scorer.using else query.chunk_vectors, dtype=np.float32)
+        queries = _unit(np.asarray(scorer.query if matched == scorer.using else query.chunk_vectors, dtype=np.float32))
         return [rec.hit_from_point(point, point.score, self._evidence(point, queries, vectors.get(point.id), matched))
                 for point in best]
 
@@ -176,11 +176,11 @@ class Reader:
         if found is None or name == "node":
             return (Evidence(span[0], span[1], None, "node"),)
         if name == "chunks":
-            return matched_evidence(queries, np.asarray(found, dtype=np.float32), rec.chunk_spans(point.payload),
+            return matched_evidence(queries, np.array(found), rec.chunk_spans(point.payload),
                                     span, "chunk")
         tokens = self.queries.static_encoder
         offsets = None if tokens is None else tokens.document_token_spans(point.payload.get("text", "")) + span[0]
-        return matched_evidence(queries, np.asarray(found, dtype=np.float32),
+        return matched_evidence(queries, np.array(found),
                                 None if offsets is None else offsets.tolist(), span, "token")
 
     def document_weight(self) -> float:
@@ -462,3 +462,10 @@ def _span(point: ScoredPointData) -> tuple[int, int]:
     """A node point's span in its document."""
     start, end = point.payload["span"]
     return int(start), int(end)
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    """Query vectors as unit rows, (q, dim) (a zero row stays zero)."""
+    rows = rows.reshape(len(rows), -1)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows / np.where(norms > 0, norms, 1.0)
