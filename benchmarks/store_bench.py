@@ -57,7 +57,8 @@ def real_nodes(encoder: LandmarkEncoder, n_docs: int, pages: str) -> tuple[list[
     docs = []
     for index, (text, encoded) in enumerate(zip(data.doc_texts, encoder.pool(result.states))):
         docs.append([
-            NodeRecord(f"{index}#{n.index}", str(index), text[n.span[0]:n.span[1]], n.span, n.vector, n.chunk_vectors)
+            NodeRecord(f"{index}#{n.index}", str(index), text[n.span[0]:n.span[1]], n.span, n.vector, n.chunk_vectors,
+                       chunk_spans=tuple(encoded.spans[n.chunk_range[0] : n.chunk_range[1]]))
             for n in group_chunks(encoded, 256)
         ])
     return docs, list(data.query_texts)
@@ -80,7 +81,7 @@ def replicated(docs: list[list[NodeRecord]], n_nodes: int, seed: int = 0) -> Ite
                 chunks = chunks / np.linalg.norm(chunks, axis=1, keepdims=True)
                 vector = chunks.mean(0)
                 out.append(NodeRecord(f"{doc_id}#{r.node_id.split('#')[1]}", doc_id, r.text, r.span,
-                                      vector / np.linalg.norm(vector), chunks))
+                                      vector / np.linalg.norm(vector), chunks, chunk_spans=r.chunk_spans))
             made += len(out)
             yield doc_id, out
         copy += 1
@@ -126,6 +127,24 @@ def latencies(store: LandmarkStore, queries: list, texts: list[str], mode: str,
     return float(np.percentile(times, 50)), float(np.percentile(times, 95)), results
 
 
+def evidence_cost(store: LandmarkStore, queries: list, texts: list[str], repeats: int) -> dict[str, float]:
+    """Fused p50 and p95 (ms) with each hit's evidence (the product) and without it (the hits' vectors neither read
+    nor scored, as before evidence), each query timed both ways in turn so that both see the same machine."""
+    on, off = [], []
+    reader = store._reads  # the store's Reader: evidence off is its search without a vector to find it in
+    for _ in range(repeats):
+        for query, text in zip(queries, texts):
+            for times in (on, off) if len(on) % 2 == 0 else (off, on):
+                if times is off:
+                    reader._matched_vector = lambda scorer: None
+                start = time.perf_counter()
+                store.search_encoded(query, k=10, rerank="chunks", doc_level=False, text=text)
+                times.append((time.perf_counter() - start) * 1000)
+                reader.__dict__.pop("_matched_vector", None)
+    return {"evidence_p50": float(np.percentile(on, 50)), "evidence_p95": float(np.percentile(on, 95)),
+            "noevidence_p50": float(np.percentile(off, 50)), "noevidence_p95": float(np.percentile(off, 95))}
+
+
 def overhead(encoder: LandmarkEncoder, n_docs: int) -> dict[str, float]:
     """Ingest real short pages end to end; time spent inside the model vs everything else."""
     data = load_beir(DATA / "manpages-short")
@@ -167,6 +186,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--local-queries", type=int, default=15, help="queries timed on local mode (it is slow)")
     parser.add_argument("--no-projection", action="store_true", help="encode without the shipped projection")
+    parser.add_argument("--no-recall", action="store_true", help="skip the int8 store (recall against float32)")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     args.load_at_start = os.getloadavg()[0]
@@ -196,6 +216,8 @@ def main() -> None:
                     row[f"{mode}_p50"], row[f"{mode}_p95"] = p50, p95
                     if mode == "dense" and backend == "edge":
                         reference = results
+                if backend == "edge":
+                    row.update(evidence_cost(store, timed, query_texts, args.repeats))
                 row["rss_mb"] = peak_rss_mb()
             if backend == "edge" and row["document_weight"] > 0:  # the same store, without the document request
                 with LandmarkStore(folder, encoder=encoder, search=SearchOptions(document_weight=0.0)) as store:
@@ -203,7 +225,7 @@ def main() -> None:
             rows.append(row)
             print(row, flush=True)
             shutil.rmtree(folder, ignore_errors=True)
-        if size == min(args.sizes) and reference is not None:
+        if size == min(args.sizes) and reference is not None and not args.no_recall:
             folder = tempfile.mkdtemp(prefix="lmk_bench_int8_")
             int8 = StorageOptions(quantization="int8")
             with LandmarkStore(folder, encoder=encoder, storage=int8, bm25=False) as store:
@@ -264,6 +286,12 @@ def write_report(args, rows, recall_rows, over, n_real, n_pages, n_queries, wall
         lines += ["", f"Fused on the same {r['size']:,}-node store with `SearchOptions(document_weight=0)` (no "
                       f"document request): {r['nodoc_p50']:.1f} / {r['nodoc_p95']:.1f} ms, against "
                       f"{r['fused_p50']:.1f} / {r['fused_p95']:.1f} ms with it (weight {r['document_weight']:.2f})."]
+    for r in (r for r in rows if "evidence_p50" in r):
+        lines += ["", f"Evidence (each hit's matched chunk: the hits' chunk vectors read with their payloads, their "
+                      f"MaxSim argmax) on the same {r['size']:,}-node Edge store, each query timed with and without it "
+                      f"in turn (fused): {r['evidence_p50']:.2f} / {r['evidence_p95']:.2f} ms with it, "
+                      f"{r['noevidence_p50']:.2f} / {r['noevidence_p95']:.2f} ms without: p50 "
+                      f"{r['evidence_p50'] - r['noevidence_p50']:+.2f} ms."]
     if recall_rows:
         lines += ["", "int8 scalar quantization of the multivectors (Edge), overlap of the top-10 nodes with float32:",
                   "", "| nodes | recall@10 vs float32 | p50 ms | p95 ms |", "|---|---|---|---|"]

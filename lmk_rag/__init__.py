@@ -22,6 +22,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "group_chunks": ("lmk_rag.nodes", None),
     "LandmarkStore": ("lmk_rag.store", "edge"),
     "Hit": ("lmk_rag.store", "edge"),
+    "Evidence": ("lmk_rag.store", "edge"),
     "StorageOptions": ("lmk_rag.store", "edge"),
     "SearchOptions": ("lmk_rag.store", "edge"),
     "ServerOptions": ("lmk_rag.store", "edge"),
@@ -33,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder  # noqa: F401
     from lmk_rag.nodes import DEFAULT_NODE_TOKENS, NodeSlice, group_chunks  # noqa: F401
     from lmk_rag.static import StaticTokenEncoder  # noqa: F401
-    from lmk_rag.store import Hit, LandmarkStore, SearchOptions, ServerOptions, StorageOptions  # noqa: F401
+    from lmk_rag.store import Evidence, Hit, LandmarkStore, SearchOptions, ServerOptions, StorageOptions  # noqa: F401
 
 __all__ = ["__version__", *_LAZY]  # noqa: PLE0604 (the lazy names are str keys)
 

@@ -124,3 +124,30 @@ def tiny_beir(tmp_path: Path) -> Path:
 def eval_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One encoding cache for the whole session, so each subset is encoded once."""
     return tmp_path_factory.mktemp("eval_cache")
+
+#: A constructed document whose one sentence answers :data:`NEEDLE_QUERY` (the others are about unrelated things).
+NEEDLE_SENTENCE = "To rotate the Zanzibar encryption keys, run keyrotate with the --force flag every ninety days."
+NEEDLE_QUERY = "How often should the Zanzibar encryption keys be rotated?"
+_FILLER = [
+    "The bakery on the corner sells sourdough bread every morning before seven.",
+    "Migrating birds follow the coastline south when the autumn storms begin.",
+    "The orchestra rehearsed the second movement of the symphony until midnight.",
+    "Tomatoes need plenty of sun, regular watering and a sturdy cane to climb.",
+    "The museum's new wing displays pottery from several ancient civilisations.",
+    "A marathon runner drinks water at every station along the twenty-six miles.",
+    "Glaciers carve deep valleys as they creep downhill over thousands of years.",
+    "The chess club meets on Thursdays in the library's upstairs reading room.",
+    "Volcanic soil makes the island's vineyards unusually fertile and productive.",
+    "The lighthouse keeper logged every passing ship in a leather-bound journal.",
+    "Children at the summer camp learned to paddle canoes across the quiet lake.",
+    "The city council approved a budget for repairing the old stone bridge.",
+]
+
+
+@pytest.fixture(scope="session")
+def needle_document() -> tuple[str, tuple[int, int]]:
+    """A document of 36 unrelated sentences with :data:`NEEDLE_SENTENCE` in the middle, and that sentence's span."""
+    before, after = " ".join(_FILLER * 2), " ".join(_FILLER)
+    text = f"{before} {NEEDLE_SENTENCE} {after}"
+    start = len(before) + 1
+    return text, (start, start + len(NEEDLE_SENTENCE))

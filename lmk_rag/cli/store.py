@@ -321,14 +321,38 @@ def _no_hits(filters: list[str], documents: int) -> str:
 
 
 def _print_hits(text: str, hits: list[Hit], as_json: bool) -> None:
-    """Print a query's hits: one line each (rank, score, doc id, span, snippet), or ``--json``'s object."""
+    """Print a query's hits: two lines each (rank, score, doc id, span, snippet; then the passage that matched,
+    :func:`_passage_line`), or ``--json``'s object (each piece of evidence with its text)."""
     if as_json:
-        shown = [{**asdict(hit), "metadata": _shown_metadata(hit.metadata)} for hit in hits]
+        shown = [{**asdict(hit), "metadata": _shown_metadata(hit.metadata),
+                  "evidence": [{**evidence.as_dict(), "text": hit.passage(evidence)} for evidence in hit.evidence]}
+                 for hit in hits]
         typer.echo(json.dumps({"query": text, "hits": shown}, indent=2, ensure_ascii=False))
         return
     for rank, hit in enumerate(hits, 1):
         snippet = " ".join(hit.text.split())[:100]
         typer.echo(f"{rank:>2}. {hit.score:.4f}  {hit.doc_id} [{hit.span[0]}:{hit.span[1]}]  {snippet}")
+        if hit.evidence:
+            typer.echo(_passage_line(hit))  # typer.echo drops the styles where stdout is no terminal
+
+
+#: Characters of a passage shown (whitespace runs as one space).
+PASSAGE_CHARS = 240
+
+
+def _passage_line(hit: Hit) -> str:
+    """A hit's second line: its best evidence's kind, span and score, then its passage (whitespace runs as one
+    space, cut at :data:`PASSAGE_CHARS`), styled to stand out (bold yellow; the styles are dropped when piped)."""
+    evidence = hit.evidence[0]
+    score = "-" if evidence.score is None else f"{evidence.score:.4f}"
+    head = f"    {evidence.kind} [{evidence.start}:{evidence.end}] {score}  "
+    return typer.style(head, dim=True) + typer.style(_squeezed(hit.passage(evidence), PASSAGE_CHARS), fg="yellow",
+                                                     bold=True)
+
+
+def _squeezed(text: str, most: int) -> str:
+    """``text`` with each whitespace run as one space (kept at its ends), cut to ``most`` characters."""
+    return re.sub(r"\s+", " ", text)[:most]
 
 
 @app.command(rich_help_panel=EVERYDAY)

@@ -80,6 +80,11 @@ class TokenEncoder(Protocol):
         """A document's distinct token vectors, float32, shape (m, dim)."""
         ...
 
+    def document_token_spans(self, text: str) -> np.ndarray:
+        """The char spans of the tokens :meth:`encode_document_tokens` gives vectors of, in its rows' order: int,
+        shape (m, 2) (a hit's token evidence)."""
+        ...
+
     def encode_query_tokens(self, text: str) -> np.ndarray:
         """A query's token vectors, float32, shape (q, dim)."""
         ...

@@ -172,6 +172,11 @@ class StaticDocumentEncoder:
         """A text's distinct static token vectors (see :meth:`StaticTokenEncoder.encode_document_tokens`), (m, dim)."""
         return self.token_encoder.encode_document_tokens(text)
 
+    def document_token_spans(self, text: str) -> np.ndarray:
+        """The char spans of :meth:`encode_document_tokens`'s rows (see
+        :meth:`StaticTokenEncoder.document_token_spans`), shape (m, 2)."""
+        return self.token_encoder.document_token_spans(text)
+
     def encode_node_tokens(self, encoded: StaticEncodedText, spans: Sequence[tuple[int, int]]) -> list[np.ndarray]:
         """Each node's distinct static token vectors, cut from the tokens its document was encoded with.
 

@@ -173,6 +173,23 @@ class StaticTokenEncoder:
         vectors = self._token_vectors(ids)
         return vectors[_first_distinct(ids if self.mixer is None else vectors)]
 
+    def document_token_spans(self, text: str) -> np.ndarray:
+        """The char spans of the tokens whose vectors :meth:`encode_document_tokens` gives, in its rows' order: each
+        distinct token's first occurrence (without a mixer), or each distinct context's (with one: a mixed vector is
+        a function of the ids in the mixer's window around its token, so equal windows give equal rows), found from
+        the ids alone, without mixing again.
+
+        :param text: the text.
+        :return: int64, shape (m, 2).
+        """
+        ids, offsets = self.tokenize(text)
+        if self.mixer is None or len(ids) == 0:
+            return offsets[_first_distinct(ids)]
+        half = int(self.mixer.config["kernel_size"]) // 2
+        padded = np.pad(ids, half, constant_values=-1)  # the mixer pads with zero vectors: no id
+        windows = np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1)
+        return offsets[_first_distinct(np.ascontiguousarray(windows))]
+
     @overload
     def encode(self, texts: str) -> np.ndarray: ...
 

@@ -4,6 +4,7 @@ from lmk_rag.store.filters import Condition, FieldCondition, Filter
 from lmk_rag.store.store import LandmarkStore
 from lmk_rag.store.types import (
     DEFAULT_BATCH_SIZE,
+    Evidence,
     Hit,
     NodeRecord,
     Rerank,
@@ -16,6 +17,7 @@ from lmk_rag.store.types import (
 __all__ = [
     "DEFAULT_BATCH_SIZE",
     "Condition",
+    "Evidence",
     "FieldCondition",
     "Filter",
     "Hit",

@@ -100,8 +100,9 @@ class Backend(ABC):
         API call; a backend whose process is the only writer may take two (see :class:`QueryPlan`)."""
 
     @abstractmethod
-    def retrieve(self, ids: list[str], with_vectors: bool) -> list[PointData]:
-        """Points by id (missing ids are skipped), with their full payload."""
+    def retrieve(self, ids: list[str], with_vectors: bool | list[str]) -> list[PointData]:
+        """Points by id (missing ids are skipped), with their full payload and their vectors: all of them (True),
+        none (False) or those named."""
 
     @abstractmethod
     def scroll(

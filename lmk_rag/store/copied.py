@@ -334,7 +334,7 @@ class CopiedBackend(Backend):
         """The plan's Query API calls on the copy, all on the same copy (:meth:`EdgeBackend.query`)."""
         return self._read(lambda edge: edge.query(plan))
 
-    def retrieve(self, ids: list[str], with_vectors: bool) -> list[PointData]:
+    def retrieve(self, ids: list[str], with_vectors: bool | list[str]) -> list[PointData]:
         """Points by id."""
         return self._read(lambda edge: edge.retrieve(ids, with_vectors))
 

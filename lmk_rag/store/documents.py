@@ -191,8 +191,23 @@ def check_records(doc_id: str, records: Sequence[NodeRecord]) -> list[NodeRecord
             raise InvalidInputError(
                 f"node {record.node_id!r}: span {record.span!r} is not (start, end) with integers 0 <= start <= end"
             )
+        if record.chunk_spans is not None and not _chunk_spans_fit(record):
+            raise InvalidInputError(
+                f"node {record.node_id!r}: chunk_spans {record.chunk_spans!r:.120} must be one (start, end) per chunk "
+                f"vector, each inside the node's span {tuple(record.span)}; or None where they are unknown"
+            )
         cleaned.append(record if metadata == record.metadata else dataclasses.replace(record, metadata=metadata))
     return cleaned
+
+
+def _chunk_spans_fit(record: NodeRecord) -> bool:
+    """Whether a record's chunk spans are spans inside its span, one per chunk vector (when it has them)."""
+    spans = record.chunk_spans
+    if not isinstance(spans, (tuple, list)) or not spans or not all(_is_span(span) for span in spans):
+        return False
+    if record.chunk_vectors is not None and len(spans) != len(record.chunk_vectors):
+        return False
+    return all(record.span[0] <= start <= end <= record.span[1] for start, end in spans)
 
 
 def _is_span(span: Any) -> bool:
@@ -273,6 +288,7 @@ def records_from_encoding(
             vector=node.vector,
             chunk_vectors=node.chunk_vectors,
             metadata=dict(metadata or {}),
+            chunk_spans=tuple(encoded.spans[node.chunk_range[0] : node.chunk_range[1]]),
         )
         for node in group_chunks(encoded, node_tokens)
     ]
@@ -340,18 +356,29 @@ def fill_chunk_vectors(encoder: DocumentEncoder, records: Sequence[NodeRecord]) 
         else:
             jobs.extend((record.text, [(record, 0)]) for record in group)
     jobs = [job for job in jobs if job[0].strip()]
-    found: dict[str, np.ndarray] = {}
+    found: dict[str, tuple[np.ndarray, tuple[tuple[int, int], ...]]] = {}
     for (_, parts), encoded in zip(jobs, encoder.encode_documents([text for text, _ in jobs]) if jobs else []):
         for record, start in parts:
-            rows = [row for row, (chunk_start, _) in enumerate(encoded.spans)
-                    if start <= chunk_start < start + len(record.text)]
+            end, shift = start + len(record.text), record.span[0] - start  # the record's end; text to document
+            rows = [row for row, (chunk_start, _) in enumerate(encoded.spans) if start <= chunk_start < end]
             if rows:
-                found[record.node_id] = encoded.chunk_vectors[rows]
+                spans = tuple((chunk_start + shift, min(chunk_end, end) + shift)
+                              for chunk_start, chunk_end in (encoded.spans[row] for row in rows))
+                found[record.node_id] = encoded.chunk_vectors[rows], spans
     return [
-        record if record.chunk_vectors is not None else dataclasses.replace(
-            record, chunk_vectors=found.get(record.node_id, np.asarray(record.vector, dtype=np.float32)[None, :]))
+        record if record.chunk_vectors is not None else _with_chunks(record, found.get(record.node_id))
         for record in records
     ]
+
+
+def _with_chunks(record: NodeRecord, found: tuple[np.ndarray, tuple[tuple[int, int], ...]] | None) -> NodeRecord:
+    """A record with the chunk vectors and spans encoded for it, or (a blank text) its node vector as its one chunk
+    vector, spanning the node."""
+    if found is None:
+        vectors, spans = np.asarray(record.vector, dtype=np.float32)[None, :], (tuple(record.span),)
+    else:
+        vectors, spans = found
+    return dataclasses.replace(record, chunk_vectors=vectors, chunk_spans=spans)
 
 
 def _tile(records: list[NodeRecord]) -> bool:

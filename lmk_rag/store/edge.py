@@ -382,7 +382,7 @@ class EdgeBackend(Backend):
             with_payload=payload,
         )
 
-    def retrieve(self, ids: list[str], with_vectors: bool) -> list[PointData]:
+    def retrieve(self, ids: list[str], with_vectors: bool | list[str]) -> list[PointData]:
         """Points by id."""
         if not ids:
             return []

@@ -29,6 +29,12 @@ over the node's ``document.chunks`` payload), scaled like the document cosine's 
 A query asked as a question (:func:`is_question`) shares fewer words with its answer than a statement does, so
 when no ``alpha`` is given with it, it gives :data:`QUESTION_SHARE` of the BM25 share to the dense side
 (:func:`query_alpha`: 0.7 -> 0.8; docs/decisions.md, "quality: natural questions").
+
+Each returned hit says which passage carried its score (:func:`matched_evidence`): each query vector's best chunk
+among the node's chunk vectors (the MaxSim's argmax), computed from the hits' own vectors, which the search reads
+with their payloads; the node's chunk spans (its payload's ``chunk_spans``) say where it lies in the document. A
+static rerank does the same over the node's static token vectors, whose spans its token encoder gives
+(:meth:`~lmk_rag.encoder.protocols.TokenEncoder.document_token_spans`).
 """
 
 from __future__ import annotations
@@ -41,7 +47,16 @@ from typing import Any
 import numpy as np
 
 from lmk_rag.errors import CorruptStoreError, InvalidInputError
-from lmk_rag.store.types import Branch, QueryPlan, Rerank, ScoredPointData, SearchOptions, SparseVector
+from lmk_rag.store.types import (
+    Branch,
+    Evidence,
+    EvidenceKind,
+    QueryPlan,
+    Rerank,
+    ScoredPointData,
+    SearchOptions,
+    SparseVector,
+)
 
 DEFAULT_ALPHA = 0.7
 """Weight of the dense side in the final score; best mean nDCG@10 over the whole dev sets (docs/decisions.md)."""
@@ -332,3 +347,33 @@ def best_hits(points: Sequence[ScoredPointData], k: int, doc_level: bool) -> lis
             if len(best) == k:
                 break
     return best
+
+def matched_evidence(queries: np.ndarray, vectors: np.ndarray, spans: Sequence[tuple[int, int]] | None,
+                     node_span: tuple[int, int], kind: EvidenceKind) -> tuple[Evidence, ...]:
+    """The pieces of a node that carried its MaxSim, best first (ties: document order).
+
+    :param queries: the query vectors, (q, dim), unit length (as the store's scorers take them).
+    :param vectors: the node's chunk (or static token) vectors, (n, dim), unit length (as the store keeps them).
+    :param spans: each vector's char span in the document, (n,), or None where unknown.
+    :param node_span: the node's span in the document.
+    :param kind: what one vector is (``"chunk"`` or ``"token"``).
+    :return: one :class:`Evidence` per vector that is some query vector's best, its score the share of the MaxSim it
+        carried (the scores add up to the MaxSim over ``q``); where ``spans`` is None or does not match ``vectors``
+        (n spans), one ``"node"`` evidence spanning the node with the whole MaxSim.
+    """
+    if len(queries) == 0 or len(vectors) == 0:
+        return (Evidence(node_span[0], node_span[1], None, "node"),)
+    cosines = queries @ vectors.T
+    best = cosines.argmax(axis=1)
+    shares = np.bincount(best, weights=cosines[np.arange(len(queries)), best], minlength=len(vectors)) / len(queries)
+    if spans is None or len(spans) != len(vectors):
+        return (Evidence(node_span[0], node_span[1], round(float(shares.sum()), 6), "node"),)
+    rows = np.unique(best) if len(queries) > 1 else best
+    order = sorted(rows.tolist(), key=lambda row: (-shares[row], spans[row][0]))
+    return tuple(Evidence(int(spans[row][0]), int(spans[row][1]), round(float(shares[row]), 6), kind)
+                 for row in order)
+
+
+def keyword_evidence(node_span: tuple[int, int]) -> tuple[Evidence, ...]:
+    """The evidence of a hit of a BM25-only search: the whole node, no rerank score."""
+    return (Evidence(node_span[0], node_span[1], None, "bm25"),)

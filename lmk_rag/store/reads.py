@@ -39,12 +39,14 @@ from lmk_rag.store.query import (
     checked_score,
     document_weight,
     fuse,
+    keyword_evidence,
+    matched_evidence,
     plan_mmr,
     plan_search,
     query_alpha,
 )
 from lmk_rag.store.records import every, scroll
-from lmk_rag.store.types import Branch, Hit, NodeRecord, Rerank, ScoredPointData, SearchOptions, StoreMode
+from lmk_rag.store.types import Branch, Evidence, Hit, NodeRecord, Rerank, ScoredPointData, SearchOptions, StoreMode
 from lmk_rag.store.vectors import QueryVectors, StoreEncoder, check_directions, default_rerank
 
 
@@ -80,6 +82,7 @@ class Reader:
         self.options = options
         self.bm25 = bool(settings.get("bm25"))
         self.alpha = alpha if alpha is not None else float(settings.get("alpha", DEFAULT_ALPHA if self.bm25 else 1.0))
+        self.mode = mode
         self.default_rerank = default_rerank(mode)
         self.dim = int(settings["encoder"]["dim"])
         self._sampled = False  # whether this handle has sampled the stored vectors (:meth:`_check_sample`)
@@ -126,10 +129,12 @@ class Reader:
         sparse = self.queries.sparse_query(text)
         if alpha == 0.0 and text is not None and (sparse is None or not sparse.indices):
             return []  # BM25 alone, and no BM25 term (stop words only): nothing matches, as for unknown words
+        scorer = self.queries.scorer(rerank, query, static_query)
+        matched = self._matched_vector(scorer) if alpha > 0.0 else None
         with self.access.reading():
             plan = plan_search(
                 dense=[Branch("node", vector)],
-                scorer=self.queries.scorer(rerank, query, static_query),
+                scorer=scorer,
                 sparse=sparse,
                 alpha=alpha,
                 prefetch_limit=prefetch_limit,
@@ -141,10 +146,46 @@ class Reader:
             )
             results = self.backend.query(plan)
             if self.backend.single_writer:
-                best = self._read_hits(fuse(plan, carry_payloads(plan, results), alpha), k, doc_level)
+                best, vectors = self._read_hits(fuse(plan, carry_payloads(plan, results), alpha), k, doc_level,
+                                                matched)
             else:
                 best = best_hits(fuse(plan, rec.latest(carry_payloads(plan, results)), alpha), k, doc_level)
-        return [rec.hit_from_point(point, point.score) for point in best]
+                vectors = self._read_vectors([point.id for point in best], matched)
+        if matched is None:
+            return [rec.hit_from_point(point, point.score, keyword_evidence(_span(point))) for point in best]
+        queries = _unit(np.asarray(scorer.query if matched == scorer.using else query.chunk_vectors, dtype=np.float32))
+        return [rec.hit_from_point(point, point.score, self._evidence(point, queries, vectors.get(point.id), matched))
+                for point in best]
+
+    def _matched_vector(self, scorer: Branch) -> str:
+        """The named vector a search's evidence is found in: the static token vectors for a static rerank, else the
+        chunk vectors (also for a node-vector rerank, whose one query vector then finds its best chunk), or the node
+        vector in a static store searched by its node vectors (no finer vectors to find a passage in)."""
+        if scorer.using == "static":
+            return "static"
+        return "chunks" if self.mode == StoreMode.TRANSFORMER else "node"
+
+    def _read_vectors(self, ids: list[str], name: str | None) -> dict[str, dict[str, Any]]:
+        """The named vector ``name`` of points by id, for their evidence (none without a name: BM25 alone)."""
+        if name is None or not ids:
+            return {}
+        return {point.id: point.vectors for point in self.backend.retrieve(ids, [name])}
+
+    def _evidence(self, point: ScoredPointData, queries: np.ndarray, vectors: dict[str, Any] | None,
+                  name: str) -> tuple[Evidence, ...]:
+        """A hit's evidence (:func:`~lmk_rag.store.query.matched_evidence`) from its point's vector ``name``: its
+        chunk vectors and their spans, or its static token vectors and their spans (its token encoder's, over its
+        text); the whole node where the vectors or their spans cannot be read (a point replaced since the search)."""
+        span, found = _span(point), (vectors or {}).get(name)
+        if found is None or name == "node":
+            return (Evidence(span[0], span[1], None, "node"),)
+        if name == "chunks":
+            return matched_evidence(queries, np.array(found), rec.chunk_spans(point.payload),
+                                    span, "chunk")
+        tokens = self.queries.static_encoder
+        offsets = None if tokens is None else tokens.document_token_spans(point.payload.get("text", "")) + span[0]
+        return matched_evidence(queries, np.array(found),
+                                None if offsets is None else offsets.tolist(), span, "token")
 
     def document_weight(self) -> float:
         """The document cosine's share of the chunk rerank in this store
@@ -186,12 +227,13 @@ class Reader:
             )
         return mean, chunks
 
-    def _read_hits(self, ranked: list[ScoredPointData], k: int, doc_level: bool) -> list[ScoredPointData]:
-        """The first ``k`` hits of a ranking of points without payloads, their payloads read by id: the best ``k``
-        points first (``2 * k`` for document-level hits), then twice as many more each time until ``k`` hits are
-        found. Reading every candidate's payload in the query cost about 4 ms of a 26 ms fused search at a million
-        nodes (docs/decisions.md, "store: a search reads the payloads of its hits alone, and filters on `live`
-        alone").
+    def _read_hits(self, ranked: list[ScoredPointData], k: int, doc_level: bool,
+                   matched: str | None) -> tuple[list[ScoredPointData], dict[str, dict[str, Any]]]:
+        """The first ``k`` hits of a ranking of points without payloads, their payloads (and their vector
+        ``matched``, for their evidence) read by id: the best ``k`` points first (``2 * k`` for document-level
+        hits), then twice as many more each time until ``k`` hits are found. Reading every candidate's payload in
+        the query cost about 4 ms of a 26 ms fused search at a million nodes (docs/decisions.md, "store: a search
+        reads the payloads of its hits alone, and filters on `live` alone").
 
         Called under the search's read lock, where no other process writes
         (:attr:`~lmk_rag.store.base.Backend.single_writer`): nothing has replaced a point since the ranking. Of a
@@ -201,10 +243,13 @@ class Reader:
         :raises CorruptStoreError: when a ranked point cannot be read back (the engine lost it).
         """
         read: list[ScoredPointData] = []
+        vectors: dict[str, dict[str, Any]] = {}
         page = 2 * k if doc_level else k
         while True:
             batch = ranked[len(read) : len(read) + page]
-            found = {point.id: point.payload for point in self.backend.retrieve([point.id for point in batch], False)}
+            points = self.backend.retrieve([point.id for point in batch], [matched] if matched else False)
+            found = {point.id: point.payload for point in points}
+            vectors.update((point.id, point.vectors) for point in points)
             lost = next((point.id for point in batch if point.id not in found), None)
             if lost is not None:
                 raise CorruptStoreError(
@@ -215,7 +260,7 @@ class Reader:
             (shown,) = rec.latest([read])
             best = best_hits(shown, k, doc_level)
             if len(best) == k or len(read) == len(ranked):
-                return best
+                return best, vectors
             page *= 2
 
     def _nodes_filter(self, filter: FilterLike, node_ids: Sequence[str] | None = None) -> Any:
@@ -414,3 +459,16 @@ def _add(problems: list[str], what: str, items: list[str]) -> None:
     if items:
         shown = ", ".join(map(str, items[:SHOWN])) + (", ..." if len(items) > SHOWN else "")
         problems.append(f"{len(items)} {what}: {shown}")
+
+
+def _span(point: ScoredPointData) -> tuple[int, int]:
+    """A node point's span in its document."""
+    start, end = point.payload["span"]
+    return int(start), int(end)
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    """Query vectors as unit rows, (q, dim) (a zero row stays zero)."""
+    rows = rows.reshape(len(rows), -1)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows / np.where(norms > 0, norms, 1.0)

@@ -40,7 +40,7 @@ import numpy as np
 from lmk_rag.errors import CorruptStoreError, InvalidInputError
 from lmk_rag.store.base import Backend
 from lmk_rag.store.filters import LOWER_KEY, ConditionBuilder, FilterLike, translate
-from lmk_rag.store.types import CollectionSpec, Hit, NodeRecord, PointData, StoreMode
+from lmk_rag.store.types import CollectionSpec, Evidence, Hit, NodeRecord, PointData, StoreMode
 
 NAMESPACE = uuid.UUID("6f1d3c52-7f4e-4a55-9a38-5b1f0c2d9e10")
 SETTINGS_POINT_ID = str(uuid.uuid5(NAMESPACE, "lmk-rag-store-settings"))
@@ -49,7 +49,10 @@ NODE, DOC, STORE = "node", "doc", "store"
 #: version per document (:func:`latest`) read; the vectors stay in the engine. Where the
 #: process is the store's only writer, a search reads the payloads of its hits alone, after ranking
 #: (:class:`~lmk_rag.store.reads.Reader`).
-HIT_KEYS = ["doc_id", "node_id", "version", "text", "span", "meta"]
+HIT_KEYS = ["doc_id", "node_id", "version", "text", "span", "meta", "chunk_spans"]
+#: The payload key of a node's chunk spans: each chunk vector's char span ``[start, end]`` in the document, in the
+#: order of the ``chunks`` multivector (absent where they are unknown); a hit's evidence reads them.
+CHUNK_SPANS = "chunk_spans"
 #: The payload key of a node that says whether its version was committed: false when written, true once its
 #: document's marker points at its version.
 LIVE = "live"
@@ -136,6 +139,8 @@ def node_point(record: NodeRecord, version: int, slot: int, vectors: dict[str, A
         "span": [int(record.span[0]), int(record.span[1])],
         "meta": record.metadata,
     }
+    if record.chunk_spans is not None:
+        payload[CHUNK_SPANS] = [[int(start), int(end)] for start, end in record.chunk_spans]
     lower = lowered(record.metadata)
     if lower:
         payload[LOWER_KEY] = lower
@@ -187,11 +192,18 @@ def record_from_point(point: PointData) -> NodeRecord:
         chunk_vectors=np.asarray(vectors.get("chunks", []), dtype=np.float32).reshape(-1, dim),
         metadata=payload.get("meta") or {},
         static_vectors=None if static is None else np.asarray(static, dtype=np.float32),
+        chunk_spans=chunk_spans(payload),
     )
 
 
-def hit_from_point(point: PointData, score: float) -> Hit:
-    """A :class:`Hit` from a node point's payload and its score."""
+def chunk_spans(payload: Mapping[str, Any]) -> tuple[tuple[int, int], ...] | None:
+    """A node payload's chunk spans (:data:`CHUNK_SPANS`), or None where it has none."""
+    spans = payload.get(CHUNK_SPANS)
+    return None if spans is None else tuple((int(start), int(end)) for start, end in spans)
+
+
+def hit_from_point(point: PointData, score: float, evidence: tuple[Evidence, ...] = ()) -> Hit:
+    """A :class:`Hit` from a node point's payload, its score and its evidence."""
     payload = point.payload
     return Hit(
         doc_id=payload["doc_id"],
@@ -200,6 +212,7 @@ def hit_from_point(point: PointData, score: float) -> Hit:
         text=payload.get("text", ""),
         span=(int(payload["span"][0]), int(payload["span"][1])),
         metadata=payload.get("meta") or {},
+        evidence=evidence,
     )
 
 

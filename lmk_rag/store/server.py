@@ -547,7 +547,7 @@ class ServerBackend(Backend):
         responses = self._api.query_batch_points(self.collection, requests=query_requests(plan, self.local))
         return [[ScoredPointData(str(p.id), float(p.score), p.payload or {}) for p in r.points] for r in responses]
 
-    def retrieve(self, ids: list[str], with_vectors: bool) -> list[PointData]:
+    def retrieve(self, ids: list[str], with_vectors: bool | list[str]) -> list[PointData]:
         """Points by id."""
         if not ids:
             return []

@@ -171,6 +171,44 @@ class StoreMode(str, Enum):
     STATIC = "static"
 
 
+EvidenceKind = Literal["chunk", "token", "node", "bm25"]
+"""Where a hit's :class:`Evidence` comes from (see :class:`Evidence`)."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The passage of a hit that carried its score: a span of its document and that passage's share of the score.
+
+    A hit's evidence is computed from its node's own stored vectors, for the returned hits only
+    (:mod:`lmk_rag.store.evidence`): each query vector's best chunk (its argmax over the node's chunk vectors) is
+    evidence, and a chunk that is the best of several query vectors is one piece of evidence with their summed share.
+
+    :param start: the passage's first char in the document (as :attr:`Hit.span`).
+    :param end: the char after its last.
+    :param score: the passage's share of the node's rerank score: the summed cosines of the query vectors whose best
+        match it is, over the number of query vectors, so that a hit's pieces of evidence add up to its MaxSim
+        (chunk or static, before the document cosine, the length penalty and BM25 are mixed in); None for ``bm25``.
+    :param kind: ``"chunk"`` (a landmark chunk, by chunk MaxSim), ``"token"`` (a static token, by static MaxSim),
+        ``"node"`` (the whole node: its chunks' spans are unknown, as for nodes written pre-encoded without them, or
+        its rerank scored the node vector alone; ``score`` is still its best chunk's cosine share) or ``"bm25"``
+        (a BM25-only search, ``alpha=0``: no rerank score, so no passage is singled out; the span is the node's).
+    """
+
+    start: int
+    end: int
+    score: float | None
+    kind: EvidenceKind
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """``(start, end)``."""
+        return self.start, self.end
+
+    def as_dict(self) -> dict[str, Any]:
+        """The evidence as JSON values (what ``lmk-rag query --json`` and the LlamaIndex metadata carry)."""
+        return {"start": self.start, "end": self.end, "score": self.score, "kind": self.kind}
+
+
 @dataclass(frozen=True)
 class Hit:
     """One search result.
@@ -183,6 +221,8 @@ class Hit:
     :param text: the node's text.
     :param span: the node's char span ``(start, end)`` in its document.
     :param metadata: the document's metadata as given at ingest.
+    :param evidence: the passages that carried the score, best first (:class:`Evidence`); empty for a hit of a
+        diverse search (:meth:`~lmk_rag.store.LandmarkStore.search_mmr`), which has no rerank.
     """
 
     doc_id: str
@@ -191,6 +231,16 @@ class Hit:
     text: str
     span: tuple[int, int]
     metadata: dict[str, Any] = field(default_factory=dict)
+    evidence: tuple[Evidence, ...] = ()
+
+    def passage(self, evidence: Evidence | None = None) -> str:
+        """The text of a piece of this hit's evidence (the best one by default), cut from :attr:`text`; ``""``
+        for a hit without evidence."""
+        if evidence is None:
+            if not self.evidence:
+                return ""
+            evidence = self.evidence[0]
+        return self.text[max(evidence.start - self.span[0], 0) : max(evidence.end - self.span[0], 0)]
 
 
 @dataclass(frozen=True)
@@ -206,6 +256,8 @@ class NodeRecord:
         encoder encodes them from the text (see :func:`~lmk_rag.store.documents.fill_chunk_vectors`).
     :param metadata: JSON-able metadata; filters match its keys.
     :param static_vectors: static token vectors, shape (n_tokens, static_dim), or None.
+    :param chunk_spans: each chunk vector's char span ``(start, end)`` in the document, or None where unknown (a hit
+        of such a node has ``"node"`` evidence); filled when the store encodes the chunk vectors itself.
     """
 
     node_id: str
@@ -216,6 +268,7 @@ class NodeRecord:
     chunk_vectors: np.ndarray | None
     metadata: dict[str, Any] = field(default_factory=dict)
     static_vectors: np.ndarray | None = None
+    chunk_spans: tuple[tuple[int, int], ...] | None = None
 
 
 @dataclass(frozen=True)

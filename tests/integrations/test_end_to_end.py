@@ -100,7 +100,10 @@ def test_retriever_and_query_engine_encode_each_query_once(
     kept = response.source_nodes
     assert [n.node.node_id for n in kept] == [n.node.node_id for n in retrieved[: len(kept)]]
     used = sum(budget.count_tokens(n) for n in kept)
-    assert 0 < used <= 300 < used + budget.count_tokens(retrieved[len(kept)])
+    whole = sum(budget.count_tokens(n) for n in retrieved[: len(kept)])
+    assert 0 < used <= 300 < whole  # the last node kept is cut down to its evidence, not dropped
+    assert kept[-1].node.text in retrieved[len(kept) - 1].node.text and len(kept[-1].node.text) < len(
+        retrieved[len(kept) - 1].node.text)
 
 
 def test_max_context_tokens_counts_llm_content_with_llamaindex_tokenizer() -> None:

@@ -22,5 +22,8 @@ def test_quickstart_notebook_runs(tmp_path: Path) -> None:
         output.get("text", "") for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs
     )
     assert "second run: 0 nodes written" in printed
-    assert "matched chunk: chars" in printed
-    assert " tokens sent to the LLM" in printed
+    assert "matched chunk: chars" in printed and ", chunk)" in printed  # each hit's evidence
+    shown = [output["data"]["text/html"] for cell in notebook.cells if cell.cell_type == "code"
+             for output in cell.outputs if "text/html" in output.get("data", {})]
+    assert len(shown) == 1 and shown[0].count("<mark>") == 1  # the best hit, its passage highlighted
+    assert " passages, " in printed and " tokens sent to the LLM" in printed

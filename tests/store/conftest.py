@@ -115,6 +115,13 @@ class HashedStaticEncoder:
         """(q, 16) vectors of the distinct words."""
         return self._vectors(text)
 
+    def document_token_spans(self, text: str) -> np.ndarray:
+        """(m, 2) char spans of the distinct words' first occurrences."""
+        first: dict[str, tuple[int, int]] = {}
+        for match in re.finditer(r"\w+", text):
+            first.setdefault(match.group().lower(), match.span())
+        return np.asarray(list(first.values()) or [(0, 0)], dtype=np.int64).reshape(-1, 2)
+
 
 @pytest.fixture
 def static_encoder() -> HashedStaticEncoder:

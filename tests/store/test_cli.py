@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import click
 import pytest
 from typer.testing import CliRunner
 
@@ -56,7 +57,7 @@ def test_ingest_query_info(tmp_path, docs):
     out = json.loads(result.stdout)
     assert out["query"] == query
     assert out["hits"][0]["doc_id"] == "sub/b.md"
-    assert set(out["hits"][0]) == {"doc_id", "node_id", "score", "text", "span", "metadata"}
+    assert set(out["hits"][0]) == {"doc_id", "node_id", "score", "text", "span", "metadata", "evidence"}
     assert out["hits"][0]["metadata"]["path"].endswith("b.md")
 
     scores = {}
@@ -153,6 +154,32 @@ def test_query_imports_no_torch_transformers_or_qdrant_client_and_info_neither(t
     printed, imported = run("query", query, "-k", "1")
     assert imported == []  # the query runs on the model's ONNX float32 twin (tests/store/test_torch_free_queries.py)
     snippet = " ".join(best.text.split())[:100]
-    (line,) = printed
+    evidence = best.evidence[0]
+    line, passage = printed  # the hit, then the passage that matched
     score, rest = line.removeprefix(" 1. ").split("  ", 1)
     assert rest == f"{doc_id} [{best.span[0]}:{best.span[1]}]  {snippet}" and abs(float(score) - best.score) <= 2e-4
+    assert passage.startswith(f"    chunk [{evidence.start}:{evidence.end}] ") and best.passage().split()[0] in passage
+
+
+def test_query_shows_the_passage_that_matched(tmp_path, needle_document) -> None:
+    from lmk_rag.encoder import LandmarkEncoder
+    from tests.conftest import NEEDLE_QUERY, NEEDLE_SENTENCE
+
+    text, (start, end) = needle_document
+    store = str(tmp_path / "store")
+    with LandmarkStore(store, encoder=LandmarkEncoder(granularity="sentence")) as target:  # one chunk per sentence
+        target.add_documents([("doc.txt", text, None), ("gzip.txt", "gzip compresses files with LZ77.", None)])
+    runner = CliRunner()
+    result = runner.invoke(app, ["query", NEEDLE_QUERY, "--store", store, "-k", "1"])
+    assert result.exit_code == 0, result.output
+    head, passage = result.stdout.splitlines()
+    assert head.startswith(" 1. ") and " doc.txt [" in head
+    assert passage == f"    chunk [{start}:{end + 1}] {passage.split()[2]}  {NEEDLE_SENTENCE} "  # piped: plain
+    colored = runner.invoke(app, ["query", NEEDLE_QUERY, "--store", store, "-k", "1"], color=True).stdout
+    highlighted = colored.splitlines()[1]
+    assert click.unstyle(highlighted) == passage and f"{NEEDLE_SENTENCE} \x1b[0m" in highlighted  # styled apart
+    assert highlighted.index("\x1b[1m") < highlighted.index(NEEDLE_SENTENCE)  # bold, from the passage's start
+    shown = json.loads(runner.invoke(app, ["query", NEEDLE_QUERY, "--store", store, "-k", "1", "--json"]).stdout)
+    (evidence, *_) = shown["hits"][0]["evidence"]
+    assert (evidence["start"], evidence["end"], evidence["kind"]) == (start, end + 1, "chunk")
+    assert evidence["text"] == NEEDLE_SENTENCE + " " and isinstance(evidence["score"], float)

@@ -41,22 +41,31 @@ class LandmarkNode(TextNode):
     encodes them again).
 
     :param chunk_vectors: float32, shape (n_chunks, dim), of the node's text as given, or None.
+    :param chunk_spans: each chunk's char span ``(start, end)`` in the document, or None.
     :param data: TextNode's fields.
     """
 
     _chunk_vectors: np.ndarray | None = PrivateAttr(default=None)
+    _chunk_spans: tuple[tuple[int, int], ...] | None = PrivateAttr(default=None)
     _encoded_text: str | None = PrivateAttr(default=None)
 
-    def __init__(self, chunk_vectors: np.ndarray | None = None, **data: Any) -> None:
+    def __init__(self, chunk_vectors: np.ndarray | None = None,
+                 chunk_spans: tuple[tuple[int, int], ...] | None = None, **data: Any) -> None:
         """Make the node (see the class docstring)."""
         super().__init__(**data)
-        self._chunk_vectors, self._encoded_text = chunk_vectors, self.text
+        self._chunk_vectors, self._chunk_spans, self._encoded_text = chunk_vectors, chunk_spans, self.text
 
     @property
     def chunk_vectors(self) -> np.ndarray | None:
         """The node's landmark chunk vectors, shape (n_chunks, dim); None when it has none, or when its text changed
         since they were encoded (a later transformation edited it)."""
         return self._chunk_vectors if self.text == self._encoded_text else None
+
+    @property
+    def chunk_spans(self) -> tuple[tuple[int, int], ...] | None:
+        """Each chunk vector's char span ``(start, end)`` in the document (what a hit's evidence points at); None
+        where :attr:`chunk_vectors` is."""
+        return self._chunk_spans if self.chunk_vectors is not None else None
 
 
 def landmark_node_id(index: int, document: BaseNode) -> str:
@@ -142,12 +151,14 @@ class LandmarkNodeParser(NodeParser):
         encoded, fingerprint = encoder.encode_documents(texts, show or None), encoder.fingerprint
         parsed: list[BaseNode] = []
         for document, text, encoding in zip(documents, texts, encoded):
-            parsed.extend(self._build_nodes(document, text, group_chunks(encoding, self.node_tokens), fingerprint))
+            parsed.extend(self._build_nodes(document, text, group_chunks(encoding, self.node_tokens), fingerprint,
+                                            encoding.spans))
         return parsed
 
-    def _build_nodes(self, document: BaseNode, text: str, slices: list[NodeSlice],
-                     fingerprint: str) -> list[LandmarkNode]:
-        """One LandmarkNode per slice, carrying its span, vector and chunk vectors."""
+    def _build_nodes(self, document: BaseNode, text: str, slices: list[NodeSlice], fingerprint: str,
+                     chunk_spans: list[tuple[int, int]]) -> list[LandmarkNode]:
+        """One LandmarkNode per slice, carrying its span, vector, chunk vectors and their spans (of ``chunk_spans``,
+        the document's)."""
         source = {NodeRelationship.SOURCE: document.as_related_node_info()}
         excluded_embed = [*document.excluded_embed_metadata_keys, ENCODER_KEY]
         excluded_llm = [*document.excluded_llm_metadata_keys, ENCODER_KEY]
@@ -155,6 +166,7 @@ class LandmarkNodeParser(NodeParser):
         for piece in slices:
             nodes.append(LandmarkNode(
                 chunk_vectors=piece.chunk_vectors,
+                chunk_spans=tuple(chunk_spans[piece.chunk_range[0] : piece.chunk_range[1]]),
                 id_=self.id_func(piece.index, document),
                 text=text[piece.span[0] : piece.span[1]],
                 start_char_idx=piece.span[0],

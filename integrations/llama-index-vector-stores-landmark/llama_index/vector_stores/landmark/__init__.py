@@ -1,7 +1,11 @@
-"""LlamaIndex vector store over lmk_rag's LandmarkStore, and a context-size cap for its results."""
+"""LlamaIndex vector store over lmk_rag's LandmarkStore; context postprocessors for its results: each node cut to
+the passage that matched (EvidenceContext), and a cap of the whole context (MaxContextTokens)."""
 
 from llama_index.vector_stores.landmark.base import LandmarkVectorStore
+from llama_index.vector_stores.landmark.context import EvidenceContext, NoRoomError, cut_to_evidence
+from llama_index.vector_stores.landmark.evidence import EVIDENCE_KEY, node_evidence
 from llama_index.vector_stores.landmark.filters import to_store_filter
 from llama_index.vector_stores.landmark.postprocessor import MaxContextTokens
 
-__all__ = ["LandmarkVectorStore", "MaxContextTokens", "to_store_filter"]
+__all__ = ["EVIDENCE_KEY", "EvidenceContext", "LandmarkVectorStore", "MaxContextTokens", "NoRoomError",
+           "cut_to_evidence", "node_evidence", "to_store_filter"]

@@ -24,6 +24,7 @@ from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_
 
 from llama_index.embeddings.landmark import LandmarkEmbedding
 from llama_index.node_parser.landmark import ENCODER_KEY, LandmarkNode, without_encoder_key
+from llama_index.vector_stores.landmark.evidence import add_evidence
 from llama_index.vector_stores.landmark.filters import to_store_filter
 from lmk_rag import TokenEncoder
 from lmk_rag.adapters import clean_metadata, invalid_fields
@@ -588,6 +589,7 @@ def _to_record(node: BaseNode, fingerprint: str) -> NodeRecord:
         )
     vector = np.asarray(node.embedding, dtype=np.float32)
     chunk_vectors = node.chunk_vectors if isinstance(node, LandmarkNode) else None
+    chunk_spans = node.chunk_spans if isinstance(node, LandmarkNode) else None
     text, start, end = node.get_content(), getattr(node, "start_char_idx", None), getattr(node, "end_char_idx", None)
     return NodeRecord(
         node_id=node.node_id,
@@ -597,6 +599,7 @@ def _to_record(node: BaseNode, fingerprint: str) -> NodeRecord:
         vector=vector,
         chunk_vectors=vector[None, :] if chunk_vectors is None and made_by is None else chunk_vectors,
         metadata=_node_metadata(node),
+        chunk_spans=chunk_spans,
     )
 
 
@@ -613,9 +616,9 @@ def _to_node(stored: Hit | NodeRecord, embedding: list[float] | None = None) -> 
 
 
 def _result(hits: list[Hit]) -> VectorStoreQueryResult:
-    """LlamaIndex's result from store hits."""
-    return VectorStoreQueryResult(nodes=[_to_node(hit) for hit in hits], similarities=[hit.score for hit in hits],
-                                  ids=[hit.node_id for hit in hits])
+    """LlamaIndex's result from store hits, each node with its hit's evidence (:func:`add_evidence`)."""
+    return VectorStoreQueryResult(nodes=[add_evidence(_to_node(hit), hit.evidence) for hit in hits],
+                                  similarities=[hit.score for hit in hits], ids=[hit.node_id for hit in hits])
 
 
 def _embedding(query: VectorStoreQuery, mode: VectorStoreQueryMode) -> np.ndarray:

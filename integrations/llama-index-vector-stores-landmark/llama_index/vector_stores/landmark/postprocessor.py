@@ -1,4 +1,4 @@
-"""MaxContextTokens: cap the retrieved context by LLM tokens."""
+"""MaxContextTokens: cap the retrieved context by LLM tokens, keeping each node's evidence first when it must cut."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ from collections.abc import Callable
 
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
 from llama_index.core.utils import get_tokenizer
+
+from llama_index.vector_stores.landmark.context import MIN_SHARE, NoRoomError, cut_to_evidence
 
 
 class MaxContextTokens(BaseNodePostprocessor):
@@ -15,8 +17,11 @@ class MaxContextTokens(BaseNodePostprocessor):
 
     A node is counted as the LLM sees it (``node.get_content(MetadataMode.LLM)``) with LlamaIndex's
     tokenizer (``get_tokenizer()``: ``Settings.tokenizer`` when set, else tiktoken ``cl100k_base``,
-    which llama-index-core bundles, so counting works offline). Nodes are whole: the first node that
-    would overflow the budget and every node after it are dropped.
+    which llama-index-core bundles, so counting works offline). The first node that would overflow the budget is cut
+    down to its evidence and the words around it in the tokens left
+    (:func:`~llama_index.vector_stores.landmark.context.cut_to_evidence`: a node from ``LandmarkVectorStore``), and
+    the nodes after it get the same while tokens are left; a node without evidence, with weak evidence, or whose
+    passage does not fit in what is left, ends the context there (it and every node after it are dropped).
 
     Example::
 
@@ -45,13 +50,14 @@ class MaxContextTokens(BaseNodePostprocessor):
         """The name LlamaIndex serialises this class under."""
         return "MaxContextTokens"
 
-    def count_tokens(self, node: NodeWithScore) -> int:
+    def count_tokens(self, node: NodeWithScore | BaseNode) -> int:
         """The LLM tokens a node adds to the context.
 
         :param node: the node.
         :return: its token count.
         """
-        return len(self._tokenizer(node.node.get_content(metadata_mode=self.metadata_mode)))
+        bare = node.node if isinstance(node, NodeWithScore) else node
+        return len(self._tokenizer(bare.get_content(metadata_mode=self.metadata_mode)))
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
@@ -59,8 +65,17 @@ class MaxContextTokens(BaseNodePostprocessor):
         kept: list[NodeWithScore] = []
         used = 0
         for node in nodes:
-            used += self.count_tokens(node)
-            if used > self.max_context_tokens:
+            cost = self.count_tokens(node)
+            if used + cost <= self.max_context_tokens:
+                kept.append(node)
+                used += cost
+                continue
+            try:
+                cut = cut_to_evidence(node.node, self.max_context_tokens - used, self.count_tokens, MIN_SHARE)
+            except NoRoomError:
+                cut = None
+            if cut is None:
                 break
-            kept.append(node)
+            kept.append(NodeWithScore(node=cut, score=node.score))
+            used += self.count_tokens(cut)
         return kept

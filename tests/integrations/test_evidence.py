@@ -1,0 +1,127 @@
+"""Evidence through LlamaIndex: on ``NodeWithScore.node.metadata`` (hidden from the LLM and embeddings), and the
+context postprocessors that cut a node down to it (EvidenceContext, MaxContextTokens). Real MiniLM, a real Edge
+store, LlamaIndex's own retriever; budgets counted with real tokenizers (tiktoken's, MiniLM's)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from llama_index.core import Document, VectorStoreIndex
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
+from llama_index.core.utils import get_tokenizer
+from llama_index.core.vector_stores.types import VectorStoreQueryMode
+from transformers import AutoTokenizer
+
+from llama_index.embeddings.landmark import LandmarkEmbedding
+from llama_index.node_parser.landmark import LandmarkNodeParser
+from llama_index.vector_stores.landmark import (
+    EVIDENCE_KEY,
+    EvidenceContext,
+    LandmarkVectorStore,
+    MaxContextTokens,
+    NoRoomError,
+    node_evidence,
+)
+from lmk_rag.store import Evidence
+from tests.conftest import NEEDLE_QUERY, NEEDLE_SENTENCE
+
+OTHER = "gzip reduces the size of the named files using Lempel-Ziv coding (LZ77)."
+
+
+@pytest.fixture(scope="module")
+def sentence_embedding() -> LandmarkEmbedding:
+    """Real MiniLM with one landmark chunk per sentence."""
+    return LandmarkEmbedding(granularity="sentence")
+
+
+@pytest.fixture
+def retrieved(tmp_path: Path, sentence_embedding, needle_document) -> list[NodeWithScore]:
+    """The needle document and another one, parsed into 256-token nodes, stored, and retrieved for the question."""
+    text, _ = needle_document
+    documents = [Document(text=text, id_="doc", metadata={"page": "p1"}), Document(text=OTHER, id_="gz")]
+    nodes = LandmarkNodeParser(embed_model=sentence_embedding, node_tokens=256).get_nodes_from_documents(documents)
+    with LandmarkVectorStore(path=tmp_path / "store", embed_model=sentence_embedding) as vector_store:
+        vector_store.add(nodes)
+        index = VectorStoreIndex.from_vector_store(vector_store, embed_model=sentence_embedding)
+        return index.as_retriever(similarity_top_k=2).retrieve(NEEDLE_QUERY)
+
+
+def _count_with(tokenizer: Callable[[str], list]) -> Callable[[BaseNode], int]:
+    return lambda node: len(tokenizer(node.get_content(metadata_mode=MetadataMode.LLM)))
+
+
+def test_a_retrieved_node_carries_its_evidence_hidden_from_llm_and_embeddings(retrieved, needle_document) -> None:
+    _, (start, end) = needle_document
+    best = retrieved[0].node
+    assert best.ref_doc_id == "doc"
+    assert node_evidence(best)[0] == Evidence(start, end + 1, node_evidence(best)[0].score, "chunk")
+    assert best.metadata[EVIDENCE_KEY][0] == {"start": start, "end": end + 1, "score": node_evidence(best)[0].score,
+                                              "kind": "chunk"}
+    assert EVIDENCE_KEY in best.excluded_llm_metadata_keys and EVIDENCE_KEY in best.excluded_embed_metadata_keys
+    for mode in (MetadataMode.LLM, MetadataMode.EMBED):
+        assert EVIDENCE_KEY not in best.get_content(metadata_mode=mode) and "page: p1" in best.get_content(mode)
+    passage = best.text[start - best.start_char_idx : end + 1 - best.start_char_idx]
+    assert passage.strip() == NEEDLE_SENTENCE
+
+
+@pytest.mark.parametrize("tokenizer", ["tiktoken", "minilm"])
+@pytest.mark.parametrize("budget", [24, 64, 128])
+def test_evidence_context_keeps_the_budget_exactly(retrieved, needle_document, minilm_path, tokenizer,
+                                                   budget) -> None:
+    count_text = get_tokenizer() if tokenizer == "tiktoken" else AutoTokenizer.from_pretrained(
+        minilm_path).tokenize
+    count = _count_with(count_text)
+    _, (start, end) = needle_document
+    cut = EvidenceContext(tokens_per_node=budget, tokenizer=count_text).postprocess_nodes(retrieved)
+    assert [n.node.node_id for n in cut] == [n.node.node_id for n in retrieved]
+    assert [n.score for n in cut] == [n.score for n in retrieved]
+    node, whole = cut[0].node, retrieved[0].node
+    assert count(node) <= budget < count(whole)
+    offset = node.start_char_idx - whole.start_char_idx
+    assert whole.text[offset : offset + len(node.text)] == node.text  # a passage of the node, where it says
+    assert node.end_char_idx - node.start_char_idx == len(node.text)
+    before, after = whole.text[:offset].rsplit(maxsplit=1), whole.text[offset + len(node.text):].split(maxsplit=1)
+    wider = TextNode(text=f"{before[-1]} {node.text} {after[0]}", metadata=node.metadata,
+                     excluded_llm_metadata_keys=node.excluded_llm_metadata_keys)
+    assert count(wider) > budget  # a word more on each side would overflow: the budget is used
+    if budget >= 64:
+        assert node.start_char_idx <= start and end <= node.end_char_idx  # the whole needle sentence is in
+
+
+def test_weak_evidence_keeps_the_node_whole(retrieved) -> None:
+    bm25 = Evidence(retrieved[0].node.start_char_idx, retrieved[0].node.end_char_idx, None, "bm25")
+    node = retrieved[0].node.model_copy(update={"metadata": {**retrieved[0].node.metadata,
+                                                             EVIDENCE_KEY: [bm25.as_dict()]}})
+    thirds = [{**e.as_dict(), "score": 0.3} for e in node_evidence(retrieved[0].node) * 3]
+    diffuse = retrieved[0].node.model_copy(update={"metadata": {**retrieved[0].node.metadata, EVIDENCE_KEY: thirds}})
+    context = EvidenceContext(tokens_per_node=32)
+    for weak in (node, diffuse):  # BM25 alone; the best piece carries a third of the score
+        assert context.postprocess_nodes([NodeWithScore(node=weak, score=1.0)])[0].node is weak
+    plain = NodeWithScore(node=TextNode(text="no evidence here " * 40), score=1.0)
+    assert context.postprocess_nodes([plain]) == [plain]
+
+
+def test_a_bm25_only_query_says_so_through_llama_index(tmp_path: Path, sentence_embedding, needle_document) -> None:
+    text, _ = needle_document
+    with LandmarkVectorStore(path=tmp_path / "store", embed_model=sentence_embedding) as vector_store:
+        nodes = LandmarkNodeParser(embed_model=sentence_embedding).get_nodes_from_documents([Document(text=text)])
+        vector_store.add(nodes)
+        index = VectorStoreIndex.from_vector_store(vector_store, embed_model=sentence_embedding)
+        (hit,) = index.as_retriever(similarity_top_k=1, vector_store_query_mode=VectorStoreQueryMode.SPARSE,
+                                    sparse_top_k=1).retrieve("Zanzibar keyrotate")
+    assert [e.kind for e in node_evidence(hit.node)] == ["bm25"] and node_evidence(hit.node)[0].score is None
+
+
+def test_a_budget_below_the_metadata_is_an_error(retrieved) -> None:
+    with pytest.raises(NoRoomError, match="not one word of its evidence fits in 3 tokens"):
+        EvidenceContext(tokens_per_node=3).postprocess_nodes(retrieved)
+
+
+def test_max_context_tokens_keeps_the_evidence_when_it_must_cut(retrieved, needle_document) -> None:
+    _, (start, end) = needle_document
+    budget = MaxContextTokens(max_context_tokens=80)
+    assert budget.count_tokens(retrieved[0]) > 80
+    (kept,) = budget.postprocess_nodes(retrieved)  # the rest is cut to what is left: nothing
+    assert budget.count_tokens(kept) <= 80 and kept.node.start_char_idx <= start and end <= kept.node.end_char_idx
