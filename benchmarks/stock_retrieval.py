@@ -1,6 +1,6 @@
 """The stock LlamaIndex retrieval of the quality report, as node retrievers: a thin wrapper over the report's
-LlamaIndex baselines, wherever they live (``lmk_rag.eval.pipelines`` until issue 62 moves them under
-``benchmarks/``), so that a benchmark sees the same split, embeddings (through the eval cache) and retrievers.
+LlamaIndex baselines (``stock_pipelines.py``), so that a benchmark sees the same split, embeddings (through the eval
+cache) and retrievers.
 
 - ``stock-1024``: ``llamaindex-default`` (``SentenceSplitter()`` defaults: 1024-token nodes, ``HuggingFaceEmbedding``,
   ``VectorStoreIndex``), its nodes in its dense order;
@@ -10,24 +10,12 @@ LlamaIndex baselines, wherever they live (``lmk_rag.eval.pipelines`` until issue
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from typing import Any
 
-from lmk_rag.eval.pipelines.base import PipelineOptions
+from stock_pipelines import LlamaIndexDefaultPipeline, LlamaIndexHybridPipeline
 
-#: Where the baselines may live, first found wins.
-_PACKAGES = ("lmk_rag.eval.pipelines", "benchmarks.pipelines", "benchmarks.baselines")
-
-
-def _module(name: str) -> Any:
-    """The baseline module ``name`` from the first package of :data:`_PACKAGES` that has it."""
-    for package in _PACKAGES:
-        try:
-            return importlib.import_module(f"{package}.{name}")
-        except ModuleNotFoundError:
-            continue
-    raise ModuleNotFoundError(f"no LlamaIndex baseline module {name!r} in {', '.join(_PACKAGES)}")
+from lmk_rag.eval import PipelineOptions
 
 
 class StockRetriever:
@@ -42,9 +30,9 @@ class StockRetriever:
         """Split, embed (through the eval cache) and index the corpus with the recipe."""
         options = PipelineOptions()
         if recipe == "stock-1024":
-            self._pipeline = _module("llamaindex_default").LlamaIndexDefaultPipeline(options)
+            self._pipeline = LlamaIndexDefaultPipeline(options)
         elif recipe == "stock-250":
-            self._pipeline = _module("llamaindex_chunked").LlamaIndexHybridPipeline(options, "relative_score")
+            self._pipeline = LlamaIndexHybridPipeline(options, "relative_score")
         else:
             raise ValueError(f"unknown recipe {recipe!r}")
         self.recipe = recipe
