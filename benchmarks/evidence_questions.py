@@ -169,38 +169,37 @@ def proportion(successes: int, total: int) -> dict[str, Any]:
 
 def longdoc_stats(longdoc: BeirDataset, found: Sequence[Found], spans: dict[str, Span | None]) -> dict[str, Any]:
     """How often the best evidence passage lies inside the answer span, over every question whose answer document
-    is among the hits and whose answer span is known; with what a passage at a random place of the whole document,
-    or of the hit's node, would give (the answer's share of their characters, averaged)."""
+    is among the hits and whose answer span is known (and over those ranked first, and those whose hit node holds
+    some of the answer); with what a passage at a random place of the whole document, or of the hit's node, would
+    give (the answer's share of their characters, averaged)."""
     texts = dict(zip(longdoc.doc_ids, longdoc.doc_texts))
-    measured = [(item, spans[item.query_id]) for item in found
+    measured = [(item, item.hit, spans[item.query_id]) for item in found
                 if item.hit is not None and item.hit.evidence and spans[item.query_id] is not None]
-    majority = whole = anywhere = node_holds = 0
-    document_chance = node_chance = 0.0
-    for item, answer in measured:
-        assert item.hit is not None and answer is not None
-        best = item.hit.evidence[0]
-        share = inside_share(best, answer)
-        majority += share >= 0.5
-        whole += share == 1.0
-        anywhere += any(inside_share(piece, answer) >= 0.5 for piece in item.hit.evidence)
-        node = item.hit.span
-        node_holds += overlap(node, answer) > 0
-        document_chance += (answer[1] - answer[0]) / len(texts[item.doc_id])
-        node_chance += overlap(node, answer) / max(node[1] - node[0], 1)
+    first = [entry for entry in measured if entry[0].rank == 1]
+    holding = [entry for entry in measured if overlap(entry[1].span, entry[2]) > 0]
     count = len(measured)
-    kinds = sorted({piece.kind for item, _ in measured if item.hit for piece in item.hit.evidence})
+
+    def inside(entries: Sequence[tuple[Found, Hit, Span]], least: float) -> dict[str, Any]:
+        """The share of ``entries`` whose best evidence has at least ``least`` of its characters in the answer."""
+        return proportion(sum(inside_share(hit.evidence[0], answer) >= least for _, hit, answer in entries),
+                          len(entries))
+
     return {
-        "questions": len(found),
-        "answer_document_in_top10": sum(item.hit is not None for item in found),
         "answer_span_known": sum(span is not None for span in spans.values()),
         "measured": count,
-        "evidence_kinds": kinds,
-        "best_evidence_majority_inside_answer": proportion(majority, count),
-        "best_evidence_wholly_inside_answer": proportion(whole, count),
-        "some_evidence_majority_inside_answer": proportion(anywhere, count),
-        "hit_node_overlaps_answer": proportion(node_holds, count),
-        "chance_random_passage_of_document": round(document_chance / count, 4) if count else None,
-        "chance_random_passage_of_hit_node": round(node_chance / count, 4) if count else None,
+        "evidence_pieces": sorted({len(hit.evidence) for _, hit, _ in measured}),
+        "evidence_kinds": sorted({piece.kind for _, hit, _ in measured for piece in hit.evidence}),
+        "best_evidence_majority_inside_answer": inside(measured, 0.5),
+        "best_evidence_wholly_inside_answer": inside(measured, 1.0),
+        "ranked_first_majority_inside_answer": inside(first, 0.5),
+        "hit_node_overlaps_answer": proportion(len(holding), count),
+        "node_overlapping_majority_inside_answer": inside(holding, 0.5),
+        "chance_random_passage_of_document": round(
+            sum((answer[1] - answer[0]) / len(texts[item.doc_id]) for item, _, answer in measured) / count, 4)
+        if count else None,
+        "chance_random_passage_of_hit_node": round(
+            sum(overlap(hit.span, answer) / max(hit.span[1] - hit.span[0], 1) for _, hit, answer in measured)
+            / count, 4) if count else None,
     }
 
 

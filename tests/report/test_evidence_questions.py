@@ -9,7 +9,7 @@ from types import ModuleType
 
 import pytest
 
-from lmk_rag.eval.beir import load_beir
+from lmk_rag.eval.beir import BeirDataset, load_beir
 from lmk_rag.store.types import Evidence, Hit
 
 SETS = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
@@ -70,3 +70,27 @@ def test_wilson_interval_holds_the_share_and_stays_in_zero_to_one(script: Module
     low, high = script.wilson(5, 10)
     assert low == pytest.approx(0.2366, abs=1e-3) and high == pytest.approx(0.7634, abs=1e-3)
     assert script.wilson(0, 0) == (0.0, 1.0)
+
+
+def test_longdoc_stats_count_best_evidence_inside_the_answer(script: ModuleType) -> None:
+    text = "x" * 1000
+    dataset = BeirDataset(
+        name="t", doc_ids=["d"], doc_texts=[text], query_ids=["q1", "q2", "q3"], query_texts=["a?", "b?", "c?"],
+        query_metadata=[{}, {}, {}], qrels={"q1": {"d": 1}, "q2": {"d": 1}, "q3": {"d": 1}})
+
+    def found(query_id: str, rank: int, node: tuple[int, int], evidence: tuple[int, int]) -> object:
+        hit = Hit("0", "0#0", 0.5, text[node[0]:node[1]], node, evidence=(Evidence(*evidence, 0.5, "chunk"),))
+        return script.Found(query_id, "?", "d", rank, hit)
+
+    items = [found("q1", 1, (0, 400), (100, 200)),  # wholly inside the answer (50, 300)
+             found("q2", 2, (0, 400), (250, 350)),  # half inside
+             found("q3", 1, (500, 900), (600, 700))]  # node and evidence outside
+    stats = script.longdoc_stats(dataset, items, {"q1": (50, 300), "q2": (50, 300), "q3": (50, 300)})
+    assert stats["measured"] == 3
+    assert stats["best_evidence_majority_inside_answer"]["count"] == 2
+    assert stats["best_evidence_wholly_inside_answer"]["count"] == 1
+    assert stats["ranked_first_majority_inside_answer"]["of"] == 2
+    assert stats["ranked_first_majority_inside_answer"]["count"] == 1
+    assert stats["hit_node_overlaps_answer"]["count"] == 2
+    assert stats["node_overlapping_majority_inside_answer"]["share"] == 1.0
+    assert stats["chance_random_passage_of_document"] == 0.25
