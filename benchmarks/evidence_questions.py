@@ -167,11 +167,13 @@ def proportion(successes: int, total: int) -> dict[str, Any]:
             "wilson95": [round(low, 4), round(high, 4)]}
 
 
-def longdoc_stats(longdoc: BeirDataset, found: Sequence[Found], spans: dict[str, Span | None]) -> dict[str, Any]:
+def longdoc_stats(longdoc: BeirDataset, found: Sequence[Found], spans: dict[str, Span | None],
+                  chunks: dict[str, list[Span]]) -> dict[str, Any]:
     """How often the best evidence passage lies inside the answer span, over every question whose answer document
     is among the hits and whose answer span is known (and over those ranked first, and those whose hit node holds
-    some of the answer); with what a passage at a random place of the whole document, or of the hit's node, would
-    give (the answer's share of their characters, averaged)."""
+    some of the answer); against the first chunk of the hit's node (``chunks``: each document's chunk spans), and
+    what a passage at a random place of the whole document, or of the hit's node, would give (the answer's share
+    of their characters, averaged)."""
     texts = dict(zip(longdoc.doc_ids, longdoc.doc_texts))
     measured = [(item, item.hit, spans[item.query_id]) for item in found
                 if item.hit is not None and item.hit.evidence and spans[item.query_id] is not None]
@@ -194,6 +196,9 @@ def longdoc_stats(longdoc: BeirDataset, found: Sequence[Found], spans: dict[str,
         "ranked_first_majority_inside_answer": inside(first, 0.5),
         "hit_node_overlaps_answer": proportion(len(holding), count),
         "node_overlapping_majority_inside_answer": inside(holding, 0.5),
+        "node_first_chunk_majority_inside_answer": proportion(
+            sum(inside_share(Evidence(*first_chunk(chunks[item.doc_id], hit.span), None, "chunk"), answer) >= 0.5
+                for item, hit, answer in measured), count),
         "chance_random_passage_of_document": round(
             sum((answer[1] - answer[0]) / len(texts[item.doc_id]) for item, _, answer in measured) / count, 4)
         if count else None,
@@ -201,6 +206,20 @@ def longdoc_stats(longdoc: BeirDataset, found: Sequence[Found], spans: dict[str,
             sum(overlap(hit.span, answer) / max(hit.span[1] - hit.span[0], 1) for _, hit, answer in measured)
             / count, 4) if count else None,
     }
+
+
+def first_chunk(chunks: Sequence[Span], node: Span) -> Span:
+    """The first of a document's chunks that starts inside a node."""
+    return next(chunk for chunk in chunks if node[0] <= chunk[0] < node[1])
+
+
+def chunk_spans(dataset: BeirDataset) -> dict[str, list[Span]]:
+    """Each document's landmark chunk spans as the product's encoder cuts them (tokenising only)."""
+    from lmk_rag.encoder import LandmarkEncoder
+
+    encoder = LandmarkEncoder()
+    return {doc_id: [(int(start), int(end)) for start, end in encoder.plan(text)[1].spans]
+            for doc_id, text in zip(dataset.doc_ids, dataset.doc_texts)}
 
 
 def sample_record(set_name: str, dataset: BeirDataset, item: Found, answer: Span | None) -> dict[str, Any]:
@@ -245,8 +264,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             stats[name] = {"questions": len(found), "documents": len(dataset.doc_ids),
                            "answer_document_in_top10": sum(item.hit is not None for item in found),
                            "answer_document_first": sum(item.rank == 1 for item in found)}
+            chunks = chunk_spans(dataset)
+            answered = [item for item in found if item.hit is not None and item.hit.evidence]
+            stats[name]["evidence_is_first_chunk"] = proportion(
+                sum(item.hit.evidence[0].span == chunks[item.doc_id][0] for item in answered if item.hit),
+                len(answered))
             if name == "perlfaq-longdoc":
-                stats[name].update(longdoc_stats(dataset, found, spans))
+                stats[name].update(longdoc_stats(dataset, found, spans, chunks))
             for item in draw_sample(found, SAMPLE_SIZES[name], args.seed):
                 answer = spans.get(item.query_id) if name == "perlfaq-longdoc" else None
                 out.write(json.dumps(sample_record(name, dataset, item, answer), ensure_ascii=False) + "\n")

@@ -85,7 +85,8 @@ def test_longdoc_stats_count_best_evidence_inside_the_answer(script: ModuleType)
     items = [found("q1", 1, (0, 400), (100, 200)),  # wholly inside the answer (50, 300)
              found("q2", 2, (0, 400), (250, 350)),  # half inside
              found("q3", 1, (500, 900), (600, 700))]  # node and evidence outside
-    stats = script.longdoc_stats(dataset, items, {"q1": (50, 300), "q2": (50, 300), "q3": (50, 300)})
+    chunks = {"d": [(start, start + 100) for start in range(0, 1000, 100)]}
+    stats = script.longdoc_stats(dataset, items, {"q1": (50, 300), "q2": (50, 300), "q3": (50, 300)}, chunks)
     assert stats["measured"] == 3
     assert stats["best_evidence_majority_inside_answer"]["count"] == 2
     assert stats["best_evidence_wholly_inside_answer"]["count"] == 1
@@ -94,3 +95,5 @@ def test_longdoc_stats_count_best_evidence_inside_the_answer(script: ModuleType)
     assert stats["hit_node_overlaps_answer"]["count"] == 2
     assert stats["node_overlapping_majority_inside_answer"]["share"] == 1.0
     assert stats["chance_random_passage_of_document"] == 0.25
+    # first chunks of the nodes: (0, 100) is 50% inside (50, 300) for q1 and q2, (500, 600) is outside
+    assert stats["node_first_chunk_majority_inside_answer"]["count"] == 2
