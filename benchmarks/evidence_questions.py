@@ -14,8 +14,9 @@ It writes:
 - the mechanical measure over the whole of perlfaq-longdoc (``--stats``, JSON): a perlfaq-longdoc document is a FAQ
   section with its question headings cut out, and perlfaq-answers holds each question's answer alone, so the
   answer's span in the section is where the answer document's text occurs in it (when it occurs once); the measure
-  is how often the best evidence passage lies inside that span, against what a passage drawn at random from the
-  document or from the hit's node would give::
+  is how often the best evidence passage lies inside that span, against the first chunk of the hit's node and what
+  a passage drawn at random from the document or from the hit's node would give; on both sets, how often the
+  evidence is the document's first chunk (the baseline of the hand labels on perlfaq-answers)::
 
     flock /work/cpu.lock .venv/bin/python benchmarks/evidence_questions.py
 """
