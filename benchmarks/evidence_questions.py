@@ -18,7 +18,7 @@ It writes:
   a passage drawn at random from the document or from the hit's node would give; on both sets, how often the
   evidence is the document's first chunk (the baseline of the hand labels on perlfaq-answers)::
 
-    flock /work/cpu.lock .venv/bin/python benchmarks/evidence_questions.py
+    .venv/bin/python benchmarks/evidence_questions.py
 """
 
 from __future__ import annotations
@@ -32,11 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lmk_rag.eval.beir import BeirDataset, load_beir
-from lmk_rag.eval.pipelines import PipelineOptions
-from lmk_rag.eval.pipelines.lmk_rag_pipeline import PRODUCT_K, LmkRagPipeline
-from lmk_rag.paths import user_cache_dir
-from lmk_rag.store.types import Evidence, Hit
+from lmk_rag import Evidence, Hit
+from lmk_rag.eval import BeirDataset, PipelineOptions, load_beir
+from lmk_rag.research import PRODUCT_K, LmkRagPipeline, user_cache_dir
 
 DATA = Path(__file__).parent / "data"
 RESULTS = Path(__file__).parent / "results"

@@ -21,6 +21,8 @@ this module; it needs every extra.
   ``model_digest``);
 - the trained parts the studies fit again or compare (``LinearProjection``, ``SHIPPED_PROJECTION_DIR``,
   ``train_projection``, ``ProjectionConfig``, ``EncodedPairs``, ``default_mixer_dir``, ``split_heldout``);
+- the product's eval pipeline, for a benchmark that reads more of each search than its ranking
+  (``LmkRagPipeline``, its depth ``PRODUCT_K``: evidence_questions.py reads each hit's evidence);
 - the module whose steps ingest_profile.py times by wrapping them (``encoder_steps``: tokenisation, planning,
   windows and the forward pass of :class:`~lmk_rag.LandmarkEncoder`).
 """
@@ -30,6 +32,7 @@ from __future__ import annotations
 from lmk_rag.encoder import encoder as encoder_steps
 from lmk_rag.encoder.projection import SHIPPED_PROJECTION_DIR, LinearProjection
 from lmk_rag.encoder.resolve import model_digest
+from lmk_rag.eval.pipelines.lmk_rag_pipeline import PRODUCT_K, LmkRagPipeline
 from lmk_rag.paths import user_cache_dir
 from lmk_rag.splits import split_heldout
 from lmk_rag.static.mixer import default_mixer_dir
@@ -60,6 +63,7 @@ __all__ = [
     "DOCUMENT_WEIGHT",
     "HIT_KEYS",
     "LENGTH_PENALTY",
+    "PRODUCT_K",
     "QUESTION_SHARE",
     "READERS_DIR",
     "SHIPPED_PROJECTION_DIR",
@@ -67,6 +71,7 @@ __all__ = [
     "Branch",
     "EncodedPairs",
     "LinearProjection",
+    "LmkRagPipeline",
     "ProjectionConfig",
     "QueryVectors",
     "ScoredPointData",
