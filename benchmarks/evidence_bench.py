@@ -5,9 +5,10 @@ read here as evidence of where the answer is, never for ranking), each pipeline 
 LLM a context of ``budget`` tokens per hit (tiktoken ``cl100k_base``, LlamaIndex's default tokenizer). A query
 counts when at least half of the needle passage's characters are inside that context.
 
-- ``lmk-rag evidence``: the product (``LandmarkStore`` defaults), each hit cut by ``EvidenceContext(budget)`` to its
-  evidence and the words around it, then ``MaxContextTokens(budget * top)`` (a hit with weak evidence stays whole
-  and the cap cuts it);
+- ``lmk-rag evidence``: the product (``LandmarkStore`` defaults), each hit cut by ``EvidenceContext(budget,
+  vector_store=...)`` to its evidence and the words around it (into the adjacent node of the document where the cut
+  reaches its node's edge), then ``MaxContextTokens(budget * top)`` (a hit with weak evidence stays whole and the cap
+  cuts it);
 - ``lmk-rag nodes``: the same hits, each node's first ``budget`` tokens (what a prompt gets when each retrieved node
   is truncated to an equal share, as LlamaIndex's ``PromptHelper`` does);
 - ``stock-1024`` / ``stock-250``: the report's stock LlamaIndex retrieval (:mod:`stock_retrieval`), each retrieved
@@ -84,19 +85,22 @@ def first_tokens(text: str, budget: int) -> int:
     return len(text) if len(tokens) <= budget else len(ENCODING.decode(tokens[:budget]))
 
 
-def product_contexts(store: Any, query: str, budget: int, top: int, hits: list) -> tuple[list, list, int]:
-    """The product's two contexts for one query's hits: evidence-cut, and first tokens of whole nodes."""
-    from llama_index.core.schema import NodeWithScore, TextNode
+def product_contexts(vector_store: Any, budget: int, top: int, hits: list) -> tuple[list, list, int]:
+    """The product's two contexts for one query's hits: evidence-cut (widening into the adjacent nodes of
+    ``vector_store``, the store searched), and first tokens of whole nodes."""
+    from llama_index.core.schema import NodeRelationship, NodeWithScore, RelatedNodeInfo, TextNode
 
     from llama_index.vector_stores.landmark import EvidenceContext, MaxContextTokens
     from llama_index.vector_stores.landmark.evidence import add_evidence
 
     nodes = [NodeWithScore(node=add_evidence(TextNode(id_=hit.node_id, text=hit.text, start_char_idx=hit.span[0],
                                                       end_char_idx=hit.span[1], metadata={"doc": hit.doc_id},
-                                                      excluded_llm_metadata_keys=["doc"]), hit.evidence),
+                                                      excluded_llm_metadata_keys=["doc"], relationships={
+                                                          NodeRelationship.SOURCE: RelatedNodeInfo(
+                                                              node_id=hit.doc_id)}), hit.evidence),
                            score=hit.score) for hit in hits[:top]]
     cut = MaxContextTokens(max_context_tokens=budget * top, tokenizer=count).postprocess_nodes(
-        EvidenceContext(tokens_per_node=budget, tokenizer=count).postprocess_nodes(nodes))
+        EvidenceContext(tokens_per_node=budget, tokenizer=count, vector_store=vector_store).postprocess_nodes(nodes))
     evidence = [(n.node.metadata["doc"], n.node.start_char_idx, n.node.end_char_idx) for n in cut]
     used = sum(len(count(n.node.get_content())) for n in cut)
     whole = [(hit.doc_id, hit.span[0], hit.span[0] + first_tokens(hit.text, budget)) for hit in hits[:top]]
@@ -107,6 +111,7 @@ def run_set(name: str, args: argparse.Namespace) -> dict[str, Any]:
     """Every pipeline's coverage on one needle set."""
     from stock_retrieval import StockRetriever
 
+    from llama_index.vector_stores.landmark import LandmarkVectorStore
     from lmk_rag.store import LandmarkStore
 
     ids, texts, pairs, needles = load(DATA / name)
@@ -119,6 +124,7 @@ def run_set(name: str, args: argparse.Namespace) -> dict[str, Any]:
     first = anchored = rank1_hit128 = 0
     with LandmarkStore(folder) as store:
         store.add_documents([(doc_id, text, None) for doc_id, text in zip(ids, texts)])
+        vector_store = LandmarkVectorStore(store=store)
         result["ingest_s"] = time.perf_counter() - started
         for query, doc in pairs:
             hits = store.search(query, k=max(TOPS))
@@ -130,7 +136,7 @@ def run_set(name: str, args: argparse.Namespace) -> dict[str, Any]:
                 anchored += (min(best.end, needle[1]) - max(best.start, needle[0])) > 0
             for budget in BUDGETS:
                 for top in TOPS:
-                    evidence, whole, tokens = product_contexts(store, query, budget, top, hits)
+                    evidence, whole, tokens = product_contexts(vector_store, budget, top, hits)
                     used.setdefault((budget, top), []).append(tokens)
                     for label, pieces in (("lmk-rag evidence", evidence), ("lmk-rag nodes", whole)):
                         counts[(label, budget, top)] = counts.get((label, budget, top), 0) + covered(pieces, doc,

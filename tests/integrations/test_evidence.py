@@ -11,6 +11,7 @@ import pytest
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
 from llama_index.core.utils import get_tokenizer
+from llama_index.core.vector_stores import SimpleVectorStore
 from llama_index.core.vector_stores.types import VectorStoreQueryMode
 from transformers import AutoTokenizer
 
@@ -24,8 +25,9 @@ from llama_index.vector_stores.landmark import (
     NoRoomError,
     node_evidence,
 )
+from lmk_rag.errors import InvalidInputError
 from lmk_rag.store import Evidence
-from tests.conftest import NEEDLE_QUERY, NEEDLE_SENTENCE
+from tests.conftest import _FILLER, NEEDLE_QUERY, NEEDLE_SENTENCE
 
 OTHER = "gzip reduces the size of the named files using Lempel-Ziv coding (LZ77)."
 
@@ -125,3 +127,48 @@ def test_max_context_tokens_keeps_the_evidence_when_it_must_cut(retrieved, needl
     assert budget.count_tokens(retrieved[0]) > 80
     (kept,) = budget.postprocess_nodes(retrieved)  # the rest is cut to what is left: nothing
     assert budget.count_tokens(kept) <= 80 and kept.node.start_char_idx <= start and end <= kept.node.end_char_idx
+
+
+@pytest.fixture(scope="module")
+def straddling(tmp_path_factory: pytest.TempPathFactory, minilm_path) -> tuple[str, tuple[int, int], Path]:
+    """A document whose one answer sentence straddles the boundary between its first two 256-token nodes (64-token
+    chunks: half of its tokens in each), parsed, stored in an Edge store; the text, the sentence's span, the store."""
+    tokenizer = AutoTokenizer.from_pretrained(minilm_path)
+    words, taken, used = " ".join(_FILLER * 3).split(), 0, 0
+    while used + len(tokenizer.tokenize(words[taken])) <= 256 - len(tokenizer.tokenize(NEEDLE_SENTENCE)) // 2:
+        used, taken = used + len(tokenizer.tokenize(words[taken])), taken + 1
+    before = " ".join(words[:taken])
+    text = f"{before} {NEEDLE_SENTENCE} {' '.join(words[taken:])}"
+    embedding, path = LandmarkEmbedding(), tmp_path_factory.mktemp("straddling") / "store"
+    with LandmarkVectorStore(path=path, embed_model=embedding) as vector_store:
+        vector_store.add(LandmarkNodeParser(embed_model=embedding).get_nodes_from_documents(
+            [Document(text=text, id_="doc")]))
+    return text, (len(before) + 1, len(before) + 1 + len(NEEDLE_SENTENCE)), path
+
+
+def test_evidence_context_widens_into_the_adjacent_node(straddling) -> None:
+    text, (start, end) = straddling[:2]
+    embedding = LandmarkEmbedding()
+    with LandmarkVectorStore(path=straddling[2], embed_model=embedding) as vector_store:
+        index = VectorStoreIndex.from_vector_store(vector_store, embed_model=embedding)
+        (hit,) = index.as_retriever(similarity_top_k=1).retrieve(NEEDLE_QUERY)
+        whole = hit.node
+        assert whole.start_char_idx < start < whole.end_char_idx < end or start < whole.start_char_idx < end
+        count = _count_with(get_tokenizer())
+        (inside,) = EvidenceContext(tokens_per_node=128).postprocess_nodes([hit])
+        (wide,) = EvidenceContext(tokens_per_node=128, vector_store=vector_store).postprocess_nodes([hit])
+    assert not (inside.node.start_char_idx <= start and end <= inside.node.end_char_idx)  # part of the sentence
+    assert whole.start_char_idx <= inside.node.start_char_idx and inside.node.end_char_idx <= whole.end_char_idx
+    node = wide.node
+    assert node.start_char_idx <= start and end <= node.end_char_idx  # the whole sentence
+    assert node.text == text[node.start_char_idx : node.end_char_idx]  # one span of the document, where it says
+    assert (node.start_char_idx < whole.start_char_idx) != (node.end_char_idx > whole.end_char_idx)
+    assert count(node) <= 128 < count(node.model_copy(update={  # a word more on each side would overflow
+        "text": text[: node.start_char_idx].rsplit(maxsplit=1)[-1] + " " + node.text + " "
+        + text[node.end_char_idx :].split(maxsplit=1)[0]}))
+    assert wide.score == hit.score and node.node_id == whole.node_id
+
+
+def test_evidence_context_refuses_a_store_that_is_not_landmarks() -> None:
+    with pytest.raises(InvalidInputError, match="vector_store must be the LandmarkVectorStore"):
+        EvidenceContext(tokens_per_node=128, vector_store=SimpleVectorStore())

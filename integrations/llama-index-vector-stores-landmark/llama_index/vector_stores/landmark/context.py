@@ -4,7 +4,9 @@ budget per node; and the cut itself, which :class:`~llama_index.vector_stores.la
 A node from :class:`~llama_index.vector_stores.landmark.LandmarkVectorStore` carries its evidence
 (:data:`~llama_index.vector_stores.landmark.evidence.EVIDENCE_KEY`): the chunks that carried its rerank score, with
 their share of it. The cut keeps the best chunk, then widens word by word, alternately after and before it, while the
-node (as the LLM sees it, counted with the given tokenizer) stays within the budget. The evidence is *weak* when the
+node (as the LLM sees it, counted with the given tokenizer) stays within the budget; where it reaches an edge of the
+node and the store is given, it widens on into the adjacent node of the same document (a passage that straddles two
+nodes is then kept whole), its text still one span of the document. The evidence is *weak* when the
 cut cannot hold chunks carrying :data:`MIN_SHARE` of the node's rerank score (a query whose vectors matched several
 far-apart chunks), or when there is no passage to cut to (a BM25-only hit, a node whose chunk spans are unknown): the
 node then stays whole. A budget that holds not one word of the passage raises :class:`NoRoomError`.
@@ -20,6 +22,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle, TextNode
 from llama_index.core.utils import get_tokenizer
 
+from llama_index.vector_stores.landmark.base import LandmarkVectorStore
 from llama_index.vector_stores.landmark.evidence import node_evidence
 from lmk_rag.errors import InvalidInputError
 
@@ -27,6 +30,8 @@ MIN_SHARE = 0.5
 """The share of a node's rerank score its best piece of evidence must carry; below it the evidence is weak and the
 node stays whole (a query of one vector has one piece of evidence carrying all of it)."""
 _WORD = re.compile(r"\S+")
+Around = Callable[[BaseNode], "tuple[int, str] | None"]
+"""The document text around a node, ``(start char, text)`` (:func:`adjacent_text`), or None where unknown."""
 
 
 class NoRoomError(InvalidInputError):
@@ -34,7 +39,7 @@ class NoRoomError(InvalidInputError):
 
 
 def cut_to_evidence(node: BaseNode, budget: int, count: Callable[[BaseNode], int],
-                    min_share: float = MIN_SHARE) -> TextNode | None:
+                    min_share: float = MIN_SHARE, around: Around | None = None) -> TextNode | None:
     """A copy of ``node`` cut to its best evidence and the words around it, as much as ``budget`` tokens hold (the
     passage itself cut at its end when it alone does not fit).
 
@@ -43,8 +48,11 @@ def cut_to_evidence(node: BaseNode, budget: int, count: Callable[[BaseNode], int
     :param budget: the most tokens the cut node may count.
     :param count: the tokens a node counts (as the LLM sees it).
     :param min_share: see :data:`MIN_SHARE`.
-    :return: the cut node (``text``, ``start_char_idx`` and ``end_char_idx`` of the kept passage; the rest of the
-        node as it was), or None where the evidence is weak: keep the node whole.
+    :param around: where the cut reaches an edge of the node (it holds every word of the node on that side), the
+        document text around the node, ``(start char, text)`` holding the node's span (:func:`adjacent_text`), which
+        the cut may then widen into; None: the node's own text only.
+    :return: the cut node (``text``, ``start_char_idx`` and ``end_char_idx`` of the kept passage of the document;
+        the rest of the node as it was), or None where the evidence is weak: keep the node whole.
     :raises NoRoomError: when not one word of the passage fits in ``budget``.
     """
     evidence = [piece for piece in node_evidence(node) if piece.kind in ("chunk", "token") and piece.score is not None]
@@ -54,9 +62,29 @@ def cut_to_evidence(node: BaseNode, budget: int, count: Callable[[BaseNode], int
     best, total = evidence[0], sum(piece.score for piece in evidence)
     if total > 0 and best.score < min_share * total:  # weak: the query matched several chunks, none of them most
         return None
-    text = node.text
-    low, high = max(best.start - start, 0), min(best.end - start, len(text))
     clone = node.model_copy()
+    low, high = max(best.start - start, 0), min(best.end - start, len(node.text))
+    origin, text = start, node.text
+    kept = _cut(clone, text, (low, high), budget, count)
+    at_edge = not _WORD.search(text, 0, kept[0]) or not _WORD.search(text, kept[1])
+    wider = around(node) if around is not None and at_edge else None
+    if wider is not None and wider[1] != text:
+        shift = start - wider[0]
+        origin, text = wider
+        kept = _cut(clone, text, (low + shift, high + shift), budget, count)
+    clone.text = text[kept[0] : kept[1]]
+    clone.start_char_idx, clone.end_char_idx = origin + kept[0], origin + kept[1]
+    return clone
+
+
+def _cut(clone: TextNode, text: str, passage: tuple[int, int], budget: int, count: Callable[[BaseNode], int]
+         ) -> tuple[int, int]:
+    """The widest span of ``text`` around ``passage`` (see :func:`_steps`) whose words, as ``clone``'s text, count
+    at most ``budget`` tokens; the passage's longest run of whole words from its start when it alone does not fit.
+
+    :raises NoRoomError: when not one word of the passage fits.
+    """
+    low, high = passage
 
     def fits(span: tuple[int, int]) -> bool:
         clone.text = text[span[0] : span[1]]
@@ -66,14 +94,37 @@ def cut_to_evidence(node: BaseNode, budget: int, count: Callable[[BaseNode], int
     if not fits(steps[0]):  # the passage alone is too long: its longest run of whole words from its start
         steps = [(low, end) for end in (match.end() for match in _WORD.finditer(text, low, high))]
         if not steps or not fits(steps[0]):
+            clone.text = ""
             raise NoRoomError(
-                f"node {node.node_id!r}: not one word of its evidence fits in {budget} tokens ({count(clone)} with "
+                f"node {clone.node_id!r}: not one word of its evidence fits in {budget} tokens ({count(clone)} with "
                 "no text: its metadata as the LLM sees it); give it more tokens, or render less metadata"
             )
-    kept = steps[_longest(steps, fits)]
-    fits(kept)
-    clone.start_char_idx, clone.end_char_idx = start + kept[0], start + kept[1]
-    return clone
+    return steps[_longest(steps, fits)]
+
+
+def adjacent_text(node: BaseNode, vector_store: LandmarkVectorStore) -> tuple[int, str] | None:
+    """The document text from the start of the node before ``node`` to the end of the node after it, ``(start char,
+    text)``: the stored nodes of its document (``ref_doc_id``) whose spans touch or overlap its own, one on each
+    side, joined by their char spans (a side with no such node adds nothing).
+
+    :return: None for a node without a document or a span.
+    """
+    start, end = getattr(node, "start_char_idx", None), getattr(node, "end_char_idx", None)
+    if node.ref_doc_id is None or start is None or end is None or not isinstance(node, TextNode) \
+            or len(node.text) != end - start:
+        return None
+    records = [record for record in vector_store.store.get_nodes(filter={"doc_id": node.ref_doc_id})
+               if len(record.text) == record.span[1] - record.span[0]]  # a text that is its span (else unknown)
+    before = [r for r in records if r.span[0] < start <= r.span[1] and r.node_id != node.node_id]
+    after = [r for r in records if r.span[0] <= end < r.span[1] and r.node_id != node.node_id]
+    text, first = node.text, start
+    if before:
+        previous = min(before, key=lambda record: record.span[0])
+        text, first = previous.text[: start - previous.span[0]] + text, previous.span[0]
+    if after:
+        following = max(after, key=lambda record: record.span[1])
+        text += following.text[end - following.span[0] :]
+    return first, text
 
 
 def _longest(steps: list[tuple[int, int]], fits: Callable[[tuple[int, int]], bool]) -> int:
@@ -109,13 +160,15 @@ def _steps(text: str, low: int, high: int) -> list[tuple[int, int]]:
 class EvidenceContext(BaseNodePostprocessor):
     """Cut each retrieved node down to its evidence and the text around it, under ``tokens_per_node`` tokens each
     (counted on the node as the LLM sees it, with the LLM's tokenizer); a node whose evidence is weak stays whole
-    (see :mod:`~llama_index.vector_stores.landmark.context`). The nodes keep their order and scores; a cut node's
-    ``text``, ``start_char_idx`` and ``end_char_idx`` are the kept passage's.
+    (see :mod:`~llama_index.vector_stores.landmark.context`). With ``vector_store``, a cut that reaches an edge of
+    its node widens into the adjacent node of the same document (:func:`adjacent_text`), so that evidence at a
+    node's edge keeps the words on both sides of it. The nodes keep their order and scores; a cut node's ``text``,
+    ``start_char_idx`` and ``end_char_idx`` are the kept passage's.
 
     Example::
 
-        engine = index.as_query_engine(similarity_top_k=3,
-                                       node_postprocessors=[EvidenceContext(tokens_per_node=256)])
+        engine = index.as_query_engine(similarity_top_k=3, node_postprocessors=[
+            EvidenceContext(tokens_per_node=256, vector_store=vector_store)])
     """
 
     tokens_per_node: int = Field(gt=0, description="The most tokens one cut node may count.")
@@ -124,18 +177,26 @@ class EvidenceContext(BaseNodePostprocessor):
     metadata_mode: MetadataMode = Field(default=MetadataMode.LLM, description="How node content is rendered.")
 
     _tokenizer: Callable[[str], list] = PrivateAttr()
+    _vector_store: LandmarkVectorStore | None = PrivateAttr(default=None)
 
     def __init__(self, tokens_per_node: int, tokenizer: Callable[[str], list] | None = None,
-                 **kwargs: object) -> None:
+                 vector_store: LandmarkVectorStore | None = None, **kwargs: object) -> None:
         """Set the budget.
 
         :param tokens_per_node: the most tokens one cut node may count.
         :param tokenizer: a function text -> tokens, the LLM's; default: ``llama_index.core.utils.get_tokenizer()``
             (``Settings.tokenizer`` when set, else tiktoken ``cl100k_base``).
+        :param vector_store: the store the nodes were retrieved from, whose adjacent nodes a cut at a node's edge
+            may widen into; None: each cut stays inside its node.
         :param kwargs: other fields (``min_share``, ``metadata_mode``).
+        :raises InvalidInputError: for a ``vector_store`` that is not a :class:`LandmarkVectorStore`.
         """
+        if vector_store is not None and not isinstance(vector_store, LandmarkVectorStore):
+            raise InvalidInputError(f"vector_store must be the LandmarkVectorStore the nodes come from, or None, got "
+                                    f"{type(vector_store).__name__}")
         super().__init__(tokens_per_node=tokens_per_node, **kwargs)
         self._tokenizer = tokenizer or get_tokenizer()
+        self._vector_store = vector_store
 
     @classmethod
     def class_name(cls) -> str:
@@ -149,8 +210,10 @@ class EvidenceContext(BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
+        store = self._vector_store
+        around = None if store is None else (lambda node: adjacent_text(node, store))
         out = []
         for scored in nodes:
-            cut = cut_to_evidence(scored.node, self.tokens_per_node, self.count_tokens, self.min_share)
+            cut = cut_to_evidence(scored.node, self.tokens_per_node, self.count_tokens, self.min_share, around)
             out.append(scored if cut is None else NodeWithScore(node=cut, score=scored.score))
         return out
