@@ -172,3 +172,17 @@ def test_evidence_context_widens_into_the_adjacent_node(straddling) -> None:
 def test_evidence_context_refuses_a_store_that_is_not_landmarks() -> None:
     with pytest.raises(InvalidInputError, match="vector_store must be the LandmarkVectorStore"):
         EvidenceContext(tokens_per_node=128, vector_store=SimpleVectorStore())
+
+
+@pytest.mark.parametrize(("make", "typo", "close"), [
+    (lambda **kw: EvidenceContext(**{"tokens_per_node": 64, **kw}), "min_shar", "min_share"),
+    (lambda **kw: MaxContextTokens(**{"max_context_tokens": 64, **kw}), "metadata_mod", "metadata_mode"),
+])
+def test_the_context_postprocessors_refuse_mistyped_keywords_and_bad_values(make, typo, close) -> None:
+    with pytest.raises(TypeError, match=f"'{typo}' \\(did you mean '{close}'\\?\\)"):
+        make(**{typo: "llm"})  # silently ignored before: a misspelled option must not fall back to the default
+    with pytest.raises(InvalidInputError, match=r"(tokens_per_node|max_context_tokens)=0: Input should be greater"):
+        make(**{"tokens_per_node" if close == "min_share" else "max_context_tokens": 0})
+    with pytest.raises(InvalidInputError, match=r"min_share=2"):
+        EvidenceContext(tokens_per_node=64, min_share=2)
+    assert type(make()).from_dict(make().to_dict()).to_dict() == make().to_dict()  # serialisation still round-trips

@@ -17,14 +17,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, ValidationError
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle, TextNode
 from llama_index.core.utils import get_tokenizer
 
 from llama_index.vector_stores.landmark.base import LandmarkVectorStore
 from llama_index.vector_stores.landmark.evidence import node_evidence
-from lmk_rag.errors import InvalidInputError
+from lmk_rag.adapters import invalid_fields
+from lmk_rag.errors import InvalidInputError, refuse_unknown
 
 MIN_SHARE = 0.5
 """The share of a node's rerank score its best piece of evidence must carry; below it the evidence is weak and the
@@ -32,6 +33,24 @@ node stays whole (a query of one vector has one piece of evidence carrying all o
 _WORD = re.compile(r"\S+")
 Around = Callable[[BaseNode], "tuple[int, str] | None"]
 """The document text around a node, ``(start char, text)`` (:func:`adjacent_text`), or None where unknown."""
+
+
+def init_fields(postprocessor: BaseNodePostprocessor, arguments: tuple[str, ...], **fields: object) -> None:
+    """Set a postprocessor's pydantic fields, refusing what a user mistyped: a keyword that is neither a field nor
+    one of ``arguments`` (``TypeError`` naming the close ones), a value of the wrong type or range
+    (:class:`~lmk_rag.errors.InvalidInputError` naming the field).
+
+    :param postprocessor: the postprocessor being built.
+    :param arguments: its ``__init__``'s own arguments that are not fields (``tokenizer``, ...).
+    :param fields: the fields given.
+    """
+    owner, known = type(postprocessor).__name__, type(postprocessor).model_fields
+    refuse_unknown(f"{owner}()", {name: value for name, value in fields.items() if name not in known},
+                   (*known, *arguments))
+    try:
+        BaseNodePostprocessor.__init__(postprocessor, **fields)
+    except ValidationError as error:
+        raise invalid_fields(owner, error) from None
 
 
 class NoRoomError(InvalidInputError):
@@ -189,12 +208,14 @@ class EvidenceContext(BaseNodePostprocessor):
         :param vector_store: the store the nodes were retrieved from, whose adjacent nodes a cut at a node's edge
             may widen into; None: each cut stays inside its node.
         :param kwargs: other fields (``min_share``, ``metadata_mode``).
-        :raises InvalidInputError: for a ``vector_store`` that is not a :class:`LandmarkVectorStore`.
+        :raises InvalidInputError: for a ``vector_store`` that is not a :class:`LandmarkVectorStore`, or a field of
+            the wrong type or range (``tokens_per_node=0``), naming it.
+        :raises TypeError: for a keyword this class does not take, naming the close ones.
         """
         if vector_store is not None and not isinstance(vector_store, LandmarkVectorStore):
             raise InvalidInputError(f"vector_store must be the LandmarkVectorStore the nodes come from, or None, got "
                                     f"{type(vector_store).__name__}")
-        super().__init__(tokens_per_node=tokens_per_node, **kwargs)
+        init_fields(self, ("tokenizer", "vector_store"), tokens_per_node=tokens_per_node, **kwargs)
         self._tokenizer = tokenizer or get_tokenizer()
         self._vector_store = vector_store
 

@@ -9,7 +9,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
 from llama_index.core.utils import get_tokenizer
 
-from llama_index.vector_stores.landmark.context import MIN_SHARE, NoRoomError, cut_to_evidence
+from llama_index.vector_stores.landmark.context import MIN_SHARE, NoRoomError, cut_to_evidence, init_fields
 
 
 class MaxContextTokens(BaseNodePostprocessor):
@@ -41,8 +41,10 @@ class MaxContextTokens(BaseNodePostprocessor):
         :param max_context_tokens: the most LLM tokens the kept nodes may add up to.
         :param tokenizer: a function text -> tokens; default: ``llama_index.core.utils.get_tokenizer()``.
         :param kwargs: other fields (``metadata_mode``).
+        :raises InvalidInputError: for a field of the wrong type or range (``max_context_tokens=0``), naming it.
+        :raises TypeError: for a keyword this class does not take, naming the close ones.
         """
-        super().__init__(max_context_tokens=max_context_tokens, **kwargs)
+        init_fields(self, ("tokenizer",), max_context_tokens=max_context_tokens, **kwargs)
         self._tokenizer = tokenizer or get_tokenizer()
 
     @classmethod
