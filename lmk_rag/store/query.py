@@ -348,6 +348,7 @@ def best_hits(points: Sequence[ScoredPointData], k: int, doc_level: bool) -> lis
                 break
     return best
 
+
 def matched_evidence(queries: np.ndarray, vectors: np.ndarray, spans: Sequence[tuple[int, int]] | None,
                      node_span: tuple[int, int], kind: EvidenceKind) -> tuple[Evidence, ...]:
     """The pieces of a node that carried its MaxSim, best first (ties: document order).

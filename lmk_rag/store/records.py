@@ -45,14 +45,14 @@ from lmk_rag.store.types import CollectionSpec, Evidence, Hit, NodeRecord, Point
 NAMESPACE = uuid.UUID("6f1d3c52-7f4e-4a55-9a38-5b1f0c2d9e10")
 SETTINGS_POINT_ID = str(uuid.uuid5(NAMESPACE, "lmk-rag-store-settings"))
 NODE, DOC, STORE = "node", "doc", "store"
+#: The payload key of a node's chunk spans: each chunk vector's char span ``[start, end]`` in the document, in the
+#: order of the ``chunks`` multivector (absent where they are unknown); a hit's evidence reads them.
+CHUNK_SPANS = "chunk_spans"
 #: The payload keys a search asks for with its scored points on a server: what a :class:`Hit` and the choice of one
 #: version per document (:func:`latest`) read; the vectors stay in the engine. Where the
 #: process is the store's only writer, a search reads the payloads of its hits alone, after ranking
 #: (:class:`~lmk_rag.store.reads.Reader`).
-HIT_KEYS = ["doc_id", "node_id", "version", "text", "span", "meta", "chunk_spans"]
-#: The payload key of a node's chunk spans: each chunk vector's char span ``[start, end]`` in the document, in the
-#: order of the ``chunks`` multivector (absent where they are unknown); a hit's evidence reads them.
-CHUNK_SPANS = "chunk_spans"
+HIT_KEYS = ["doc_id", "node_id", "version", "text", "span", "meta", CHUNK_SPANS]
 #: The payload key of a node that says whether its version was committed: false when written, true once its
 #: document's marker points at its version.
 LIVE = "live"
