@@ -36,9 +36,10 @@ from lmk_rag.eval.pipelines.lmk_rag_pipeline import PRODUCT_K, LmkRagPipeline
 from lmk_rag.paths import user_cache_dir
 from lmk_rag.splits import split_heldout
 from lmk_rag.static.mixer import default_mixer_dir
-from lmk_rag.store.copied import READERS_DIR
+from lmk_rag.store.bm25 import Bm25Encoder
 from lmk_rag.store.documents import node_records, records_from_encoding
 from lmk_rag.store.edge import shard_bytes
+from lmk_rag.store.folder_copy import READERS_DIR
 from lmk_rag.store.query import (
     DEFAULT_ALPHA,
     DOCUMENT_WEIGHT,
@@ -54,9 +55,9 @@ from lmk_rag.store.query import (
 )
 from lmk_rag.store.records import HIT_KEYS, latest, markers, nodes_filter, shown_filter
 from lmk_rag.store.types import Branch, ScoredPointData, SparseVector
-from lmk_rag.store.vectors import Bm25Encoder, QueryVectors, VectorSpec
+from lmk_rag.store.vectors import QueryVectors, VectorSpec
 from lmk_rag.train.projection import EncodedPairs, ProjectionConfig, train_projection
-from lmk_rag.vectors import l2_normalize, maxsim_scores, pack_rows
+from lmk_rag.vector_math import l2_normalize, maxsim_scores, pack_rows
 
 __all__ = [
     "DEFAULT_ALPHA",

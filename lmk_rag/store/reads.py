@@ -29,7 +29,6 @@ from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatc
 from lmk_rag.store import records as rec
 from lmk_rag.store.base import Backend
 from lmk_rag.store.filters import FilterLike
-from lmk_rag.store.guards import ReadWriteLock
 from lmk_rag.store.query import (
     DEFAULT_ALPHA,
     best_hits,
@@ -45,9 +44,11 @@ from lmk_rag.store.query import (
     plan_search,
     query_alpha,
 )
+from lmk_rag.store.read_write_lock import ReadWriteLock
 from lmk_rag.store.records import every, scroll
+from lmk_rag.store.store_encoder import StoreEncoder, default_rerank
 from lmk_rag.store.types import Branch, Evidence, Hit, NodeRecord, Rerank, ScoredPointData, SearchOptions, StoreMode
-from lmk_rag.store.vectors import QueryVectors, StoreEncoder, check_directions, default_rerank
+from lmk_rag.store.vectors import QueryVectors, check_directions
 
 
 class Reader:

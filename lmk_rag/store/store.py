@@ -26,6 +26,7 @@ from lmk_rag.nodes import DEFAULT_NODE_TOKENS
 from lmk_rag.store import records as rec
 from lmk_rag.store.backends import OpenedBackend, open_backend
 from lmk_rag.store.base import Backend, IndexKind
+from lmk_rag.store.bm25 import BM25_LANGUAGE, check_language
 from lmk_rag.store.documents import Document, check_on_ack
 from lmk_rag.store.filters import FilterLike
 from lmk_rag.store.query import DEFAULT_ALPHA, check_alpha
@@ -41,6 +42,7 @@ from lmk_rag.store.settings import (
     recorded_storage,
     validate_settings,
 )
+from lmk_rag.store.store_encoder import StoreEncoder, check_encoder, resolve_mode, static_store_encoder
 from lmk_rag.store.types import (
     DEFAULT_BATCH_SIZE,
     Hit,
@@ -51,17 +53,7 @@ from lmk_rag.store.types import (
     StorageOptions,
     StoreMode,
 )
-from lmk_rag.store.vectors import (
-    BM25_LANGUAGE,
-    NodeVectors,
-    QueryVectors,
-    StoreEncoder,
-    VectorSpec,
-    check_encoder,
-    check_language,
-    resolve_mode,
-    static_store_encoder,
-)
+from lmk_rag.store.vectors import NodeVectors, QueryVectors, VectorSpec
 from lmk_rag.store.writes import Ledger, Writer, repair
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -105,7 +97,7 @@ class LandmarkStore:
     :param bm25: store a BM25 sparse vector per node, used in the prefetch and fused into the final score;
         None = as recorded (on for new stores, see docs/decisions.md).
     :param bm25_language: the language of BM25's stop words and stemmer for a new store (``"english"``,
-        ``"german"``, ... :func:`~lmk_rag.store.vectors.bm25_languages`); None = as recorded (English for new stores).
+        ``"german"``, ... :func:`~lmk_rag.store.bm25.bm25_languages`); None = as recorded (English for new stores).
     :param alpha: weight of the rerank score against BM25 in the final score, in [0, 1] (1 = rerank alone, 0 =
         BM25 alone). None = as recorded (:data:`~lmk_rag.store.query.DEFAULT_ALPHA` for new stores); a value
         given for a new store is recorded, for an existing one it applies to this handle. ``search`` may override it.

@@ -52,10 +52,11 @@ from lmk_rag.store.documents import (
     fill_chunk_vectors,
 )
 from lmk_rag.store.filters import FieldCondition, Filter, FilterLike
-from lmk_rag.store.guards import ReadWriteLock
+from lmk_rag.store.read_write_lock import ReadWriteLock
 from lmk_rag.store.records import every, pending_filter, scroll
+from lmk_rag.store.store_encoder import StoreEncoder
 from lmk_rag.store.types import NodeRecord, PointData
-from lmk_rag.store.vectors import NodeVectors, StoreEncoder
+from lmk_rag.store.vectors import NodeVectors
 
 Markers = dict[str, dict[str, Any]]
 T = TypeVar("T")

@@ -555,7 +555,7 @@ GERMAN = ["Die Katzen schlafen den ganzen Tag auf dem warmen Sofa im Wohnzimmer.
 
 def test_bm25_speaks_the_stores_language(tmp_path: Path, minilm_encoder) -> None:
     from lmk_rag.errors import SettingsMismatchError
-    from lmk_rag.store.vectors import Bm25Encoder
+    from lmk_rag.store.bm25 import Bm25Encoder
 
     german, english = Bm25Encoder(language="german"), Bm25Encoder(language="english")
     stemmed = set(german.embed_query("Katze").indices) & set(german.embed_document(GERMAN[0]).indices)

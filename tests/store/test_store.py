@@ -90,7 +90,7 @@ def test_search_by_a_vector_scores_by_the_node_vectors_cosine(open_store, doc_re
 
 def _bm25_by_hand(store: Any, nodes: list[NodeRecord], text: str) -> dict[str, float]:
     """BM25 of every node as Qdrant's IDF modifier computes it over the store's BM25 vectors."""
-    from lmk_rag.store.vectors import Bm25Encoder
+    from lmk_rag.store.bm25 import Bm25Encoder
 
     bm25 = Bm25Encoder()
     vectors = {n.node_id: dict(zip(*astuple(bm25.embed_document(n.text)))) for n in nodes}
