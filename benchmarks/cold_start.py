@@ -145,7 +145,7 @@ def build_int8_store(store: Path) -> Path:
               "from demo import render_pages\n"
               "from lmk_rag import LandmarkEncoder, LandmarkStore\n"
               f"with LandmarkStore({str(store)!r}, encoder=LandmarkEncoder(backend='onnx', dtype='int8')) as store:\n"
-              "    store.add_documents(render_pages(40))\n")
+              "    store.upsert_documents(render_pages(40))\n")
     subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, env=child_env(REPO))
     return store
 

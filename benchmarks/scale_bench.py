@@ -107,7 +107,7 @@ def build(folder: Path, encoder: LandmarkEncoder, docs: list[list[NodeRecord]], 
     load = os.getloadavg()[0]
     with LandmarkStore(folder, encoder=encoder, storage=StorageOptions(**storage)) as store:
         start = time.perf_counter()
-        written = store.upsert_documents(replicated(docs, size), document_batch_size=64)
+        written = store.upsert_encoded_documents(replicated(docs, size), document_batch_size=64)
         write_s = time.perf_counter() - start
         start = time.perf_counter()
         store.optimize()

@@ -229,7 +229,7 @@ def check_on_ack(on_ack: Any) -> None:
 
 
 def check_sources(sources: Any, documents: Sequence[Document]) -> dict[str, str]:
-    """The ``sources`` argument of ``add_documents`` as a dict (empty for None).
+    """The ``sources`` argument of ``upsert_documents`` as a dict (empty for None).
 
     :raises InvalidInputError: for a mapping that is not of doc ids given in the same call to non-empty strings.
     """

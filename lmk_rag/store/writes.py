@@ -101,11 +101,11 @@ class Writer:
     access: ReadWriteLock
 
     @serialised
-    def add_documents(self, documents: Iterable[Document], batch_size: int, show_progress_bar: bool | None,
-                      on_ack: Callable[[list[str]], None] | None, skip_unchanged: bool,
-                      sources: Mapping[str, str] | None) -> int:
-        """Encode, cut and write documents, ``batch_size`` a batch, each durable before the next; the number of nodes
-        written."""
+    def upsert_documents(self, documents: Iterable[Document], batch_size: int, show_progress_bar: bool | None,
+                         on_ack: Callable[[list[str]], None] | None, skip_unchanged: bool,
+                         sources: Mapping[str, str] | None) -> int:
+        """Encode, cut and write documents, each replacing its stored version, ``batch_size`` a batch, each durable
+        before the next; the number of nodes written."""
         from tqdm.auto import tqdm
 
         docs = check_documents(documents)
@@ -154,16 +154,17 @@ class Writer:
         return hashes, found, changes
 
     @serialised
-    def upsert_nodes(self, doc_id: str, records: Sequence[NodeRecord], metadata: dict[str, Any] | None) -> int:
-        """Write pre-encoded nodes as the new version of a document."""
+    def upsert_encoded_document(self, doc_id: str, records: Sequence[NodeRecord],
+                                metadata: dict[str, Any] | None) -> int:
+        """Write pre-encoded nodes as the new version of a document, replacing its stored nodes."""
         records = check_records(doc_id, list(records))
         kept = dict(records[0].metadata) if metadata is None else clean_metadata(metadata, f"document {doc_id!r}")
         return self._write([DocumentWrite(doc_id, records, kept)])
 
     @serialised
-    def add_nodes(self, records: Sequence[NodeRecord]) -> int:
-        """Write pre-encoded nodes into their documents, keeping the documents' other nodes; the number of nodes
-        written, kept nodes included."""
+    def upsert_nodes(self, records: Sequence[NodeRecord]) -> int:
+        """Write pre-encoded nodes into their documents, each replacing the stored node of its id and keeping the
+        documents' other nodes; the number of nodes written, kept nodes included."""
         if isinstance(records, (str, bytes)) or not isinstance(records, Sequence) or not all(
                 isinstance(record, NodeRecord) for record in records):
             raise InvalidInputError(f"records must be a list of NodeRecord, got {records!r:.80}")
@@ -196,9 +197,10 @@ class Writer:
         return self._write(writes)
 
     @serialised
-    def upsert_documents(self, documents: Iterable[tuple[str, Sequence[NodeRecord]]], batch_size: int,
-                         on_ack: Callable[[list[str]], None] | None) -> int:
-        """Write many pre-encoded documents, ``batch_size`` per write; the number of nodes written.
+    def upsert_encoded_documents(self, documents: Iterable[tuple[str, Sequence[NodeRecord]]], batch_size: int,
+                                 on_ack: Callable[[list[str]], None] | None) -> int:
+        """Write many pre-encoded documents, each replacing its stored version, ``batch_size`` per write; the number
+        of nodes written.
 
         :raises InvalidInputError: for bad records, or a doc id given twice.
         """

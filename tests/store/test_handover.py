@@ -73,7 +73,7 @@ def test_a_writer_opens_a_folder_a_reader_holds_and_the_reader_follows_it(tmp_pa
             assert read_holder(folder) == (os.getpid(), True) and not (folder / HANDOVER_FILE).exists()
             seen = reader.send(op="versions")  # still answering, now from a copy
             assert seen == {"versions": dict.fromkeys(names, 0), "whole": True, "backend": "qdrant-edge (reader copy)"}
-            writer.upsert_documents((d, tagged(chosen[d], d, 1)) for d in names[:2])
+            writer.upsert_encoded_documents((d, tagged(chosen[d], d, 1)) for d in names[:2])
             assert reader.send(op="versions")["versions"] == {**dict.fromkeys(names[:2], 1),
                                                              **dict.fromkeys(names[2:], 0)}
             writer.delete_document(names[3])
@@ -325,7 +325,7 @@ def test_a_reader_that_also_writes_here_keeps_the_folder_until_its_writer_closes
     reader = LandmarkStore(folder, read_only=True)
     try:
         with LandmarkStore(folder) as writer:
-            assert writer.upsert_documents([(names[0], tagged(chosen[names[0]], names[0], 1))]) > 0
+            assert writer.upsert_encoded_documents([(names[0], tagged(chosen[names[0]], names[0], 1))]) > 0
             assert {n.text[:4] for n in reader.get_nodes() if n.doc_id == names[0]} == {"[v1]"}
             said = _open_elsewhere(folder)
             assert said.startswith(f"LOCKED {os.getpid()} ") and "being written" in said, said

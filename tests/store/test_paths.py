@@ -2,7 +2,7 @@
 modules"), read with a profiler on a real Edge store on disk and the real MiniLM encoder.
 
 Each bound is what the module layout reaches now, so a change that spreads a path over more modules fails here and
-names them. It can fail: on the layout before issue 45 one ``add_document`` ran through 18 store modules
+names them. It can fail: on the layout before issue 45 one ``upsert_document`` ran through 18 store modules
 (store, writes, documents, visibility, records, edge, base, settings, cutting, modes, points, versions, ledger,
 access, commits, bm25, filters, space) and one ``search`` through 14 (store, backends, reads, settings, query,
 query_vectors, points, bm25, visibility, edge, filters, access, base, records); after the first merges, through 10
@@ -26,7 +26,7 @@ import lmk_rag.store
 from lmk_rag.store import LandmarkStore
 
 STORE_DIR = Path(lmk_rag.store.__file__).resolve().parent
-#: The store modules a warm ``add_document`` on Edge runs code of, at most (docs/architecture.md draws them).
+#: The store modules a warm ``upsert_document`` on Edge runs code of, at most (docs/architecture.md draws them).
 WRITE_MODULES = 7
 #: The store modules a warm fused ``search`` on Edge runs code of, at most.
 SEARCH_MODULES = 7
@@ -63,10 +63,10 @@ def test_a_write_and_a_search_each_cross_few_store_modules(tmp_path: Path, minil
                                                             docs: dict[str, str]) -> None:
     texts = list(docs.values())
     with LandmarkStore(tmp_path / "store", encoder=minilm_encoder) as store:
-        store.add_document("warm", texts[0])  # warm: the encoder, the BM25 model and the first search's sample
+        store.upsert_document("warm", texts[0])  # warm: the encoder, the BM25 model and the first search's sample
         store.search("archive files", k=3)
-        write = modules_run(lambda: store.add_document("doc", texts[1], {"kind": "manual"}))
+        write = modules_run(lambda: store.upsert_document("doc", texts[1], {"kind": "manual"}))
         search = modules_run(lambda: store.search("archive files", k=3))
     assert write[0] == "store" and search[0] == "store"
-    assert len(write) <= WRITE_MODULES, f"one add_document runs through {len(write)} store modules: {write}"
+    assert len(write) <= WRITE_MODULES, f"one upsert_document runs through {len(write)} store modules: {write}"
     assert len(search) <= SEARCH_MODULES, f"one search runs through {len(search)} store modules: {search}"

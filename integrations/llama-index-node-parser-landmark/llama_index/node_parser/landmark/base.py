@@ -6,7 +6,7 @@ the ingestion cache, ``model_dump``) leaves out, so stored nodes stay light and 
 carries the fingerprint of the encoder that made its vectors in ``node.metadata[ENCODER_KEY]`` (excluded from
 embeddings and LLM prompts): ``LandmarkVectorStore`` checks it against the store's encoder, and a node that reaches
 the store without its chunk vectors (through JSON, an ingestion-cache hit, another process) is encoded again from its
-text by the store (``LandmarkStore.add_nodes``).
+text by the store (``LandmarkStore.upsert_nodes``).
 """
 
 from __future__ import annotations
