@@ -60,7 +60,7 @@ import lmk_rag.cli
 mark("import lmk_rag.cli")
 from lmk_rag.store import LandmarkStore
 store = LandmarkStore(sys.argv[1], read_only=True)
-mark("open the store (Edge shard, settings, ledger)")
+mark("open the store (Edge shard, settings, committed counts)")
 store.encoder
 mark("the query encoder (its imports, the model or its export, fingerprint check)")
 hits = store.search(sys.argv[2], k=10)

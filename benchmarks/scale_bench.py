@@ -38,10 +38,9 @@ from typing import Any
 import numpy as np
 from store_bench import replicated
 
-from lmk_rag import group_chunks
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.eval import cache_path, encode_states_cached, load_beir, states_key
-from lmk_rag.research import shard_bytes, user_cache_dir
+from lmk_rag.research import group_chunks, shard_bytes, user_cache_dir
 from lmk_rag.store import LandmarkStore, NodeRecord, SearchOptions, StorageOptions
 
 ROOT = Path(__file__).resolve().parent

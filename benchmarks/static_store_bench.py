@@ -42,14 +42,10 @@ from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from lmk_rag import (  # noqa: E402
-    DEFAULT_NODE_TOKENS,
-    EncodedText,
-    group_chunks,
-)
+from lmk_rag import DEFAULT_NODE_TOKENS, EncodedText  # noqa: E402
 from lmk_rag.encoder import LandmarkEncoder  # noqa: E402
 from lmk_rag.eval import PipelineOptions, evaluate, load_beir  # noqa: E402
-from lmk_rag.research import node_records, user_cache_dir  # noqa: E402
+from lmk_rag.research import group_chunks, node_records, user_cache_dir  # noqa: E402
 from lmk_rag.static import StaticDocumentEncoder  # noqa: E402
 from lmk_rag.store import LandmarkStore, NodeRecord  # noqa: E402
 

@@ -27,10 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from lmk_rag import group_chunks
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.eval import encode_states_cached, load_beir, subsample
-from lmk_rag.research import user_cache_dir
+from lmk_rag.research import group_chunks, user_cache_dir
 from lmk_rag.store import LandmarkStore, NodeRecord, SearchOptions, StorageOptions
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

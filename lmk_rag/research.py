@@ -14,9 +14,9 @@ this module; it needs every extra.
   the plan and the fusion (``plan_search``, ``fuse``, ``best_hits`` and their value types ``Branch``,
   ``ScoredPointData``, ``SparseVector``), the query's and the nodes' vectors (``QueryVectors``, ``VectorSpec``,
   ``Bm25Encoder``) and chunk MaxSim (``maxsim_scores``, ``l2_normalize``, ``pack_rows``);
-- how a document becomes node records (``node_records``, ``records_from_encoding``) and how a reader sees the
-  store's points (``HIT_KEYS``, ``latest``, ``markers``, ``nodes_filter``, ``shown_filter``: payload_bench.py's
-  variants);
+- how a document becomes node records (``group_chunks``, ``node_records``, ``records_from_encoding``) and how a
+  reader sees the store's points (``HIT_KEYS``, ``latest``, ``markers``, ``nodes_filter``, ``shown_filter``:
+  payload_bench.py's variants);
 - where a store and the caches live on disk (``shard_bytes``, ``READERS_DIR``, ``user_cache_dir``, the eval cache's
   ``model_digest``);
 - the trained parts the studies fit again or compare (``LinearProjection``, ``SHIPPED_PROJECTION_DIR``,
@@ -33,6 +33,7 @@ from lmk_rag.encoder import encoder as encoder_steps
 from lmk_rag.encoder.projection import SHIPPED_PROJECTION_DIR, LinearProjection
 from lmk_rag.encoder.resolve import model_digest
 from lmk_rag.eval.pipelines.lmk_rag_pipeline import PRODUCT_K, LmkRagPipeline
+from lmk_rag.nodes import group_chunks
 from lmk_rag.paths import user_cache_dir
 from lmk_rag.splits import split_heldout
 from lmk_rag.static.mixer import default_mixer_dir
@@ -83,6 +84,7 @@ __all__ = [
     "document_weight",
     "encoder_steps",
     "fuse",
+    "group_chunks",
     "is_question",
     "l2_normalize",
     "latest",

@@ -25,7 +25,6 @@ from typing import Any, Protocol
 import numpy as np
 import scipy.sparse as sp
 
-from lmk_rag import group_chunks
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.eval import (
     BeirDataset,
@@ -42,6 +41,7 @@ from lmk_rag.research import (
     SparseVector,
     best_hits,
     fuse,
+    group_chunks,
     maxsim_scores,
     plan_search,
     user_cache_dir,

@@ -48,7 +48,7 @@ from lmk_rag.store.types import DEFAULT_COLLECTION, ServerOptions
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.store.copy_backend import CopyBackend
-    from lmk_rag.store.writes import Ledger
+    from lmk_rag.store.writes import CommittedCounts
 
 DEFAULT_PATH = "./lmk_store"
 logger = logging.getLogger(__name__)
@@ -72,10 +72,10 @@ class SharedBackend:
     key: Path | None = None
     commits: CommitLock | None = None
     handles: int = 1
-    #: the settings record every handle's store reads and the ledger rewrites (set by the first handle's open).
+    #: the settings record every handle's store reads and its committed counts rewrite (set by the first handle's open).
     settings: dict[str, Any] | None = None
     #: the committed counts of the store (set with :attr:`settings`).
-    ledger: Ledger | None = None
+    committed_counts: CommittedCounts | None = None
     #: serialises the writes of every handle (and thread) of this backend, encoding included.
     write_lock: threading.RLock = field(default_factory=threading.RLock)
     #: keeps a reader's engine calls apart from a writer's (see :class:`ReadWriteLock`).

@@ -10,7 +10,7 @@ the hits' payloads are read by id after ranking, under the same read lock (:meth
 The full verification of a store (``lmk-rag check``, :func:`verify`) reads every point: markers against their
 nodes, nodes without a current marker, and every vector (finite, and unit length where the store wrote unit
 vectors); a handle's first search checks a sample of them (:func:`sample_problem`). Opening a store compares its
-committed counts with the engine's (:class:`~lmk_rag.store.writes.Ledger`).
+committed counts with the engine's (:class:`~lmk_rag.store.writes.CommittedCounts`).
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ class Reader:
             return 0.0
         if self.options.document_weight is not None:
             return float(self.options.document_weight)
-        committed = self.settings.get("committed")  # a new entry with every change (writes.Ledger)
+        committed = self.settings.get("committed")  # a new entry with every change (writes.CommittedCounts)
         if self._document_weight is not None and self._document_weight[0] is committed:
             return self._document_weight[1]
         points, _ = self.backend.scroll(self._nodes_filter(None), True, DOCUMENT_SAMPLE, None)

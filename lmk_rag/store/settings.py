@@ -1,6 +1,6 @@
 """A store's settings record: what a store records about how its vectors were made (created with the store, checked
 when it is reopened), its payload indexes and storage. The counts a store committed are kept in the same record by
-the write protocol (:class:`~lmk_rag.store.writes.Ledger`); this module only checks their shape.
+the write protocol (:class:`~lmk_rag.store.writes.CommittedCounts`); this module only checks their shape.
 """
 
 from __future__ import annotations
@@ -355,7 +355,8 @@ def _count(value: Any, minimum: int = 1) -> bool:
 
 
 def _committed(value: Any) -> bool:
-    """A ledger entry: ``{"documents": n, "nodes": n}``, with ``next`` ``[n, n]`` or ``"unknown"`` when present."""
+    """A ``committed`` entry: ``{"documents": n, "nodes": n}``, with ``next`` ``[n, n]`` or ``"unknown"`` when
+    present."""
     if not isinstance(value, dict) or not _count(value.get("documents"), 0) or not _count(value.get("nodes"), 0):
         return False
     upcoming = value.get("next")

@@ -54,7 +54,7 @@ from lmk_rag.store.types import (
     StoreMode,
 )
 from lmk_rag.store.vectors import NodeVectors, QueryVectors, VectorSpec
-from lmk_rag.store.writes import Ledger, Writer, repair
+from lmk_rag.store.writes import CommittedCounts, Writer, repair
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder
@@ -84,7 +84,7 @@ class LandmarkStore:
     :param collection_name: the collection on a qdrant-client backend (default ``"lmk_rag"``); an Edge store is
         its folder.
     :param encoder: the :class:`~lmk_rag.LandmarkEncoder`, or for a static store a
-        :class:`~lmk_rag.StaticTokenEncoder` or :class:`~lmk_rag.static.documents.StaticDocumentEncoder`; None
+        :class:`~lmk_rag.StaticTokenEncoder` or :class:`~lmk_rag.static.document_encoder.StaticDocumentEncoder`; None
         rebuilds it from the store's recorded settings (or uses the defaults for a new store). Must match a store's
         recorded settings.
     :param static_encoder: object with ``.dim``, ``.fingerprint``, ``.encode_document_tokens(text)`` and
@@ -257,17 +257,17 @@ class LandmarkStore:
         repaired = 0 if read_only else repair(backend)
         if repaired:
             logger.warning("%s: repaired %d document(s) an interrupted write left pending", where, repaired)
-        if shared.ledger is None:
-            shared.settings, shared.ledger = settings, Ledger(backend, settings, where)
-        ledger = shared.ledger
+        if shared.committed_counts is None:
+            shared.settings, shared.committed_counts = settings, CommittedCounts(backend, settings, where)
+        counts = shared.committed_counts
         if read_only and backend.count(rec.pending_filter(backend)):
             # a reader cannot finish an interrupted write: its counts are between two states until a writer opens
             logger.warning("%s: a write was interrupted; the next writer's open finishes or undoes it", where)
         else:
-            ledger.verify(fix=not read_only)
-        self._reads = Reader(backend, where, settings, QueryVectors(spec, static_encoder), encoder, ledger.current,
+            counts.verify(fix=not read_only)
+        self._reads = Reader(backend, where, settings, QueryVectors(spec, static_encoder), encoder, counts.current,
                              self.mode, self.search_options, self._alpha, shared.access)
-        self._writer = Writer(backend, where, settings, NodeVectors(spec, static_encoder), ledger, encoder, read_only,
+        self._writer = Writer(backend, where, settings, NodeVectors(spec, static_encoder), counts, encoder, read_only,
                               shared.write_lock, shared.access)
 
     @property

@@ -2,10 +2,10 @@
 against it (:class:`StoreEncoder`), with what a new store records of it.
 
 A ``transformer`` store encodes with the landmark encoder (torch, imported only when it is built); a ``static``
-store encodes with :class:`~lmk_rag.static.documents.StaticDocumentEncoder`, which is also its static token encoder,
-so its ingest and search never import torch. A read-only transformer store encodes its queries on ONNX Runtime when
-its encoder runs there or is a torch float32 one (its ONNX float32 twin, :func:`queries_without_torch`): opening it and
-searching import neither torch nor transformers.
+store encodes with :class:`~lmk_rag.static.document_encoder.StaticDocumentEncoder`, which is also its static token
+encoder, so its ingest and search never import torch. A read-only transformer store encodes its queries on ONNX
+Runtime when its encoder runs there or is a torch float32 one (its ONNX float32 twin, :func:`queries_without_torch`):
+opening it and searching import neither torch nor transformers.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from lmk_rag.store.types import Rerank, StoreMode
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder.encoder import LandmarkEncoder
-    from lmk_rag.static.documents import StaticDocumentEncoder
+    from lmk_rag.static.document_encoder import StaticDocumentEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +72,8 @@ def resolve_mode(
 
 def is_static_encoder(encoder: DocumentEncoder | TokenEncoder) -> bool:
     """Whether an encoder is a static one (:class:`~lmk_rag.static.StaticTokenEncoder` or
-    :class:`~lmk_rag.static.documents.StaticDocumentEncoder`): a :class:`~lmk_rag.encoder.protocols.TokenEncoder`."""
+    :class:`~lmk_rag.static.document_encoder.StaticDocumentEncoder`): a
+    :class:`~lmk_rag.encoder.protocols.TokenEncoder`."""
     return isinstance(encoder, TokenEncoder)
 
 
@@ -86,11 +87,11 @@ def static_store_encoder(
     :param settings: the store's settings record, or None for a new store.
     :param encoder: the encoder given, or None.
     :param static_encoder: the ``static_encoder`` given, which a static store does not take.
-    :return: a :class:`~lmk_rag.static.documents.StaticDocumentEncoder`.
+    :return: a :class:`~lmk_rag.static.document_encoder.StaticDocumentEncoder`.
     :raises InvalidInputError: when ``static_encoder`` is given.
     """
     with needs_extra("a static store", "static"):
-        from lmk_rag.static.documents import StaticDocumentEncoder
+        from lmk_rag.static.document_encoder import StaticDocumentEncoder
 
     if static_encoder is not None:
         raise InvalidInputError(

@@ -14,14 +14,14 @@ upsert of the nodes and the commit markers (one call where :attr:`~lmk_rag.store
 else two), a flush (no call on a server), a set-payload, a delete and the upsert of the finished markers: 6 on Qdrant
 Edge and on a server. A delete is one delete of the nodes and the marker together.
 
-Every change is recorded in the store's :class:`Ledger`; a store opened ``read_only`` refuses them all. A batch reads
-its documents' markers once (:func:`~lmk_rag.store.records.markers`) and hashes each document once.
+Every change is recorded in the store's :class:`CommittedCounts`; a store opened ``read_only`` refuses them all. A
+batch reads its documents' markers once (:func:`~lmk_rag.store.records.markers`) and hashes each document once.
 
 After every acknowledged write or delete the settings record holds ``committed``: the number of documents and of
 nodes the store holds. Before a change it also records what the change will leave (``next``; ``"unknown"`` when
 that cannot be known in advance), so a crash in between leaves counts equal to one of the two. Opening compares
-the engine's counts with the record (:meth:`Ledger.verify`, after :func:`repair`): anything else means points were
-lost or added behind the store's back (a truncated or deleted segment, a damaged id tracker), and raises
+the engine's counts with the record (:meth:`CommittedCounts.verify`, after :func:`repair`): anything else means points
+were lost or added behind the store's back (a truncated or deleted segment, a damaged id tracker), and raises
 :class:`~lmk_rag.errors.CorruptStoreError`. Only for stores with a single writer (a folder: Qdrant Edge or
 qdrant-client local mode); a server collection may have several writers, so its counts are not recorded.
 """
@@ -83,7 +83,7 @@ class Writer:
     :param where: the store, for messages.
     :param settings: the store's settings record.
     :param vectors: builds node points with every vector the store holds.
-    :param ledger: records what each change commits.
+    :param committed_counts: records what each change commits.
     :param encoder: the store's encoder (built on first use).
     :param read_only: refuse every change.
     :param lock: serialises the writes of every thread and handle of the store.
@@ -94,7 +94,7 @@ class Writer:
     where: str
     settings: dict[str, Any]
     vectors: NodeVectors
-    ledger: Ledger
+    committed_counts: CommittedCounts
     encoder: StoreEncoder
     read_only: bool
     lock: threading.RLock
@@ -113,7 +113,7 @@ class Writer:
         hashes, found, changes = self._plan(docs)
         if skip_unchanged:
             unchanged = {doc_id for doc_id, change in changes.items() if change == "unchanged"}
-            if unchanged & set(sources):  # a marker's source only: no count changes, nothing for the ledger
+            if unchanged & set(sources):  # a marker's source only: no count changes, nothing to record
                 self._check_writable()
                 with self.access.writing():
                     record_sources(self.backend, found, {d: sources[d] for d in unchanged if d in sources})
@@ -227,8 +227,8 @@ class Writer:
             for record in write.records:
                 self.vectors.check(record)
         markers = check_node_owners(self.backend, writes, markers)
-        upcoming = self.ledger.after(write_delta(markers, writes)) if self.ledger.enabled else None
-        with self.access.writing(), self.ledger.change(upcoming):
+        upcoming = self.committed_counts.after(write_delta(markers, writes)) if self.committed_counts.enabled else None
+        with self.access.writing(), self.committed_counts.change(upcoming):
             written = write_documents(self.backend, writes, markers, self.vectors.points)
         if on_ack is not None:
             on_ack([write.doc_id for write in writes])
@@ -252,8 +252,8 @@ class Writer:
         marker = rec.markers(self.backend, [doc_id]).get(doc_id)
         if marker is None:
             return False
-        upcoming = self.ledger.after(delete_delta(marker))
-        with self.access.writing(), self.ledger.change(upcoming):
+        upcoming = self.committed_counts.after(delete_delta(marker))
+        with self.access.writing(), self.committed_counts.change(upcoming):
             delete_document(self.backend, doc_id)
         return True
 
@@ -266,14 +266,14 @@ class Writer:
             return deleted
         wanted = rec.shown_filter(self.backend, filter, node_ids)
         self._check_writable()
-        with self.access.writing(), self.ledger.change(None):
+        with self.access.writing(), self.committed_counts.change(None):
             return delete_nodes(self.backend, wanted)
 
     @serialised
     def clear(self) -> None:
         """Delete every document (the settings stay)."""
         self._check_writable()
-        with self.access.writing(), self.ledger.change((0, 0)):
+        with self.access.writing(), self.committed_counts.change((0, 0)):
             clear(self.backend)
 
     @serialised
@@ -292,7 +292,7 @@ Counts = tuple[int, int]
 """``(documents, nodes)``."""
 
 
-class Ledger:
+class CommittedCounts:
     """The ``committed`` entry of a store's settings record.
 
     :param backend: the store's backend (its settings record is rewritten on each change).
@@ -345,7 +345,7 @@ class Ledger:
         return self.current() or rec.counts(self.backend)
 
     def after(self, delta: Counts) -> Counts | None:
-        """What a change of ``delta`` documents and nodes will leave (None when the ledger is off)."""
+        """What a change of ``delta`` documents and nodes will leave (None when counts are not recorded)."""
         if not self.enabled:
             return None
         now = self.counts()

@@ -13,7 +13,7 @@ from llama_index.core.ingestion import IngestionPipeline
 from llama_index.embeddings.landmark import LandmarkEmbedding
 from llama_index.node_parser.landmark import ENCODER_KEY, LandmarkNodeParser
 from llama_index.vector_stores.landmark import LandmarkVectorStore
-from lmk_rag.static.documents import StaticDocumentEncoder
+from lmk_rag.static.document_encoder import StaticDocumentEncoder
 from lmk_rag.store import LandmarkStore, Rerank, StoreMode
 
 

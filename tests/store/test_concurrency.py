@@ -127,6 +127,6 @@ def test_writes_from_two_threads_are_serialised(tmp_path: Path, minilm_encoder,
         expected: dict[str, Any] = {f"{p}-{n}" for p in ("x", "y") for n in names[:3]}
         assert set(store.doc_ids()) == expected
         assert store.count() == 2 * sum(len(doc_records[n]) for n in names[:3])
-        assert store.check() == []  # the ledger's counts, the markers and the nodes agree
+        assert store.check() == []  # the committed counts, the markers and the nodes agree
     with LandmarkStore(tmp_path / "s") as reopened:  # and the committed counts verify on open
         assert set(reopened.doc_ids()) == expected

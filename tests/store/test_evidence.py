@@ -10,7 +10,7 @@ import pytest
 
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.errors import InvalidInputError
-from lmk_rag.static.documents import StaticDocumentEncoder
+from lmk_rag.static.document_encoder import StaticDocumentEncoder
 from lmk_rag.store import Evidence, NodeRecord, SearchOptions
 from tests.conftest import NEEDLE_QUERY, NEEDLE_SENTENCE
 

@@ -332,7 +332,7 @@ def test_bad_encoder_inputs(minilm_encoder, texts, error) -> None:
 
 @pytest.mark.parametrize("texts", [None, 5, [None], ["ok", b"bytes"]], ids=["none", "int", "none-item", "bytes-item"])
 def test_bad_static_encoder_inputs(texts) -> None:
-    from lmk_rag.static.documents import StaticDocumentEncoder
+    from lmk_rag.static.document_encoder import StaticDocumentEncoder
 
     with pytest.raises(InvalidInputError):
         StaticDocumentEncoder().encode_documents(texts)

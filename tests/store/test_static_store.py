@@ -15,7 +15,7 @@ import pytest
 
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError
 from lmk_rag.static import StaticTokenEncoder
-from lmk_rag.static.documents import StaticDocumentEncoder
+from lmk_rag.static.document_encoder import StaticDocumentEncoder
 from lmk_rag.store import LandmarkStore, Rerank, StoreMode
 
 REPO = Path(__file__).resolve().parents[2]

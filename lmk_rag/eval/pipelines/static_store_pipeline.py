@@ -52,7 +52,7 @@ class StaticStorePipeline:
         :param docs: the document texts; doc ids are their list positions.
         :return: the time to encode, write and index (never cached).
         """
-        from lmk_rag.static.documents import StaticDocumentEncoder
+        from lmk_rag.static.document_encoder import StaticDocumentEncoder
         from lmk_rag.store import LandmarkStore, SearchOptions
 
         settings = {key: self.options.encoder[key] for key in ENCODER_SETTINGS if key in self.options.encoder}

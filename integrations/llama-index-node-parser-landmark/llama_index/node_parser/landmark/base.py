@@ -22,8 +22,8 @@ from llama_index.core.node_parser.interface import IdFuncCallable
 from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, TextNode
 
 from llama_index.embeddings.landmark import LandmarkEmbedding, pipeline_shows_progress
-from lmk_rag import DEFAULT_NODE_TOKENS, NodeSlice, group_chunks
-from lmk_rag.adapters import invalid_fields
+from lmk_rag import DEFAULT_NODE_TOKENS
+from lmk_rag.adapters import NodeSlice, group_chunks, invalid_fields
 from lmk_rag.errors import InvalidInputError
 
 ENCODER_KEY = "lmk_encoder"
