@@ -8,10 +8,14 @@ access, commits, bm25, filters, space) and one ``search`` through 14 (store, bac
 query_vectors, points, bm25, visibility, edge, filters, access, base, records); after the first merges, through 10
 each (a write also through settings, locks' read-write lock and filters, a search through backends, filters and
 locks); then 8 and 7, while the thread guards lived in base beside the backend interface and the folder's locks in
-locks. Now a write runs store, writes, documents, records, vectors, edge and guards (the read-write lock, the
-engine's error translation and the folder's commit lock, which Edge takes around every change), and a search store,
-reads, vectors, query, records, edge and guards: a plain search translates no caller's filter (filters), refreshes
-no reader's copy (backends), and a write keeps its committed counts with the write protocol (writes).
+locks. Issue 45 left a write running store, writes, documents, records, vectors, edge and guards, and a search store,
+reads, vectors, query, records, edge and guards. Issue 62 gave each job its own module, so the same code now runs in
+more of them: guards became read_write_lock, engine_errors and folder_locks (the commit lock Edge takes around every
+change), and vectors lost the store's encoder (store_encoder) and BM25 (bm25). A write runs store, writes,
+documents, records, store_encoder, vectors, bm25, edge, read_write_lock, folder_locks and engine_errors; a search
+store, reads, store_encoder, vectors, bm25, query, records, edge, read_write_lock and engine_errors. A plain search
+still translates no caller's filter (filters) and refreshes no reader's copy (backends), and a write keeps its
+committed counts with the write protocol (writes).
 """
 
 from __future__ import annotations
@@ -27,9 +31,9 @@ from lmk_rag.store import LandmarkStore
 
 STORE_DIR = Path(lmk_rag.store.__file__).resolve().parent
 #: The store modules a warm ``upsert_document`` on Edge runs code of, at most (docs/architecture.md draws them).
-WRITE_MODULES = 7
+WRITE_MODULES = 11
 #: The store modules a warm fused ``search`` on Edge runs code of, at most.
-SEARCH_MODULES = 7
+SEARCH_MODULES = 10
 
 
 def modules_run(action: Callable[[], Any]) -> list[str]:
