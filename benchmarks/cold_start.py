@@ -60,7 +60,7 @@ import lmk_rag.cli
 mark("import lmk_rag.cli")
 from lmk_rag.store import LandmarkStore
 store = LandmarkStore(sys.argv[1], read_only=True)
-mark("open the store (Edge shard, settings, ledger)")
+mark("open the store (Edge shard, settings, committed counts)")
 store.encoder
 mark("the query encoder (its imports, the model or its export, fingerprint check)")
 hits = store.search(sys.argv[2], k=10)
@@ -145,7 +145,7 @@ def build_int8_store(store: Path) -> Path:
               "from demo import render_pages\n"
               "from lmk_rag import LandmarkEncoder, LandmarkStore\n"
               f"with LandmarkStore({str(store)!r}, encoder=LandmarkEncoder(backend='onnx', dtype='int8')) as store:\n"
-              "    store.add_documents(render_pages(40))\n")
+              "    store.upsert_documents(render_pages(40))\n")
     subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, env=child_env(REPO))
     return store
 

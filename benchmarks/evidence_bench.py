@@ -123,7 +123,7 @@ def run_set(name: str, args: argparse.Namespace) -> dict[str, Any]:
     used: dict[tuple[int, int], list[int]] = {}
     first = anchored = rank1_hit128 = 0
     with LandmarkStore(folder) as store:
-        store.add_documents([(doc_id, text, None) for doc_id, text in zip(ids, texts)])
+        store.upsert_documents([(doc_id, text, None) for doc_id, text in zip(ids, texts)])
         vector_store = LandmarkVectorStore(store=store)
         result["ingest_s"] = time.perf_counter() - started
         for query, doc in pairs:

@@ -58,7 +58,7 @@ def writer_open(folder: Path, n_docs: int) -> tuple[float, float, float]:
     opened = time.perf_counter() - start
     try:
         start = time.perf_counter()
-        store.upsert_documents((f"d{i}", document(rng, f"d{i}", 1)) for i in range(min(8, n_docs)))
+        store.upsert_encoded_documents((f"d{i}", document(rng, f"d{i}", 1)) for i in range(min(8, n_docs)))
         committed = time.perf_counter() - start
     finally:
         store.close()

@@ -77,7 +77,7 @@ def writer(folder: str, seconds: float, every: float, batch: int, out: str) -> N
             docs = [(f"d{(probe * batch + i) % n_docs}", document(rng, f"d{(probe * batch + i) % n_docs}", probe))
                     for i in range(batch)]
             start = time.perf_counter()
-            store.upsert_documents([*docs, ("probe", document(rng, "probe", probe))])
+            store.upsert_encoded_documents([*docs, ("probe", document(rng, "probe", probe))])
             commits.append((probe, time.time(), time.perf_counter() - start))
             time.sleep(max(0.0, every - (time.perf_counter() - start)))
     Path(out).write_text(json.dumps({"commits": commits}))
@@ -111,8 +111,9 @@ def build(folder: Path, n_docs: int) -> None:
     """The store: ``n_docs`` documents and the probe, optimized."""
     rng = np.random.default_rng(0)
     with LandmarkStore(folder, encoder=StandIn()) as store:
-        store.upsert_documents(((f"d{i}", document(rng, f"d{i}", 0)) for i in range(n_docs)), document_batch_size=64)
-        store.upsert_nodes("probe", document(rng, "probe", 0))
+        store.upsert_encoded_documents(((f"d{i}", document(rng, f"d{i}", 0)) for i in range(n_docs)),
+                                       document_batch_size=64)
+        store.upsert_encoded_document("probe", document(rng, "probe", 0))
         store.optimize()
 
 

@@ -38,10 +38,9 @@ from typing import Any
 import numpy as np
 from store_bench import replicated
 
-from lmk_rag import group_chunks
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.eval import cache_path, encode_states_cached, load_beir, states_key
-from lmk_rag.research import shard_bytes, user_cache_dir
+from lmk_rag.research import group_chunks, shard_bytes, user_cache_dir
 from lmk_rag.store import LandmarkStore, NodeRecord, SearchOptions, StorageOptions
 
 ROOT = Path(__file__).resolve().parent
@@ -107,7 +106,7 @@ def build(folder: Path, encoder: LandmarkEncoder, docs: list[list[NodeRecord]], 
     load = os.getloadavg()[0]
     with LandmarkStore(folder, encoder=encoder, storage=StorageOptions(**storage)) as store:
         start = time.perf_counter()
-        written = store.upsert_documents(replicated(docs, size), document_batch_size=64)
+        written = store.upsert_encoded_documents(replicated(docs, size), document_batch_size=64)
         write_s = time.perf_counter() - start
         start = time.perf_counter()
         store.optimize()

@@ -9,7 +9,7 @@ writing timed apart) and whole-set nDCG@10 of both stores.
   static model has the same WordPiece vocabulary). Best of ``--repeats`` interleaved rounds.
 - Ingest: a fresh Qdrant Edge store of each kind takes the same documents, ``--batch-size`` per write (the CLI's
   default 8). *Encode* is everything before the store: vectors, nodes and, in a static store, the nodes' static
-  multivectors; *write* is ``upsert_documents`` (BM25 vectors, points, the write protocol, flushes); *index* is
+  multivectors; *write* is ``upsert_encoded_documents`` (BM25 vectors, points, the write protocol, flushes); *index* is
   ``optimize()`` (HNSW). The store's size on disk is reported: static multivectors hold 256 floats per distinct
   token of a node, chunk vectors 384 floats per 64 tokens.
 - Quality: nDCG@10 of the ``static-store`` (with and without the mixer) and ``lmk-rag`` pipelines on whole dev sets
@@ -42,14 +42,10 @@ from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from lmk_rag import (  # noqa: E402
-    DEFAULT_NODE_TOKENS,
-    EncodedText,
-    group_chunks,
-)
+from lmk_rag import DEFAULT_NODE_TOKENS, EncodedText  # noqa: E402
 from lmk_rag.encoder import LandmarkEncoder  # noqa: E402
 from lmk_rag.eval import PipelineOptions, evaluate, load_beir  # noqa: E402
-from lmk_rag.research import node_records, user_cache_dir  # noqa: E402
+from lmk_rag.research import group_chunks, node_records, user_cache_dir  # noqa: E402
 from lmk_rag.static import StaticDocumentEncoder  # noqa: E402
 from lmk_rag.store import LandmarkStore, NodeRecord  # noqa: E402
 
@@ -128,7 +124,7 @@ def ingest(kind: str, encoder: Any, texts: list[str], batch_size: int) -> dict[s
                 docs.append((str(index), records))
                 floats += sum(_floats(record, store.mode) for record in records)
             t1 = time.perf_counter()
-            nodes += store.upsert_documents(docs, document_batch_size=batch_size)
+            nodes += store.upsert_encoded_documents(docs, document_batch_size=batch_size)
             t2 = time.perf_counter()
             encode_s, write_s = encode_s + t1 - t0, write_s + t2 - t1
         t3 = time.perf_counter()
@@ -204,10 +200,10 @@ def render(args: argparse.Namespace, speeds: dict[str, Any], ingests: list[dict[
                  f"{row['index_s']:.2f}", f"{row['docs'] / row['encode_s']:.1f}", f"{row['docs'] / row['write_s']:.1f}",
                  f"{row['docs'] / total:.1f}", f"{row['vector_mib']:.1f}", f"{row['disk_mib']:.1f}"]
         lines.append("| " + " | ".join(map(str, cells)) + " |")
-    lines += ["", "Encode: vectors, nodes and (static store) the nodes' token multivectors; write: `upsert_documents` "
-              "(BM25 vectors, points, write protocol, flushes); index: `optimize()`. Vectors MiB: the float32 node "
-              "vectors and multivectors written (chunk vectors, or static token vectors); disk MiB: the store folder's "
-              "allocated blocks after indexing."]
+    lines += ["", "Encode: vectors, nodes and (static store) the nodes' token multivectors; write: "
+              "`upsert_encoded_documents` (BM25 vectors, points, write protocol, flushes); index: `optimize()`. "
+              "Vectors MiB: the float32 node vectors and multivectors written (chunk vectors, or static token "
+              "vectors); disk MiB: the store folder's allocated blocks after indexing."]
     if rows:
         lines += ["", "## nDCG@10 on whole dev sets", "",
                   "| set | queries | docs | " + " | ".join(column for _, _, column in QUALITY) + " |",

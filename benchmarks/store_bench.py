@@ -27,10 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from lmk_rag import group_chunks
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.eval import encode_states_cached, load_beir, subsample
-from lmk_rag.research import user_cache_dir
+from lmk_rag.research import group_chunks, user_cache_dir
 from lmk_rag.store import LandmarkStore, NodeRecord, SearchOptions, StorageOptions
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -96,7 +95,7 @@ def build(store: LandmarkStore, docs: list[list[NodeRecord]], n_nodes: int) -> d
         nonlocal n_docs
         n_docs += len(ids)
 
-    store.upsert_documents(replicated(docs, n_nodes), document_batch_size=64, on_ack=count)
+    store.upsert_encoded_documents(replicated(docs, n_nodes), document_batch_size=64, on_ack=count)
     write_s = time.perf_counter() - start
     start = time.perf_counter()
     store.optimize()
@@ -164,7 +163,7 @@ def overhead(encoder: LandmarkEncoder, n_docs: int) -> dict[str, float]:
         encoder.encode_documents = timed  # type: ignore[method-assign]
         with LandmarkStore(folder, encoder=encoder) as store:
             start = time.perf_counter()
-            nodes = store.add_documents([(str(i), t, None) for i, t in enumerate(texts)], document_batch_size=16,
+            nodes = store.upsert_documents([(str(i), t, None) for i, t in enumerate(texts)], document_batch_size=16,
                                         show_progress_bar=False)
             total = time.perf_counter() - start
     finally:
@@ -299,7 +298,7 @@ def write_report(args, rows, recall_rows, over, n_real, n_pages, n_queries, wall
     lines += [
         "",
         f"End-to-end ingest of {over['docs']} real short pages (manpages-short, {over['nodes']} nodes, "
-        f"`add_documents`, batch 16, store defaults: BM25 on): {over['total_s']:.1f} s = "
+        f"`upsert_documents`, batch 16, store defaults: BM25 on): {over['total_s']:.1f} s = "
         f"{over['docs_per_s']:.2f} docs/s; "
         f"inside the model {over['model_s']:.1f} s; **share outside the model {over['share_outside']:.1%}** "
         "(tokenising, pooling, node cutting, writing and flushing).",

@@ -69,7 +69,7 @@ def main() -> None:
 
     with LandmarkStore(path=store_dir) as store:
         start = time.perf_counter()
-        nodes = store.add_documents(documents)
+        nodes = store.upsert_documents(documents)
         print(f"Ingested {nodes} nodes in {time.perf_counter() - start:.0f} s into {store_dir} (Qdrant Edge, on disk).")
         print(f"Encoder: {store.encoder}\n")
         for question in QUESTIONS:

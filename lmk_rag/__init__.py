@@ -18,8 +18,6 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "DocumentEncoder": ("lmk_rag.encoder.protocols", None),
     "TokenEncoder": ("lmk_rag.encoder.protocols", None),
     "DEFAULT_NODE_TOKENS": ("lmk_rag.nodes", None),
-    "NodeSlice": ("lmk_rag.nodes", None),
-    "group_chunks": ("lmk_rag.nodes", None),
     "LandmarkStore": ("lmk_rag.store", "edge"),
     "Hit": ("lmk_rag.store", "edge"),
     "Evidence": ("lmk_rag.store", "edge"),
@@ -32,7 +30,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder import EncodedText, LandmarkEncoder  # noqa: F401
     from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder  # noqa: F401
-    from lmk_rag.nodes import DEFAULT_NODE_TOKENS, NodeSlice, group_chunks  # noqa: F401
+    from lmk_rag.nodes import DEFAULT_NODE_TOKENS  # noqa: F401
     from lmk_rag.static import StaticTokenEncoder  # noqa: F401
     from lmk_rag.store import Evidence, Hit, LandmarkStore, SearchOptions, ServerOptions, StorageOptions  # noqa: F401
 

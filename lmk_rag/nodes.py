@@ -14,7 +14,7 @@ import numpy as np
 
 from lmk_rag.encoder.types import EncodedText
 from lmk_rag.errors import InvalidInputError
-from lmk_rag.vectors import l2_normalize
+from lmk_rag.vector_math import l2_normalize
 
 DEFAULT_NODE_TOKENS = 256
 """The node size in tokens of a new store and of the LlamaIndex node parser."""

@@ -14,9 +14,9 @@ this module; it needs every extra.
   the plan and the fusion (``plan_search``, ``fuse``, ``best_hits`` and their value types ``Branch``,
   ``ScoredPointData``, ``SparseVector``), the query's and the nodes' vectors (``QueryVectors``, ``VectorSpec``,
   ``Bm25Encoder``) and chunk MaxSim (``maxsim_scores``, ``l2_normalize``, ``pack_rows``);
-- how a document becomes node records (``node_records``, ``records_from_encoding``) and how a reader sees the
-  store's points (``HIT_KEYS``, ``latest``, ``markers``, ``nodes_filter``, ``shown_filter``: payload_bench.py's
-  variants);
+- how a document becomes node records (``group_chunks``, ``node_records``, ``records_from_encoding``) and how a
+  reader sees the store's points (``HIT_KEYS``, ``latest``, ``markers``, ``nodes_filter``, ``shown_filter``:
+  payload_bench.py's variants);
 - where a store and the caches live on disk (``shard_bytes``, ``READERS_DIR``, ``user_cache_dir``, the eval cache's
   ``model_digest``);
 - the trained parts the studies fit again or compare (``LinearProjection``, ``SHIPPED_PROJECTION_DIR``,
@@ -33,12 +33,14 @@ from lmk_rag.encoder import encoder as encoder_steps
 from lmk_rag.encoder.projection import SHIPPED_PROJECTION_DIR, LinearProjection
 from lmk_rag.encoder.resolve import model_digest
 from lmk_rag.eval.pipelines.lmk_rag_pipeline import PRODUCT_K, LmkRagPipeline
+from lmk_rag.nodes import group_chunks
 from lmk_rag.paths import user_cache_dir
 from lmk_rag.splits import split_heldout
 from lmk_rag.static.mixer import default_mixer_dir
-from lmk_rag.store.copied import READERS_DIR
+from lmk_rag.store.bm25 import Bm25Encoder
 from lmk_rag.store.documents import node_records, records_from_encoding
 from lmk_rag.store.edge import shard_bytes
+from lmk_rag.store.folder_copy import READERS_DIR
 from lmk_rag.store.query import (
     DEFAULT_ALPHA,
     DOCUMENT_WEIGHT,
@@ -54,9 +56,9 @@ from lmk_rag.store.query import (
 )
 from lmk_rag.store.records import HIT_KEYS, latest, markers, nodes_filter, shown_filter
 from lmk_rag.store.types import Branch, ScoredPointData, SparseVector
-from lmk_rag.store.vectors import Bm25Encoder, QueryVectors, VectorSpec
+from lmk_rag.store.vectors import QueryVectors, VectorSpec
 from lmk_rag.train.projection import EncodedPairs, ProjectionConfig, train_projection
-from lmk_rag.vectors import l2_normalize, maxsim_scores, pack_rows
+from lmk_rag.vector_math import l2_normalize, maxsim_scores, pack_rows
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -82,6 +84,7 @@ __all__ = [
     "document_weight",
     "encoder_steps",
     "fuse",
+    "group_chunks",
     "is_question",
     "l2_normalize",
     "latest",

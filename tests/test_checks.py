@@ -35,7 +35,7 @@ def test_check_texts_takes_a_str_or_a_sequence() -> None:
 
 def test_the_static_encoders_refuse_what_the_check_refuses() -> None:
     from lmk_rag.static import StaticTokenEncoder
-    from lmk_rag.static.documents import StaticDocumentEncoder
+    from lmk_rag.static.document_encoder import StaticDocumentEncoder
 
     static, documents = StaticTokenEncoder(), StaticDocumentEncoder()
     for call in (lambda: static.encode_query_tokens("lone \ud800"), lambda: static.tokenize("a\ud800"),

@@ -16,7 +16,7 @@ def test_short_hash_is_the_sha256_of_the_concatenation() -> None:
 
 def test_the_static_fingerprints_are_unchanged() -> None:
     from lmk_rag.static import StaticTokenEncoder
-    from lmk_rag.static.documents import StaticDocumentEncoder
+    from lmk_rag.static.document_encoder import StaticDocumentEncoder
     from lmk_rag.static.mixer import SHIPPED_MIXER_DIR, MixerWeights
 
     assert StaticTokenEncoder().fingerprint == "afeb57eee04fda67"

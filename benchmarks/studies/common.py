@@ -25,7 +25,6 @@ from typing import Any, Protocol
 import numpy as np
 import scipy.sparse as sp
 
-from lmk_rag import group_chunks
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.eval import (
     BeirDataset,
@@ -42,6 +41,7 @@ from lmk_rag.research import (
     SparseVector,
     best_hits,
     fuse,
+    group_chunks,
     maxsim_scores,
     plan_search,
     user_cache_dir,
@@ -66,7 +66,7 @@ PREFETCH = 100
 
 
 class Bm25Model(Protocol):
-    """What the studies need of a BM25 model: the store's :class:`~lmk_rag.store.vectors.Bm25Encoder`, or one of
+    """What the studies need of a BM25 model: the store's :class:`~lmk_rag.store.bm25.Bm25Encoder`, or one of
     Qdrant's with other settings (:func:`bm25_model`)."""
 
     def embed_document(self, text: str) -> Any:
@@ -109,7 +109,7 @@ class Bm25Index:
 
     @classmethod
     def of_store(cls, texts: Sequence[str], model: Bm25Model | None = None) -> Bm25Index:
-        """The nodes' BM25 vectors as the store writes them (:class:`~lmk_rag.store.vectors.Bm25Encoder`: k1=1.2,
+        """The nodes' BM25 vectors as the store writes them (:class:`~lmk_rag.store.bm25.Bm25Encoder`: k1=1.2,
         b=0.75, average length 256), or as another BM25 model (:func:`bm25_model`) would."""
         encoder = model or Bm25Encoder()
         vectors = [encoder.embed_document(text) for text in texts]

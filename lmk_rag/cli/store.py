@@ -217,7 +217,7 @@ def ingest(
                         storage=storage) as target:
             changes = target.changes(documents)
             gone = _gone(target, folders)
-            nodes = target.add_documents(documents, document_batch_size=document_batch_size, show_progress_bar=True,
+            nodes = target.upsert_documents(documents, document_batch_size=document_batch_size, show_progress_bar=True,
                                          sources={doc_id: metadata["path"] for doc_id, _, metadata in documents})
             for doc_id in gone if sync else []:
                 target.delete_document(doc_id)

@@ -39,7 +39,7 @@ from lmk_rag.errors import InvalidInputError, ModelLoadError, needs_extra
 from lmk_rag.hashing import short_hash
 from lmk_rag.jsonl import read_json_object
 from lmk_rag.paths import recorded_folder
-from lmk_rag.vectors import l2_normalize
+from lmk_rag.vector_math import l2_normalize
 
 DEFAULT_GRANULARITY = 64
 """Default chunk size: best mean nDCG@10 of 32/64/128/256 on the dev sets (docs/decisions.md,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from lmk_rag.encoder.types import ChunkStates, ChunkVector, EncodedText, Pooling
-from lmk_rag.vectors import l2_normalize
+from lmk_rag.vector_math import l2_normalize
 
 
 def chunk_means(states: ChunkStates) -> np.ndarray:

@@ -27,7 +27,7 @@ from lmk_rag.encoder.types import EncodedText
 from lmk_rag.errors import InvalidInputError, ModelNotFoundError
 from lmk_rag.hashing import short_hash
 from lmk_rag.paths import recorded_folder
-from lmk_rag.vectors import l2_normalize
+from lmk_rag.vector_math import l2_normalize
 
 WEIGHTS_FILE = "projection.safetensors"
 CONFIG_FILE = "projection_config.json"

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from lmk_rag.vectors import maxsim_scores, pack_rows
+from lmk_rag.vector_math import maxsim_scores, pack_rows
 
 #: Queries scored per matrix product (bounds the (queries, chunks) score matrix in memory).
 QUERY_BATCH = 64
@@ -44,7 +44,7 @@ def rank_single(queries: np.ndarray, docs: np.ndarray, k: int) -> list[list[tupl
 
 def rank_best_chunk(queries: Sequence[np.ndarray], doc_chunks: Sequence[np.ndarray], k: int
                     ) -> list[list[tuple[int, float]]]:
-    """Rank documents by MaxSim (:func:`~lmk_rag.vectors.maxsim_scores`): for each query chunk, the best dot product
+    """Rank documents by MaxSim (:func:`~lmk_rag.vector_math.maxsim_scores`): for each query chunk, the best dot product
     over a document's chunks, summed.
 
     A one-chunk query (the usual case) thus scores a document by its best chunk.

@@ -8,11 +8,11 @@ need numpy and model2vec only; ``ConvMixer`` and training import torch from :mod
 
 from __future__ import annotations
 
-from lmk_rag.static.documents import StaticDocumentEncoder
-from lmk_rag.static.encoder import StaticTokenEncoder, StaticTokens, tokens_in_chunks
+from lmk_rag.static.document_encoder import StaticDocumentEncoder
 from lmk_rag.static.maxsim import maxsim, maxsim_matrix
 from lmk_rag.static.mixer import MixerWeights
 from lmk_rag.static.model import StaticVectors, default_model_dir, distill_static, load_static_vectors
+from lmk_rag.static.token_encoder import StaticTokenEncoder, StaticTokens, tokens_in_chunks
 
 __all__ = [
     "MixerWeights",

@@ -1,4 +1,4 @@
-"""MaxSim (late interaction) of static token vectors, on :func:`lmk_rag.vectors.maxsim_scores`.
+"""MaxSim (late interaction) of static token vectors, on :func:`lmk_rag.vector_math.maxsim_scores`.
 
 ``maxsim(Q, D) = sum_i max_j <Q_i, D_j>``: every query token takes its best-matching document token.
 With L2-normalised rows this is a sum of cosines, at most ``len(Q)``.
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from lmk_rag.vectors import check_token_dims, maxsim_scores, pack_rows
+from lmk_rag.vector_math import check_token_dims, maxsim_scores, pack_rows
 
 
 def maxsim(query_tokens: np.ndarray, doc_tokens: np.ndarray) -> float:

@@ -20,7 +20,7 @@ from tokenizers import Tokenizer
 from lmk_rag.checks import check_count
 from lmk_rag.errors import InvalidInputError, ModelNotFoundError, needs_extra
 from lmk_rag.paths import recorded_folder, user_cache_dir
-from lmk_rag.vectors import l2_normalize
+from lmk_rag.vector_math import l2_normalize
 
 DEFAULT_PCA_DIMS = 256
 SOURCE_FILE = "lmk_rag_static.json"

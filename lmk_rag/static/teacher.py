@@ -15,8 +15,8 @@ import numpy as np
 import torch
 from filelock import FileLock
 
-from lmk_rag.static.encoder import StaticTokenEncoder
 from lmk_rag.static.model import cache_dir
+from lmk_rag.static.token_encoder import StaticTokenEncoder
 
 
 def align_states(static_offsets: np.ndarray, teacher_offsets: np.ndarray, states: np.ndarray) -> np.ndarray:

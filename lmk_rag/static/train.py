@@ -20,9 +20,9 @@ from torch import nn
 
 from lmk_rag.checks import check_count, check_positive
 from lmk_rag.errors import InvalidInputError
-from lmk_rag.static.encoder import StaticTokenEncoder
 from lmk_rag.static.mixer_torch import ConvMixer
 from lmk_rag.static.teacher import teacher_targets
+from lmk_rag.static.token_encoder import StaticTokenEncoder
 from lmk_rag.train.data import load_training_data
 from lmk_rag.train.losses import maxsim_scores
 

@@ -4,9 +4,9 @@ Exactly one of ``path`` (a Qdrant Edge folder; the default ``./lmk_store``), ``u
 ``client`` (an existing ``QdrantClient``), ``location`` (qdrant-client local mode: ``":memory:"`` or a folder) or an
 ``aclient`` alone (an ``AsyncQdrantClient`` in local mode) picks the backend. A folder is held by one process at a
 time (its lock file): the one that writes, or the first reader until a writer asks for it. On Edge, a reader in
-another process reads its own copy of the folder (:mod:`~lmk_rag.store.copied`), taken at a committed state under
-the folder's commit lock (:mod:`~lmk_rag.store.guards`); a reader holding the folder hands it over to a writer that
-asks (:class:`Handover`): readers never keep a writer out.
+another process reads its own copy of the folder (:mod:`~lmk_rag.store.folder_copy`), taken at a committed state
+under the folder's commit lock (:mod:`~lmk_rag.store.folder_locks`); a reader holding the folder hands it over to a
+writer that asks (:class:`Handover`): readers never keep a writer out.
 """
 
 from __future__ import annotations
@@ -30,13 +30,12 @@ from lmk_rag.errors import (
     needs_extra,
 )
 from lmk_rag.store.base import Backend
-from lmk_rag.store.guards import (
+from lmk_rag.store.folder_locks import (
     AVAILABLE,
     CONCURRENCY_DOCS,
     HANDOVER_POLL,
     LOCK_FILE,
     CommitLock,
-    ReadWriteLock,
     await_handover,
     clear_holder,
     folder_lock,
@@ -44,11 +43,12 @@ from lmk_rag.store.guards import (
     locked_open,
     write_holder,
 )
+from lmk_rag.store.read_write_lock import ReadWriteLock
 from lmk_rag.store.types import DEFAULT_COLLECTION, ServerOptions
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lmk_rag.store.copied import CopiedBackend
-    from lmk_rag.store.writes import Ledger
+    from lmk_rag.store.copy_backend import CopyBackend
+    from lmk_rag.store.writes import CommittedCounts
 
 DEFAULT_PATH = "./lmk_store"
 logger = logging.getLogger(__name__)
@@ -72,10 +72,10 @@ class SharedBackend:
     key: Path | None = None
     commits: CommitLock | None = None
     handles: int = 1
-    #: the settings record every handle's store reads and the ledger rewrites (set by the first handle's open).
+    #: the settings record every handle's store reads and its committed counts rewrite (set by the first handle's open).
     settings: dict[str, Any] | None = None
     #: the committed counts of the store (set with :attr:`settings`).
-    ledger: Ledger | None = None
+    committed_counts: CommittedCounts | None = None
     #: serialises the writes of every handle (and thread) of this backend, encoding included.
     write_lock: threading.RLock = field(default_factory=threading.RLock)
     #: keeps a reader's engine calls apart from a writer's (see :class:`ReadWriteLock`).
@@ -148,16 +148,16 @@ class OpenedBackend:
                 shared.lock = None
 
     def refresh(self) -> bool:
-        """On a reader's copy (:class:`~lmk_rag.store.copied.CopiedBackend`): take a new copy when the folder's
+        """On a reader's copy (:class:`~lmk_rag.store.copy_backend.CopyBackend`): take a new copy when the folder's
         holder committed since, and swap it in between this process's searches, with its settings record.
 
         :return: True when a new copy is read from now on (False: the store was current, or is not a copy).
         """
-        from lmk_rag.store.copied import CopiedBackend
+        from lmk_rag.store.copy_backend import CopyBackend
         from lmk_rag.store.settings import validate_settings
 
         backend = self.shared.backend
-        if self._closed or not isinstance(backend, CopiedBackend) or not backend.moved():
+        if self._closed or not isinstance(backend, CopyBackend) or not backend.moved():
             return False
         with backend.refreshing:
             if not backend.moved():  # another thread took it meanwhile
@@ -192,12 +192,13 @@ class ClosedBackend:
 
 class Handover:
     """While this process holds a folder to read it, a daemon thread that looks for a writer's request
-    (:data:`~lmk_rag.store.guards.HANDOVER_FILE`) every :data:`~lmk_rag.store.guards.HANDOVER_POLL` seconds and
-    hands the folder over: it copies the folder as any reader does, waits for this process's calls in flight and
-    swaps the copy in, closes the folder's shard and releases its lock. The handles read the copy from then on and
-    follow the writer's commits. No handover while a handle of this process may write.
+    (:data:`~lmk_rag.store.folder_locks.HANDOVER_FILE`) every
+    :data:`~lmk_rag.store.folder_locks.HANDOVER_POLL` seconds and hands the folder over: it copies the folder as any
+    reader does, waits for this process's calls in flight and swaps the copy in, closes the folder's shard and releases
+    its lock. The handles read the copy from then on and follow the writer's commits. No handover while a handle of
+    this process may write.
 
-    :param shared: the backend, a :class:`~lmk_rag.store.copied.CopiedBackend` reading the held shard.
+    :param shared: the backend, a :class:`~lmk_rag.store.copy_backend.CopyBackend` reading the held shard.
     """
 
     def __init__(self, shared: SharedBackend) -> None:
@@ -230,7 +231,7 @@ class Handover:
         with _SHARED_LOCK:
             if not self._may():
                 return False
-            backend: CopiedBackend = shared.backend  # type: ignore[assignment]
+            backend: CopyBackend = shared.backend  # type: ignore[assignment]
         fresh = backend.take()  # as any reader: under the commit lock, shared
         with shared.access.writing(), _SHARED_LOCK:  # after this process's calls in flight
             held = backend.leave(fresh) if self._may() else None
@@ -256,11 +257,11 @@ class Handover:
 
     def _may(self) -> bool:
         """Whether the folder may be handed over now (with :data:`_SHARED_LOCK` held)."""
-        from lmk_rag.store.copied import CopiedBackend
+        from lmk_rag.store.copy_backend import CopyBackend
 
         shared, backend = self.shared, self.shared.backend
         return (not self._stop.is_set() and shared.writers == 0 and shared.key is not None
-                and _SHARED.get(shared.key) is shared and isinstance(backend, CopiedBackend) and backend.holding)
+                and _SHARED.get(shared.key) is shared and isinstance(backend, CopyBackend) and backend.holding)
 
     def stop(self) -> None:
         """Stop watching (waiting for a handover in flight)."""
@@ -371,7 +372,7 @@ def _open_edge(folder: Path, create: bool, read_only: bool, batch_size: int) -> 
     """Check the folder (absolute and resolved: what the store records as ``where``), take its lock and open the
     Edge shard; a reader finding it held opens a copy."""
     with needs_extra("a Qdrant Edge store (path=)"):
-        from lmk_rag.store.copied import CopiedBackend
+        from lmk_rag.store.copy_backend import CopyBackend
         from lmk_rag.store.edge import SETTINGS_FILE, SHARD_DIR, EdgeBackend
 
     check_not_file(folder)
@@ -387,12 +388,12 @@ def _open_edge(folder: Path, create: bool, read_only: bool, batch_size: int) -> 
         shared = _SHARED.get(key)
         if shared is not None:  # open in this process already: share its shard
             backend = shared.backend
-            if isinstance(backend, CopiedBackend) and not backend.holding and not read_only:
+            if isinstance(backend, CopyBackend) and not backend.holding and not read_only:
                 raise StoreLockedError(
                     f"{folder} is held by another process, and this process reads a copy of it: write from the "
                     f"process that holds it, or close it and every handle here first ({CONCURRENCY_DOCS})"
                 )
-            if not isinstance(backend, (EdgeBackend, CopiedBackend)):
+            if not isinstance(backend, (EdgeBackend, CopyBackend)):
                 raise StoreLockedError(f"{folder} is already open in this process: close the other handle first")
             shared.handles += 1
             if not read_only:
@@ -420,7 +421,7 @@ def _open_edge(folder: Path, create: bool, read_only: bool, batch_size: int) -> 
             commits = CommitLock(folder) if lock is not None and AVAILABLE else None
             backend = edge = EdgeBackend(folder, batch_size, commits)
             if read_only and commits is not None:  # the first reader holds the folder until a writer asks for it
-                backend = CopiedBackend(folder, CommitLock(folder), batch_size, held=edge)
+                backend = CopyBackend(folder, CommitLock(folder), batch_size, held=edge)
             shared = SharedBackend(backend, str(folder), lock, key, commits, writers=0 if read_only else 1)
         except BaseException:
             if edge is not None:
@@ -442,14 +443,14 @@ def _copied(folder: Path, batch_size: int) -> Backend:
 
     :raises StoreLockedError: when no copy can be made here (no shared file locks, or the folder refuses it).
     """
-    from lmk_rag.store.copied import CopiedBackend
+    from lmk_rag.store.copy_backend import CopyBackend
 
     advice = f"readers need a copy or a Qdrant server: {CONCURRENCY_DOCS}"
     if not AVAILABLE:
         raise StoreLockedError(f"{folder}: another process holds this store, and this platform has no shared file "
                                f"locks to copy it safely; {advice}")
     try:
-        return CopiedBackend(folder, CommitLock(folder), batch_size)
+        return CopyBackend(folder, CommitLock(folder), batch_size)
     except OSError as error:
         raise StoreLockedError(f"{folder}: another process holds this store, and this reader cannot copy it "
                                f"({error.strerror or error}); {advice}") from error

@@ -2,7 +2,8 @@
 
 The :class:`~lmk_rag.store.store.LandmarkStore` facade owns the data layout, versions and search
 logic; a backend only moves backend-neutral points and plans in and out of one Qdrant flavour. What stands around
-its calls (typed errors, threads and processes kept apart) is in :mod:`~lmk_rag.store.guards`.
+its calls: their failures as typed errors (:mod:`~lmk_rag.store.engine_errors`), threads kept apart
+(:mod:`~lmk_rag.store.read_write_lock`) and processes (:mod:`~lmk_rag.store.folder_locks`).
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ import numpy as np
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.store.filters import PATH_CHARS
 from lmk_rag.store.records import node_id_for
+from lmk_rag.store.store_encoder import is_static_encoder
 from lmk_rag.store.types import NodeRecord
-from lmk_rag.store.vectors import is_static_encoder
 
 if TYPE_CHECKING:
     from lmk_rag.encoder.protocols import DocumentEncoder
@@ -229,7 +229,7 @@ def check_on_ack(on_ack: Any) -> None:
 
 
 def check_sources(sources: Any, documents: Sequence[Document]) -> dict[str, str]:
-    """The ``sources`` argument of ``add_documents`` as a dict (empty for None).
+    """The ``sources`` argument of ``upsert_documents`` as a dict (empty for None).
 
     :raises InvalidInputError: for a mapping that is not of doc ids given in the same call to non-empty strings.
     """

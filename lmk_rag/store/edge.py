@@ -1,5 +1,5 @@
 """Qdrant Edge backend: an in-process shard in a folder, and the free disk space it needs. The only module importing
-the ``qdrant_edge`` engine (:mod:`~lmk_rag.store.vectors` imports its BM25 model alone).
+the ``qdrant_edge`` engine (:mod:`~lmk_rag.store.bm25` imports its BM25 model alone).
 
 Qdrant Edge is beta; keep every use of its API in this file.
 
@@ -35,8 +35,9 @@ import qdrant_edge as qe
 from lmk_rag.errors import CorruptStoreError, StoreFullError, StoreLockedError, StoreReadOnlyError, VectorSizeError
 from lmk_rag.jsonl import read_json_object
 from lmk_rag.store.base import Backend, IndexKind
+from lmk_rag.store.engine_errors import Guarded
 from lmk_rag.store.filters import ConditionBuilder
-from lmk_rag.store.guards import CommitLock, Guarded
+from lmk_rag.store.folder_locks import CommitLock
 from lmk_rag.store.records import DOCUMENT_CHUNKS, vector_layout
 from lmk_rag.store.types import (
     DEFAULT_BATCH_SIZE,
@@ -162,7 +163,7 @@ class EdgeBackend(Backend):
     :param folder: the store folder.
     :param batch_size: points per update operation of an upsert.
     :param commits: the folder's commit lock, taken around every call that changes its files (see
-        :mod:`~lmk_rag.store.guards`); None when no other process can read the folder (a reader's copy).
+        :mod:`~lmk_rag.store.folder_locks`); None when no other process can read the folder (a reader's copy).
     """
 
     name = "qdrant-edge"
@@ -332,7 +333,7 @@ class EdgeBackend(Backend):
         prefetches) or, for a plan with a plain search, two, so that its sparse search runs once: the plain search
         first (ids and scores), then the scorers, whose prefetch takes its points by id instead of searching BM25
         again. Both calls see one state of the shard: this process is its only writer, and the store holds its
-        read lock across them (:meth:`~lmk_rag.store.guards.ReadWriteLock.reading`)."""
+        read lock across them (:meth:`~lmk_rag.store.read_write_lock.ReadWriteLock.reading`)."""
         searched = None if plan.search is None else self.shard.query(_plain_search(plan))
         requests = [self._request(plan, scorer, searched) for scorer in plan.scorers]
         if len(requests) == 1:

@@ -10,7 +10,7 @@ the hits' payloads are read by id after ranking, under the same read lock (:meth
 The full verification of a store (``lmk-rag check``, :func:`verify`) reads every point: markers against their
 nodes, nodes without a current marker, and every vector (finite, and unit length where the store wrote unit
 vectors); a handle's first search checks a sample of them (:func:`sample_problem`). Opening a store compares its
-committed counts with the engine's (:class:`~lmk_rag.store.writes.Ledger`).
+committed counts with the engine's (:class:`~lmk_rag.store.writes.CommittedCounts`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatc
 from lmk_rag.store import records as rec
 from lmk_rag.store.base import Backend
 from lmk_rag.store.filters import FilterLike
-from lmk_rag.store.guards import ReadWriteLock
 from lmk_rag.store.query import (
     DEFAULT_ALPHA,
     best_hits,
@@ -45,9 +44,11 @@ from lmk_rag.store.query import (
     plan_search,
     query_alpha,
 )
+from lmk_rag.store.read_write_lock import ReadWriteLock
 from lmk_rag.store.records import every, scroll
+from lmk_rag.store.store_encoder import StoreEncoder, default_rerank
 from lmk_rag.store.types import Branch, Evidence, Hit, NodeRecord, Rerank, ScoredPointData, SearchOptions, StoreMode
-from lmk_rag.store.vectors import QueryVectors, StoreEncoder, check_directions, default_rerank
+from lmk_rag.store.vectors import QueryVectors, check_directions
 
 
 class Reader:
@@ -198,7 +199,7 @@ class Reader:
             return 0.0
         if self.options.document_weight is not None:
             return float(self.options.document_weight)
-        committed = self.settings.get("committed")  # a new entry with every change (writes.Ledger)
+        committed = self.settings.get("committed")  # a new entry with every change (writes.CommittedCounts)
         if self._document_weight is not None and self._document_weight[0] is committed:
             return self._document_weight[1]
         points, _ = self.backend.scroll(self._nodes_filter(None), True, DOCUMENT_SAMPLE, None)

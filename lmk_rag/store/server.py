@@ -30,8 +30,8 @@ from qdrant_client.local.qdrant_local import QdrantLocal
 from lmk_rag.checks import check_count
 from lmk_rag.errors import CorruptStoreError, InvalidInputError, StoreUnavailableError, VectorSizeError
 from lmk_rag.store.base import Backend, IndexKind
+from lmk_rag.store.engine_errors import Guarded
 from lmk_rag.store.filters import ConditionBuilder
-from lmk_rag.store.guards import Guarded
 from lmk_rag.store.records import DOCUMENT_CHUNKS, SETTINGS_POINT_ID, STORE, vector_layout
 from lmk_rag.store.types import (
     Branch,

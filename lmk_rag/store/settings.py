@@ -1,6 +1,6 @@
 """A store's settings record: what a store records about how its vectors were made (created with the store, checked
 when it is reopened), its payload indexes and storage. The counts a store committed are kept in the same record by
-the write protocol (:class:`~lmk_rag.store.writes.Ledger`); this module only checks their shape.
+the write protocol (:class:`~lmk_rag.store.writes.CommittedCounts`); this module only checks their shape.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from lmk_rag.errors import (
     StoreReadOnlyError,
 )
 from lmk_rag.store.base import Backend, IndexKind
+from lmk_rag.store.bm25 import BM25_LANGUAGE, BM25_TOKENIZER
 from lmk_rag.store.filters import RESERVED_KEYS, payload_key
 from lmk_rag.store.records import PAYLOAD_INDEXES, recorded_vectors
+from lmk_rag.store.store_encoder import check_static, query_record
 from lmk_rag.store.types import QUANTIZATIONS, CollectionSpec, Storage, StoreMode
-from lmk_rag.store.vectors import BM25_LANGUAGE, BM25_TOKENIZER, check_static, query_record
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder
@@ -77,7 +78,7 @@ def create_settings(
     :param storage: compression and memory placement of the vectors.
     :param text_keys: metadata keys to index as full text (words and their prefixes, lowercased).
     :param mode: the store's mode; a static store has no ``chunks`` vector.
-    :param bm25_language: the BM25 stop words and stemmer (checked by :func:`~lmk_rag.store.vectors.check_language`).
+    :param bm25_language: the BM25 stop words and stemmer (checked by :func:`~lmk_rag.store.bm25.check_language`).
     :param payload_indexes: ``{metadata key: kind}`` to index for filtering (:func:`check_payload_indexes`).
     :return: the settings record (JSON-able).
     :raises StoreNotFoundError: when ``create`` is False.
@@ -354,7 +355,8 @@ def _count(value: Any, minimum: int = 1) -> bool:
 
 
 def _committed(value: Any) -> bool:
-    """A ledger entry: ``{"documents": n, "nodes": n}``, with ``next`` ``[n, n]`` or ``"unknown"`` when present."""
+    """A ``committed`` entry: ``{"documents": n, "nodes": n}``, with ``next`` ``[n, n]`` or ``"unknown"`` when
+    present."""
     if not isinstance(value, dict) or not _count(value.get("documents"), 0) or not _count(value.get("nodes"), 0):
         return False
     upcoming = value.get("next")

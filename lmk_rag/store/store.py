@@ -26,6 +26,7 @@ from lmk_rag.nodes import DEFAULT_NODE_TOKENS
 from lmk_rag.store import records as rec
 from lmk_rag.store.backends import OpenedBackend, open_backend
 from lmk_rag.store.base import Backend, IndexKind
+from lmk_rag.store.bm25 import BM25_LANGUAGE, check_language
 from lmk_rag.store.documents import Document, check_on_ack
 from lmk_rag.store.filters import FilterLike
 from lmk_rag.store.query import DEFAULT_ALPHA, check_alpha
@@ -41,6 +42,7 @@ from lmk_rag.store.settings import (
     recorded_storage,
     validate_settings,
 )
+from lmk_rag.store.store_encoder import StoreEncoder, check_encoder, resolve_mode, static_store_encoder
 from lmk_rag.store.types import (
     DEFAULT_BATCH_SIZE,
     Hit,
@@ -51,18 +53,8 @@ from lmk_rag.store.types import (
     StorageOptions,
     StoreMode,
 )
-from lmk_rag.store.vectors import (
-    BM25_LANGUAGE,
-    NodeVectors,
-    QueryVectors,
-    StoreEncoder,
-    VectorSpec,
-    check_encoder,
-    check_language,
-    resolve_mode,
-    static_store_encoder,
-)
-from lmk_rag.store.writes import Ledger, Writer, repair
+from lmk_rag.store.vectors import NodeVectors, QueryVectors, VectorSpec
+from lmk_rag.store.writes import CommittedCounts, Writer, repair
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder
@@ -92,7 +84,7 @@ class LandmarkStore:
     :param collection_name: the collection on a qdrant-client backend (default ``"lmk_rag"``); an Edge store is
         its folder.
     :param encoder: the :class:`~lmk_rag.LandmarkEncoder`, or for a static store a
-        :class:`~lmk_rag.StaticTokenEncoder` or :class:`~lmk_rag.static.documents.StaticDocumentEncoder`; None
+        :class:`~lmk_rag.StaticTokenEncoder` or :class:`~lmk_rag.static.document_encoder.StaticDocumentEncoder`; None
         rebuilds it from the store's recorded settings (or uses the defaults for a new store). Must match a store's
         recorded settings.
     :param static_encoder: object with ``.dim``, ``.fingerprint``, ``.encode_document_tokens(text)`` and
@@ -105,7 +97,7 @@ class LandmarkStore:
     :param bm25: store a BM25 sparse vector per node, used in the prefetch and fused into the final score;
         None = as recorded (on for new stores, see docs/decisions.md).
     :param bm25_language: the language of BM25's stop words and stemmer for a new store (``"english"``,
-        ``"german"``, ... :func:`~lmk_rag.store.vectors.bm25_languages`); None = as recorded (English for new stores).
+        ``"german"``, ... :func:`~lmk_rag.store.bm25.bm25_languages`); None = as recorded (English for new stores).
     :param alpha: weight of the rerank score against BM25 in the final score, in [0, 1] (1 = rerank alone, 0 =
         BM25 alone). None = as recorded (:data:`~lmk_rag.store.query.DEFAULT_ALPHA` for new stores); a value
         given for a new store is recorded, for an existing one it applies to this handle. ``search`` may override it.
@@ -123,7 +115,7 @@ class LandmarkStore:
         the folder hands it over to a writer that asks, and reads a copy from then on: readers never keep a
         writer out.
     :param batch_size: points per upsert request (one update operation on Edge).
-    :param document_batch_size: documents encoded and written per batch by :meth:`add_documents`, each batch
+    :param document_batch_size: documents encoded and written per batch by :meth:`upsert_documents`, each batch
         durable before the next.
     :param storage: how a new store holds its vectors (:class:`~lmk_rag.store.types.StorageOptions`: quantized
         copies, memory placement, HNSW ``m`` and ``ef_construct``); recorded, and checked against an existing store.
@@ -265,17 +257,17 @@ class LandmarkStore:
         repaired = 0 if read_only else repair(backend)
         if repaired:
             logger.warning("%s: repaired %d document(s) an interrupted write left pending", where, repaired)
-        if shared.ledger is None:
-            shared.settings, shared.ledger = settings, Ledger(backend, settings, where)
-        ledger = shared.ledger
+        if shared.committed_counts is None:
+            shared.settings, shared.committed_counts = settings, CommittedCounts(backend, settings, where)
+        counts = shared.committed_counts
         if read_only and backend.count(rec.pending_filter(backend)):
             # a reader cannot finish an interrupted write: its counts are between two states until a writer opens
             logger.warning("%s: a write was interrupted; the next writer's open finishes or undoes it", where)
         else:
-            ledger.verify(fix=not read_only)
-        self._reads = Reader(backend, where, settings, QueryVectors(spec, static_encoder), encoder, ledger.current,
+            counts.verify(fix=not read_only)
+        self._reads = Reader(backend, where, settings, QueryVectors(spec, static_encoder), encoder, counts.current,
                              self.mode, self.search_options, self._alpha, shared.access)
-        self._writer = Writer(backend, where, settings, NodeVectors(spec, static_encoder), ledger, encoder, read_only,
+        self._writer = Writer(backend, where, settings, NodeVectors(spec, static_encoder), counts, encoder, read_only,
                               shared.write_lock, shared.access)
 
     @property
@@ -493,7 +485,7 @@ class LandmarkStore:
 
     def sources(self) -> dict[str, str]:
         """The file each document was read from, by doc id, for the documents written with one
-        (``add_documents(..., sources=...)``, as ``lmk-rag ingest`` does)."""
+        (``upsert_documents(..., sources=...)``, as ``lmk-rag ingest`` does)."""
         return self._reader.sources()
 
     def count(self) -> int:
@@ -516,17 +508,20 @@ class LandmarkStore:
 
 
     # ------------------------------------------------------------------ writes
+    # One verb, upsert, as Qdrant means it: insert, or replace what has the same id. The unit in the name is what is
+    # replaced whole: a document (by doc id: its old nodes dropped), or a node (by node id: its document keeps its
+    # other nodes). ``encoded``: given as node records, with their vectors, instead of texts the store encodes.
 
-    def add_document(self, doc_id: str, text: str, metadata: dict[str, Any] | None = None) -> int:
-        """Encode one document, cut it into nodes and write them (replacing an older version; an unchanged
-        document is not written again).
+    def upsert_document(self, doc_id: str, text: str, metadata: dict[str, Any] | None = None) -> int:
+        """Encode one document, cut it into nodes and write them as the document's new version, replacing its stored
+        nodes (an unchanged document is not written again).
 
         :return: the number of nodes written.
         :raises EmptyTextError: when the text is empty.
         """
-        return self.add_documents([(doc_id, text, metadata)], show_progress_bar=False)
+        return self.upsert_documents([(doc_id, text, metadata)], show_progress_bar=False)
 
-    def add_documents(
+    def upsert_documents(
         self,
         documents: Iterable[Document],
         *,
@@ -537,7 +532,7 @@ class LandmarkStore:
         sources: Mapping[str, str] | None = None,
     ) -> int:
         """Encode, cut and write ``(doc_id, text, metadata)`` documents (or ``(doc_id, text)``: no metadata) in
-        batches, each durable before the next.
+        batches, each durable before the next; each replaces the stored version of its document (by doc id).
 
         :param document_batch_size: documents per batch (default: the store's ``document_batch_size``).
         :param show_progress_bar: show a tqdm bar in documents, and under it the encoder's bar in tokens for the
@@ -555,31 +550,52 @@ class LandmarkStore:
         batch_size = (self.document_batch_size if document_batch_size is None
                       else check_count("document_batch_size", document_batch_size))
         check_on_ack(on_ack)
-        return self._writer.add_documents(documents, batch_size, show_progress_bar, on_ack, skip_unchanged, sources)
+        return self._writer.upsert_documents(documents, batch_size, show_progress_bar, on_ack, skip_unchanged,
+                                             sources)
 
     def changes(self, documents: Iterable[Document]) -> dict[str, str]:
         """What writing these documents would do to each: ``"new"``, ``"changed"`` or ``"unchanged"`` (same text,
         metadata and encoder as the stored version; documents written without a content hash count as changed)."""
         return self._writer.changes(documents)
 
-    def upsert_nodes(self, doc_id: str, records: Sequence[NodeRecord], metadata: dict[str, Any] | None = None) -> int:
-        """Write pre-encoded nodes as the new version of a document, replacing its old nodes safely.
+    def upsert_encoded_document(self, doc_id: str, records: Sequence[NodeRecord],
+                                metadata: dict[str, Any] | None = None) -> int:
+        """Write pre-encoded nodes as the new version of a document, replacing all its stored nodes safely.
 
         :param doc_id: the document; every record's ``doc_id`` must equal it.
         :param records: the document's nodes (node ids unique; ``chunk_vectors`` None: encoded by the store, as
-            :meth:`add_nodes` does).
+            :meth:`upsert_nodes` does).
         :param metadata: the document's metadata (default: the first record's).
         :return: the number of nodes written.
         :raises VectorSizeError: when a vector's size differs from the store's.
         """
-        return self._writer.upsert_nodes(doc_id, records, metadata)
+        return self._writer.upsert_encoded_document(doc_id, records, metadata)
 
-    def add_nodes(self, records: Sequence[NodeRecord]) -> int:
-        """Add pre-encoded nodes to their documents, keeping each document's other stored nodes (where
-        :meth:`upsert_nodes` replaces a whole document). A node id already stored is overwritten, also one stored
-        under another document, which keeps its other nodes. Each document given is written as one new version
-        (its kept nodes and the new ones), committed as :meth:`upsert_nodes` commits it; nodes moving between
-        documents leave their old ones first, in a change of their own.
+    def upsert_encoded_documents(
+        self,
+        documents: Iterable[tuple[str, Sequence[NodeRecord]]],
+        *,
+        document_batch_size: int = 64,
+        on_ack: Callable[[list[str]], None] | None = None,
+    ) -> int:
+        """Write many pre-encoded ``(doc_id, records)`` documents, ``document_batch_size`` per write, each replacing
+        its stored version (as :meth:`upsert_encoded_document`; metadata from each document's first record), calling
+        ``on_ack`` with each batch's ids once durable.
+
+        :return: the number of nodes written.
+        :raises InvalidInputError: for bad records, a ``document_batch_size`` that is not a positive integer or an
+            ``on_ack`` that is not callable.
+        """
+        batch_size = check_count("document_batch_size", document_batch_size)
+        check_on_ack(on_ack)
+        return self._writer.upsert_encoded_documents(documents, batch_size, on_ack)
+
+    def upsert_nodes(self, records: Sequence[NodeRecord]) -> int:
+        """Write pre-encoded nodes into their documents, each replacing the stored node of its node id and keeping
+        the document's other stored nodes (where :meth:`upsert_encoded_document` replaces a whole document). A node
+        id stored under another document moves: that document keeps its other nodes. Each document given is written
+        as one new version (its kept nodes and the new ones), committed as :meth:`upsert_encoded_document` commits
+        it; nodes moving between documents leave their old ones first, in a change of their own.
 
         :param records: nodes of any documents (node ids unique); a record's ``chunk_vectors`` may be None: the
             store's encoder encodes them from the texts (the records of a document that tile it from its start as
@@ -590,26 +606,7 @@ class LandmarkStore:
         :raises VectorSizeError: when a vector's size differs from the store's.
         :raises StoreReadOnlyError: for a store opened ``read_only``.
         """
-        return self._writer.add_nodes(records)
-
-    def upsert_documents(
-        self,
-        documents: Iterable[tuple[str, Sequence[NodeRecord]]],
-        *,
-        document_batch_size: int = 64,
-        on_ack: Callable[[list[str]], None] | None = None,
-    ) -> int:
-        """Write many pre-encoded ``(doc_id, records)`` documents, ``document_batch_size`` per write (as
-        :meth:`upsert_nodes`; metadata from each document's first record), calling ``on_ack`` with each batch's ids
-        once durable.
-
-        :return: the number of nodes written.
-        :raises InvalidInputError: for bad records, a ``document_batch_size`` that is not a positive integer or an
-            ``on_ack`` that is not callable.
-        """
-        batch_size = check_count("document_batch_size", document_batch_size)
-        check_on_ack(on_ack)
-        return self._writer.upsert_documents(documents, batch_size, on_ack)
+        return self._writer.upsert_nodes(records)
 
     def delete_document(self, doc_id: str) -> bool:
         """Delete a document and its nodes.
@@ -659,9 +656,9 @@ class LandmarkStore:
         """:meth:`search`, awaitable (see :meth:`call_async`)."""
         return await self.call_async(self.search, query, k, **kwargs)
 
-    async def aadd_documents(self, documents: Iterable[Document], **kwargs: Any) -> int:
-        """:meth:`add_documents`, awaitable (see :meth:`call_async`)."""
-        return await self.call_async(self.add_documents, documents, **kwargs)
+    async def aupsert_documents(self, documents: Iterable[Document], **kwargs: Any) -> int:
+        """:meth:`upsert_documents`, awaitable (see :meth:`call_async`)."""
+        return await self.call_async(self.upsert_documents, documents, **kwargs)
 
     async def aget_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> list[NodeRecord]:
         """:meth:`get_nodes`, awaitable (see :meth:`call_async`)."""

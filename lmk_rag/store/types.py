@@ -245,7 +245,7 @@ class Hit:
 
 @dataclass(frozen=True)
 class NodeRecord:
-    """One pre-encoded node, as written by :meth:`LandmarkStore.upsert_nodes` and read by ``get_nodes``.
+    """One pre-encoded node, as written by :meth:`LandmarkStore.upsert_encoded_document` and read by ``get_nodes``.
 
     :param node_id: the caller's id for the node, unique in the store.
     :param doc_id: the document the node belongs to.

@@ -14,14 +14,14 @@ upsert of the nodes and the commit markers (one call where :attr:`~lmk_rag.store
 else two), a flush (no call on a server), a set-payload, a delete and the upsert of the finished markers: 6 on Qdrant
 Edge and on a server. A delete is one delete of the nodes and the marker together.
 
-Every change is recorded in the store's :class:`Ledger`; a store opened ``read_only`` refuses them all. A batch reads
-its documents' markers once (:func:`~lmk_rag.store.records.markers`) and hashes each document once.
+Every change is recorded in the store's :class:`CommittedCounts`; a store opened ``read_only`` refuses them all. A
+batch reads its documents' markers once (:func:`~lmk_rag.store.records.markers`) and hashes each document once.
 
 After every acknowledged write or delete the settings record holds ``committed``: the number of documents and of
 nodes the store holds. Before a change it also records what the change will leave (``next``; ``"unknown"`` when
 that cannot be known in advance), so a crash in between leaves counts equal to one of the two. Opening compares
-the engine's counts with the record (:meth:`Ledger.verify`, after :func:`repair`): anything else means points were
-lost or added behind the store's back (a truncated or deleted segment, a damaged id tracker), and raises
+the engine's counts with the record (:meth:`CommittedCounts.verify`, after :func:`repair`): anything else means points
+were lost or added behind the store's back (a truncated or deleted segment, a damaged id tracker), and raises
 :class:`~lmk_rag.errors.CorruptStoreError`. Only for stores with a single writer (a folder: Qdrant Edge or
 qdrant-client local mode); a server collection may have several writers, so its counts are not recorded.
 """
@@ -52,10 +52,11 @@ from lmk_rag.store.documents import (
     fill_chunk_vectors,
 )
 from lmk_rag.store.filters import FieldCondition, Filter, FilterLike
-from lmk_rag.store.guards import ReadWriteLock
+from lmk_rag.store.read_write_lock import ReadWriteLock
 from lmk_rag.store.records import every, pending_filter, scroll
+from lmk_rag.store.store_encoder import StoreEncoder
 from lmk_rag.store.types import NodeRecord, PointData
-from lmk_rag.store.vectors import NodeVectors, StoreEncoder
+from lmk_rag.store.vectors import NodeVectors
 
 Markers = dict[str, dict[str, Any]]
 T = TypeVar("T")
@@ -82,7 +83,7 @@ class Writer:
     :param where: the store, for messages.
     :param settings: the store's settings record.
     :param vectors: builds node points with every vector the store holds.
-    :param ledger: records what each change commits.
+    :param committed_counts: records what each change commits.
     :param encoder: the store's encoder (built on first use).
     :param read_only: refuse every change.
     :param lock: serialises the writes of every thread and handle of the store.
@@ -93,18 +94,18 @@ class Writer:
     where: str
     settings: dict[str, Any]
     vectors: NodeVectors
-    ledger: Ledger
+    committed_counts: CommittedCounts
     encoder: StoreEncoder
     read_only: bool
     lock: threading.RLock
     access: ReadWriteLock
 
     @serialised
-    def add_documents(self, documents: Iterable[Document], batch_size: int, show_progress_bar: bool | None,
-                      on_ack: Callable[[list[str]], None] | None, skip_unchanged: bool,
-                      sources: Mapping[str, str] | None) -> int:
-        """Encode, cut and write documents, ``batch_size`` a batch, each durable before the next; the number of nodes
-        written."""
+    def upsert_documents(self, documents: Iterable[Document], batch_size: int, show_progress_bar: bool | None,
+                         on_ack: Callable[[list[str]], None] | None, skip_unchanged: bool,
+                         sources: Mapping[str, str] | None) -> int:
+        """Encode, cut and write documents, each replacing its stored version, ``batch_size`` a batch, each durable
+        before the next; the number of nodes written."""
         from tqdm.auto import tqdm
 
         docs = check_documents(documents)
@@ -112,7 +113,7 @@ class Writer:
         hashes, found, changes = self._plan(docs)
         if skip_unchanged:
             unchanged = {doc_id for doc_id, change in changes.items() if change == "unchanged"}
-            if unchanged & set(sources):  # a marker's source only: no count changes, nothing for the ledger
+            if unchanged & set(sources):  # a marker's source only: no count changes, nothing to record
                 self._check_writable()
                 with self.access.writing():
                     record_sources(self.backend, found, {d: sources[d] for d in unchanged if d in sources})
@@ -153,16 +154,17 @@ class Writer:
         return hashes, found, changes
 
     @serialised
-    def upsert_nodes(self, doc_id: str, records: Sequence[NodeRecord], metadata: dict[str, Any] | None) -> int:
-        """Write pre-encoded nodes as the new version of a document."""
+    def upsert_encoded_document(self, doc_id: str, records: Sequence[NodeRecord],
+                                metadata: dict[str, Any] | None) -> int:
+        """Write pre-encoded nodes as the new version of a document, replacing its stored nodes."""
         records = check_records(doc_id, list(records))
         kept = dict(records[0].metadata) if metadata is None else clean_metadata(metadata, f"document {doc_id!r}")
         return self._write([DocumentWrite(doc_id, records, kept)])
 
     @serialised
-    def add_nodes(self, records: Sequence[NodeRecord]) -> int:
-        """Write pre-encoded nodes into their documents, keeping the documents' other nodes; the number of nodes
-        written, kept nodes included."""
+    def upsert_nodes(self, records: Sequence[NodeRecord]) -> int:
+        """Write pre-encoded nodes into their documents, each replacing the stored node of its id and keeping the
+        documents' other nodes; the number of nodes written, kept nodes included."""
         if isinstance(records, (str, bytes)) or not isinstance(records, Sequence) or not all(
                 isinstance(record, NodeRecord) for record in records):
             raise InvalidInputError(f"records must be a list of NodeRecord, got {records!r:.80}")
@@ -195,9 +197,10 @@ class Writer:
         return self._write(writes)
 
     @serialised
-    def upsert_documents(self, documents: Iterable[tuple[str, Sequence[NodeRecord]]], batch_size: int,
-                         on_ack: Callable[[list[str]], None] | None) -> int:
-        """Write many pre-encoded documents, ``batch_size`` per write; the number of nodes written.
+    def upsert_encoded_documents(self, documents: Iterable[tuple[str, Sequence[NodeRecord]]], batch_size: int,
+                                 on_ack: Callable[[list[str]], None] | None) -> int:
+        """Write many pre-encoded documents, each replacing its stored version, ``batch_size`` per write; the number
+        of nodes written.
 
         :raises InvalidInputError: for bad records, or a doc id given twice.
         """
@@ -224,8 +227,8 @@ class Writer:
             for record in write.records:
                 self.vectors.check(record)
         markers = check_node_owners(self.backend, writes, markers)
-        upcoming = self.ledger.after(write_delta(markers, writes)) if self.ledger.enabled else None
-        with self.access.writing(), self.ledger.change(upcoming):
+        upcoming = self.committed_counts.after(write_delta(markers, writes)) if self.committed_counts.enabled else None
+        with self.access.writing(), self.committed_counts.change(upcoming):
             written = write_documents(self.backend, writes, markers, self.vectors.points)
         if on_ack is not None:
             on_ack([write.doc_id for write in writes])
@@ -249,8 +252,8 @@ class Writer:
         marker = rec.markers(self.backend, [doc_id]).get(doc_id)
         if marker is None:
             return False
-        upcoming = self.ledger.after(delete_delta(marker))
-        with self.access.writing(), self.ledger.change(upcoming):
+        upcoming = self.committed_counts.after(delete_delta(marker))
+        with self.access.writing(), self.committed_counts.change(upcoming):
             delete_document(self.backend, doc_id)
         return True
 
@@ -263,14 +266,14 @@ class Writer:
             return deleted
         wanted = rec.shown_filter(self.backend, filter, node_ids)
         self._check_writable()
-        with self.access.writing(), self.ledger.change(None):
+        with self.access.writing(), self.committed_counts.change(None):
             return delete_nodes(self.backend, wanted)
 
     @serialised
     def clear(self) -> None:
         """Delete every document (the settings stay)."""
         self._check_writable()
-        with self.access.writing(), self.ledger.change((0, 0)):
+        with self.access.writing(), self.committed_counts.change((0, 0)):
             clear(self.backend)
 
     @serialised
@@ -289,7 +292,7 @@ Counts = tuple[int, int]
 """``(documents, nodes)``."""
 
 
-class Ledger:
+class CommittedCounts:
     """The ``committed`` entry of a store's settings record.
 
     :param backend: the store's backend (its settings record is rewritten on each change).
@@ -342,7 +345,7 @@ class Ledger:
         return self.current() or rec.counts(self.backend)
 
     def after(self, delta: Counts) -> Counts | None:
-        """What a change of ``delta`` documents and nodes will leave (None when the ledger is off)."""
+        """What a change of ``delta`` documents and nodes will leave (None when counts are not recorded)."""
         if not self.enabled:
             return None
         now = self.counts()

@@ -10,7 +10,7 @@ import numpy as np
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.encoder.pooling import pool_states
 from lmk_rag.train.data import HaystackBuilder, TrainPair
-from lmk_rag.vectors import maxsim_scores, pack_rows
+from lmk_rag.vector_math import maxsim_scores, pack_rows
 
 
 @dataclass(frozen=True)

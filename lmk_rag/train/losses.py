@@ -26,8 +26,8 @@ PADDING_SIMILARITY = -1e4
 
 def maxsim_scores(queries: torch.Tensor, query_mask: torch.Tensor | None, docs: torch.Tensor, doc_mask: torch.Tensor,
                   mean: bool = False) -> torch.Tensor:
-    """MaxSim of every query against every document, padded (the torch twin of :func:`lmk_rag.vectors.maxsim_scores`):
-    each real query vector takes its best real document vector, summed.
+    """MaxSim of every query against every document, padded (the torch twin of
+    :func:`lmk_rag.vector_math.maxsim_scores`): each real query vector takes its best real document vector, summed.
 
     :param queries: query vectors, shape (Q, q, dim), padded.
     :param query_mask: 1 (or True) where a query vector is real, shape (Q, q); None: all are.

@@ -65,7 +65,7 @@ def test_a_read_only_open_rebuilds_the_recorded_encoder_on_onnx_runtime(tmp_path
     monkeypatch.setenv(CACHE_ENV, str(onnx_cache))
     short, long = (query["text"] for query in recorded["queries"])
     with LandmarkStore(tmp_path / "store", encoder=default_encoder) as store:
-        store.add_documents([("page", long, None)])
+        store.upsert_documents([("page", long, None)])
         store.optimize()
     with LandmarkStore(tmp_path / "store", read_only=True) as store:  # as lmk-rag query opens it: no encoder given
         assert store.settings["encoder"]["fingerprint"] == recorded["fingerprint"]
@@ -86,7 +86,7 @@ def test_a_record_without_projection_is_refused_as_an_earlier_format(tmp_path: P
     from lmk_rag.store.edge import EdgeBackend
 
     with LandmarkStore(tmp_path / "store", encoder=default_encoder) as store:
-        store.add_documents([("page", recorded["queries"][1]["text"], None)])
+        store.upsert_documents([("page", recorded["queries"][1]["text"], None)])
         settings = store.settings
     old = {key: value for key, value in settings["encoder"]["settings"].items() if key != "projection"}
     backend = EdgeBackend(tmp_path / "store")

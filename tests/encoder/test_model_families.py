@@ -266,7 +266,7 @@ def test_a_store_refuses_the_model_once_its_prompts_change(toys, tmp_path):
     shutil.copytree(toys["modernbert"].folder, folder)
     encoder = LandmarkEncoder(folder, granularity=16, projection=None, device="cpu")
     with LandmarkStore(tmp_path / "store", encoder=encoder, node_tokens=64) as store:
-        store.add_documents([("d", TEXTS[1])])
+        store.upsert_documents([("d", TEXTS[1])])
         recorded = store.settings["encoder"]["settings"]
     assert (recorded["query_prompt"], recorded["document_prompt"]) == ("search_query: ", "search_document: ")
     with LandmarkStore(tmp_path / "store", read_only=True) as store:  # rebuilt from the record: the same model

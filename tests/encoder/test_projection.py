@@ -11,7 +11,7 @@ import pytest
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.encoder.projection import SHIPPED_PROJECTION_DIR, LinearProjection
 from lmk_rag.errors import InvalidInputError, ModelNotFoundError
-from lmk_rag.vectors import l2_normalize
+from lmk_rag.vector_math import l2_normalize
 
 PAGE = (
     "tar saves many files together into a single tape or disk archive, and can restore individual files from "

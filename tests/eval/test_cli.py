@@ -84,7 +84,7 @@ def test_encoder_settings_reach_the_pipeline(tiny_beir: Path) -> None:
     @register_pipeline("test-options")
     def factory(options: PipelineOptions):
         seen.append(options)
-        from lmk_rag.eval.pipelines.bm25 import BM25Pipeline
+        from lmk_rag.eval.pipelines.bm25_pipeline import BM25Pipeline
 
         return BM25Pipeline(options)
 

@@ -38,7 +38,7 @@ def test_a_qdrant_client_store_round_trips_without_its_api_key(tmp_path: Path, m
     with LandmarkVectorStore("docs", location=folder, max_retries=5, batch_size=32,
                              embed_model=LandmarkEmbedding(encoder=minilm_encoder)) as vector_store:
         data = vector_store.to_dict()
-        vector_store.store.add_documents([("a", "the tar archiver bundles files", {})])
+        vector_store.store.upsert_documents([("a", "the tar archiver bundles files", {})])
     assert data == {"location": folder, "collection_name": "docs", "max_retries": 5, "batch_size": 32,
                     "enable_hybrid": True, "class_name": "LandmarkVectorStore"}
     with LandmarkVectorStore.from_dict(data) as reopened:

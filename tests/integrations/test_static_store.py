@@ -13,7 +13,7 @@ from llama_index.core.ingestion import IngestionPipeline
 from llama_index.embeddings.landmark import LandmarkEmbedding
 from llama_index.node_parser.landmark import ENCODER_KEY, LandmarkNodeParser
 from llama_index.vector_stores.landmark import LandmarkVectorStore
-from lmk_rag.static.documents import StaticDocumentEncoder
+from lmk_rag.static.document_encoder import StaticDocumentEncoder
 from lmk_rag.store import LandmarkStore, Rerank, StoreMode
 
 
@@ -47,7 +47,7 @@ def test_parser_and_store_cut_the_same_nodes_as_the_store_alone(
         )
         assert all(node.metadata[ENCODER_KEY] == store.settings["encoder"]["fingerprint"] for node in nodes)
         with LandmarkStore(tmp_path / "alone", mode="static", node_tokens=128) as alone:
-            alone.add_documents([(d.doc_id, d.text, None) for d in manpage_documents[:3]])
+            alone.upsert_documents([(d.doc_id, d.text, None) for d in manpage_documents[:3]])
             assert sorted(n.span for n in alone.get_nodes()) == sorted(n.span for n in store.get_nodes())
         assert store.backend.vector_names() == {"node", "static", "bm25"}
         retriever = VectorStoreIndex.from_vector_store(vector_store, embed_model=static_embedding).as_retriever(

@@ -336,7 +336,7 @@ def test_reads_a_store_written_by_the_core_api(
 ) -> None:
     text = manpage_documents[0].text
     with LandmarkStore(tmp_path / "core", encoder=minilm_encoder) as store:
-        store.add_document("page", text, {"rank": 0})
+        store.upsert_document("page", text, {"rank": 0})
     vector_store = LandmarkVectorStore(path=tmp_path / "core", embed_model=embed_model)
     try:
         node = vector_store.query(_query(k=1)).nodes[0]

@@ -33,7 +33,7 @@ def places(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _fill(vector_store: LandmarkVectorStore) -> None:
-    vector_store.store.add_documents(list(TEXTS.items()))
+    vector_store.store.upsert_documents(list(TEXTS.items()))
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from lmk_rag.errors import EmptyTextError, InvalidInputError, ModelNotFoundError
 from lmk_rag.nodes import group_chunks
 from lmk_rag.static import StaticTokenEncoder
-from lmk_rag.static.documents import StaticDocumentEncoder
+from lmk_rag.static.document_encoder import StaticDocumentEncoder
 from lmk_rag.static.mixer import SHIPPED_MIXER_DIR, MixerWeights
 
 TEXT = (

@@ -1,4 +1,4 @@
-"""MaxSim against a hand-computed example; the one numpy MaxSim (lmk_rag.vectors.maxsim_scores) against the formulas
+"""MaxSim against a hand-computed example; the one numpy MaxSim (lmk_rag.vector_math.maxsim_scores) against the formulas
 it replaced (static maxsim/maxsim_batch, eval's rank_best_chunk, the fine-tuning evaluation and the fusion study), on
 real static token vectors."""
 
@@ -12,7 +12,7 @@ import pytest
 from lmk_rag.errors import VectorSizeError
 from lmk_rag.eval.scoring import rank_best_chunk
 from lmk_rag.static import StaticTokenEncoder, maxsim, maxsim_matrix
-from lmk_rag.vectors import maxsim_scores, pack_rows
+from lmk_rag.vector_math import maxsim_scores, pack_rows
 
 Q = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]], dtype=np.float32)
 D = np.array([[0.8, 0.6], [0.0, -1.0], [1.0, 0.0]], dtype=np.float32)

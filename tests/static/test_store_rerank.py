@@ -30,7 +30,7 @@ def test_static_rerank_through_the_store(tmp_path, static_encoder, minilm_encode
     from lmk_rag.store import LandmarkStore
 
     with LandmarkStore(path=tmp_path / "store", encoder=minilm_encoder, static_encoder=static_encoder) as store:
-        store.add_documents([(f"page{i}", text, {"i": i}) for i, text in enumerate(pages)])
+        store.upsert_documents([(f"page{i}", text, {"i": i}) for i, text in enumerate(pages)])
         node = store.get_nodes(filter={"doc_id": "page2"})[0]
         # the store keeps each node's distinct static tokens, as the encoder gives them
         assert np.allclose(node.static_vectors, static_encoder.encode_document_tokens(node.text), atol=1e-5)

@@ -91,7 +91,7 @@ def make_store(folder: Path, records: Path, encoder: Any) -> dict[str, list[Node
     """Make the store with version 0 of every document, closed; return the documents' records."""
     chosen = pickle.loads(records.read_bytes())
     with LandmarkStore(folder, encoder=encoder) as store:
-        store.upsert_documents((doc_id, tagged(nodes, doc_id, 0)) for doc_id, nodes in chosen.items())
+        store.upsert_encoded_documents((doc_id, tagged(nodes, doc_id, 0)) for doc_id, nodes in chosen.items())
     return chosen
 
 

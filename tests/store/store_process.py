@@ -39,9 +39,9 @@ def churn(store: LandmarkStore, records: dict[str, list[NodeRecord]], stop: thre
         rounds += 1
         if rounds % 3 == 0:
             store.delete_document(names[0])
-            store.upsert_documents((doc_id, tagged(records[doc_id], doc_id, rounds)) for doc_id in names[1:])
+            store.upsert_encoded_documents((doc_id, tagged(records[doc_id], doc_id, rounds)) for doc_id in names[1:])
         else:
-            store.upsert_documents((doc_id, tagged(records[doc_id], doc_id, rounds)) for doc_id in names)
+            store.upsert_encoded_documents((doc_id, tagged(records[doc_id], doc_id, rounds)) for doc_id in names)
     return rounds
 
 
@@ -58,7 +58,7 @@ def main() -> None:
         op = command["op"]
         if op == "write":
             docs = [(d, tagged(records[d], d, command["tag"])) for d in command["docs"]]
-            answer({"written": store.upsert_documents(docs)})
+            answer({"written": store.upsert_encoded_documents(docs)})
         elif op == "delete":
             answer({"deleted": store.delete_document(command["doc"])})
         elif op == "churn":

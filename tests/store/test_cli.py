@@ -138,7 +138,7 @@ def test_query_imports_no_torch_transformers_or_qdrant_client_and_info_neither(t
                                                                                onnx_encoders, onnx_cache):
     doc_id, text = next(iter(docs.items()))
     with LandmarkStore(tmp_path / "store", encoder=minilm_encoder) as store:
-        store.add_documents([(doc_id, text, None)])
+        store.upsert_documents([(doc_id, text, None)])
         query = text.split(". ")[0][:200]
         best = store.search(query, k=1)[0]
 
@@ -168,7 +168,7 @@ def test_query_shows_the_passage_that_matched(tmp_path, needle_document) -> None
     text, (start, end) = needle_document
     store = str(tmp_path / "store")
     with LandmarkStore(store, encoder=LandmarkEncoder(granularity="sentence")) as target:  # one chunk per sentence
-        target.add_documents([("doc.txt", text, None), ("gzip.txt", "gzip compresses files with LZ77.", None)])
+        target.upsert_documents([("doc.txt", text, None), ("gzip.txt", "gzip compresses files with LZ77.", None)])
     runner = CliRunner()
     result = runner.invoke(app, ["query", NEEDLE_QUERY, "--store", store, "-k", "1"])
     assert result.exit_code == 0, result.output

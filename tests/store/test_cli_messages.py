@@ -29,8 +29,8 @@ def cli_store(tmp_path_factory, minilm_encoder, docs) -> Path:
     """A store of three pages written as ``lmk-rag ingest`` writes them (metadata: ``path``)."""
     folder = tmp_path_factory.mktemp("cli") / "store"
     with LandmarkStore(folder, encoder=minilm_encoder) as store:
-        store.add_documents([(doc_id, text, {"path": f"/pages/{doc_id}"}) for doc_id, text in list(docs.items())[:3]],
-                            show_progress_bar=False)
+        store.upsert_documents([(doc_id, text, {"path": f"/pages/{doc_id}"})
+                                for doc_id, text in list(docs.items())[:3]], show_progress_bar=False)
     return folder
 
 
@@ -148,7 +148,7 @@ def test_a_server_too_far_from_the_client_is_warned_of() -> None:
 
 def test_a_sparse_search_on_a_store_without_bm25_names_the_fix(tmp_path, minilm_encoder, docs) -> None:
     with LandmarkStore(tmp_path / "dense", encoder=minilm_encoder, bm25=False) as store:
-        store.add_documents(list(docs.items())[:1], show_progress_bar=False)
+        store.upsert_documents(list(docs.items())[:1], show_progress_bar=False)
         with pytest.raises(SettingsMismatchError) as raised:
             store.search("archive", alpha=0.0)
     said = str(raised.value)

@@ -27,10 +27,10 @@ def _tag(text: str) -> int:
 
 def test_a_second_handle_in_this_process_shares_the_open_store(tmp_path: Path, minilm_encoder, docs) -> None:
     first = LandmarkStore(tmp_path / "s", encoder=minilm_encoder)
-    first.add_document("a", next(iter(docs.values())))
+    first.upsert_document("a", next(iter(docs.values())))
     second = LandmarkStore(tmp_path / "s", encoder=minilm_encoder)  # a notebook cell run again
     assert second.doc_ids() == ["a"]
-    second.add_document("b", list(docs.values())[1])
+    second.upsert_document("b", list(docs.values())[1])
     assert first.doc_ids() == ["a", "b"] and first.check() == [] and second.check() == []
     reader = LandmarkStore(tmp_path / "s", read_only=True)
     assert reader.count() == first.count()
@@ -65,7 +65,7 @@ def test_readers_in_threads_never_see_a_half_written_version(tmp_path: Path, min
     query = minilm_encoder.encode_queries("what does this page describe")
     problems: list[str] = []
     with LandmarkStore(tmp_path / "s", encoder=minilm_encoder) as store:
-        store.upsert_nodes("doc", versions[0])
+        store.upsert_encoded_document("doc", versions[0])
         done = threading.Event()
 
         def read() -> None:
@@ -90,7 +90,7 @@ def test_readers_in_threads_never_see_a_half_written_version(tmp_path: Path, min
         for thread in readers:
             thread.start()
         for records in versions[1:]:
-            store.upsert_nodes("doc", records)
+            store.upsert_encoded_document("doc", records)
         done.set()
         for thread in readers:
             thread.join()
@@ -110,8 +110,9 @@ def test_writes_from_two_threads_are_serialised(tmp_path: Path, minilm_encoder,
                     for name in names[:3]:
                         records = doc_records[name]
                         doc_id = f"{prefix}-{name}"
-                        store.upsert_nodes(doc_id, [dataclasses.replace(r, doc_id=doc_id, node_id=f"{doc_id}#{i}")
-                                                    for i, r in enumerate(records)])
+                        store.upsert_encoded_document(doc_id, [
+                            dataclasses.replace(r, doc_id=doc_id, node_id=f"{doc_id}#{i}")
+                            for i, r in enumerate(records)])
                     if round_ == 2:
                         store.delete_document(f"{prefix}-{names[0]}")
             except BaseException as error:  # reported below
@@ -126,6 +127,6 @@ def test_writes_from_two_threads_are_serialised(tmp_path: Path, minilm_encoder,
         expected: dict[str, Any] = {f"{p}-{n}" for p in ("x", "y") for n in names[:3]}
         assert set(store.doc_ids()) == expected
         assert store.count() == 2 * sum(len(doc_records[n]) for n in names[:3])
-        assert store.check() == []  # the ledger's counts, the markers and the nodes agree
+        assert store.check() == []  # the committed counts, the markers and the nodes agree
     with LandmarkStore(tmp_path / "s") as reopened:  # and the committed counts verify on open
         assert set(reopened.doc_ids()) == expected

@@ -22,7 +22,7 @@ def template(tmp_path_factory: pytest.TempPathFactory, minilm_encoder, docs) -> 
     """A store of the eight real pages, written, optimized and closed."""
     folder = tmp_path_factory.mktemp("template") / "store"
     with LandmarkStore(folder, encoder=minilm_encoder) as store:
-        store.add_documents([(doc_id, text, {"n": i}) for i, (doc_id, text) in enumerate(docs.items())])
+        store.upsert_documents([(doc_id, text, {"n": i}) for i, (doc_id, text) in enumerate(docs.items())])
         store.optimize()
     return folder
 

@@ -70,14 +70,14 @@ def test_a_crash_at_every_step_of_a_write_leaves_one_whole_version(tmp_path, min
     query = minilm_encoder.encode_queries("file tests and exit status")
     store = LandmarkStore(tmp_path / "s", encoder=minilm_encoder)
     old = doc_records["page0.txt"]
-    store.upsert_nodes("page0.txt", old)
+    store.upsert_encoded_document("page0.txt", old)
     new = [r.__class__(**{**r.__dict__, "text": "NEW " + r.text}) for r in doc_records["page0.txt"][:1]]
     if call == 0:
         _crash_after_prefix(store, monkeypatch)
     else:
         _fail_on_call(store, method, call, monkeypatch)
     with pytest.raises(RuntimeError, match="simulated crash"):
-        store.upsert_nodes("page0.txt", new)
+        store.upsert_encoded_document("page0.txt", new)
     monkeypatch.undo()
     expected = {"old": sorted(r.text for r in old), "new": [new[0].text]}
     assert sorted(n.text for n in store.get_nodes(filter={"doc_id": "page0.txt"})) == expected[before_repair]
@@ -92,7 +92,7 @@ def test_a_crash_at_every_step_of_a_write_leaves_one_whole_version(tmp_path, min
 
 def test_a_crash_in_a_delete_leaves_the_document_whole(tmp_path, minilm_encoder, doc_records, monkeypatch):
     store = LandmarkStore(tmp_path / "s", encoder=minilm_encoder)
-    store.upsert_nodes("page0.txt", doc_records["page0.txt"])
+    store.upsert_encoded_document("page0.txt", doc_records["page0.txt"])
     _fail_on_call(store, "delete", 1, monkeypatch)
     with pytest.raises(RuntimeError):
         store.delete_document("page0.txt")
@@ -110,14 +110,14 @@ CHILD = textwrap.dedent(
     from lmk_rag.store import LandmarkStore
     docs = json.load(open(sys.argv[2]))
     store = LandmarkStore(sys.argv[1])
-    store.add_documents([(d, t, None) for d, t in docs.items()], document_batch_size=2,
+    store.upsert_documents([(d, t, None) for d, t in docs.items()], document_batch_size=2,
                         on_ack=lambda ids: print("ACK", json.dumps(ids), flush=True))
     nodes = {d: sorted(store.get_nodes(filter={"doc_id": d}), key=lambda n: n.span) for d in docs}
     i = 0
     while True:  # re-ingest forever, alternating full and half-size versions, until killed
         d = list(docs)[i % len(docs)]
         size = len(nodes[d]) if (i // len(docs)) % 2 == 0 else max(1, len(nodes[d]) // 2)
-        store.upsert_nodes(d, nodes[d][:size])
+        store.upsert_encoded_document(d, nodes[d][:size])
         print("REINGEST", json.dumps([d, size, len(nodes[d])]), flush=True)
         i += 1
     """

@@ -71,7 +71,7 @@ def _renamed(records: list[NodeRecord], doc_id: str) -> list[NodeRecord]:
 def filled(open_store: Callable[..., LandmarkStore], doc_records: dict[str, list[NodeRecord]]) -> LandmarkStore:
     """A store of the eight documents, searched once (a handle's first search samples the stored vectors)."""
     store = open_store()
-    store.upsert_documents(list(doc_records.items()))
+    store.upsert_encoded_documents(list(doc_records.items()))
     store.search_vector(np.asarray(doc_records["page0.txt"][0].vector), k=1)
     return store
 
@@ -139,7 +139,7 @@ def test_edge_scores_the_candidates_of_one_query_api_call(filled: LandmarkStore,
 
 #: Engine calls of rewriting one stored document of fewer than 64 nodes, by backend: Edge's are shard calls
 #: (``update`` for upserts, set-payload and delete), qdrant-client's are client calls (a local-mode folder records
-#: its ledger in the settings point: the two extra upserts).
+#: its committed counts in the settings point: the two extra upserts).
 WRITE_CALLS = {
     "qdrant-edge": {"retrieve": 1, "update": 4, "flush": 1},
     "qdrant-local": {"retrieve": 1, "upsert": 5, "set_payload": 1, "delete": 1},
@@ -158,9 +158,9 @@ def test_a_document_write_and_delete_take_the_stated_engine_calls(filled: Landma
     engine, rewrites = count_engine_calls(filled, monkeypatch)
     records = doc_records["page1.txt"]
     assert 1 < len(records) < 63
-    filled.upsert_nodes("page0.txt", _renamed(records, "page0.txt"))
+    filled.upsert_encoded_document("page0.txt", _renamed(records, "page0.txt"))
     assert engine.take() == Counter(WRITE_CALLS[filled.backend.name])
-    # the ledger, before and after
+    # the committed counts, before and after
     assert rewrites.pop("write_settings", 0) == (2 if filled.backend.single_writer else 0)
     assert filled.delete_document("page0.txt")
     assert engine.take() == Counter(DELETE_CALLS[filled.backend.name])

@@ -10,7 +10,7 @@ import pytest
 
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.errors import InvalidInputError
-from lmk_rag.static.documents import StaticDocumentEncoder
+from lmk_rag.static.document_encoder import StaticDocumentEncoder
 from lmk_rag.store import Evidence, NodeRecord, SearchOptions
 from tests.conftest import NEEDLE_QUERY, NEEDLE_SENTENCE
 
@@ -30,7 +30,7 @@ def _overlap(a: tuple[int, int], b: tuple[int, int]) -> int:
 def test_the_evidence_is_the_one_matching_sentence(open_store, needle_document, sentence_encoder) -> None:
     text, (start, end) = needle_document
     store = open_store(encoder=sentence_encoder)
-    store.add_documents([("doc", text, None), ("other", OTHER, None)])
+    store.upsert_documents([("doc", text, None), ("other", OTHER, None)])
     (hit,) = store.search(NEEDLE_QUERY, k=1)
     best = hit.evidence[0]
     assert (hit.doc_id, best.kind) == ("doc", "chunk")
@@ -42,7 +42,7 @@ def test_the_evidence_is_the_one_matching_sentence(open_store, needle_document, 
 def test_evidence_scores_add_up_to_the_hits_maxsim(open_store, needle_document, minilm_encoder) -> None:
     text, needle = needle_document
     store = open_store(encoder=minilm_encoder, search=SearchOptions(document_weight=0.0))
-    store.add_documents([("doc", text, None), ("other", OTHER, None)])
+    store.upsert_documents([("doc", text, None), ("other", OTHER, None)])
     hits = store.search(NEEDLE_QUERY + " " + " ".join(["Also, the rotation schedule."] * 12), k=2, alpha=1.0)
     for hit in hits:  # alpha 1, no document cosine: the score is the chunk MaxSim over the query vectors
         assert hit.evidence and all(e.kind == "chunk" and e.score is not None for e in hit.evidence)
@@ -57,7 +57,7 @@ def test_a_bm25_only_search_says_its_hits_have_no_rerank_evidence(open_store, ne
                                                                     minilm_encoder) -> None:
     text, _ = needle_document
     store = open_store(encoder=minilm_encoder)
-    store.add_documents([("doc", text, None), ("other", OTHER, None)])
+    store.upsert_documents([("doc", text, None), ("other", OTHER, None)])
     (hit,) = store.search("Zanzibar keyrotate", k=1, alpha=0.0)
     assert hit.evidence == (Evidence(hit.span[0], hit.span[1], None, "bm25"),)
 
@@ -66,11 +66,12 @@ def test_nodes_without_chunk_spans_give_the_whole_node(open_store, minilm_encode
     store = open_store(encoder=minilm_encoder)
     vector = minilm_encoder.encode_documents(OTHER)
     record = NodeRecord("n1", "gz", OTHER, (10, 10 + len(OTHER)), vector.vector, vector.chunk_vectors)
-    store.upsert_nodes("gz", [record])
+    store.upsert_encoded_document("gz", [record])
     (hit,) = store.search("compress files", k=1)
     ((evidence),) = hit.evidence
     assert (evidence.span, evidence.kind) == ((10, 10 + len(OTHER)), "node") and evidence.score is not None
-    store.upsert_nodes("gz", [dataclasses.replace(record, chunk_vectors=None)])  # the store encodes it: spans known
+    # the store encodes it: spans known
+    store.upsert_encoded_document("gz", [dataclasses.replace(record, chunk_vectors=None)])
     (hit,) = store.search("compress files", k=1)
     assert hit.evidence[0].kind == "chunk" and hit.span[0] <= hit.evidence[0].start < hit.evidence[0].end <= hit.span[1]
 
@@ -81,13 +82,13 @@ def test_chunk_spans_that_do_not_fit_their_node_are_refused(open_store, minilm_e
     record = NodeRecord("n1", "gz", OTHER, (0, len(OTHER)), vector.vector, vector.chunk_vectors)
     for spans in [((0, len(OTHER) + 5),), ((0, 5), (5, 9)) * len(vector.chunk_vectors), ((5, 2),)]:
         with pytest.raises(InvalidInputError, match="chunk_spans"):
-            store.upsert_nodes("gz", [dataclasses.replace(record, chunk_spans=spans)])
+            store.upsert_encoded_document("gz", [dataclasses.replace(record, chunk_spans=spans)])
 
 
 def test_a_static_store_gives_the_token_that_matched(open_store, needle_document) -> None:
     text, (start, end) = needle_document
     store = open_store(encoder=StaticDocumentEncoder())
-    store.add_documents([("doc", text, None), ("other", OTHER, None)])
+    store.upsert_documents([("doc", text, None), ("other", OTHER, None)])
     (hit,) = store.search("Zanzibar", k=1, alpha=1.0)
     best = hit.evidence[0]
     assert best.kind == "token" and start <= best.start < best.end <= end
@@ -97,7 +98,7 @@ def test_a_static_store_gives_the_token_that_matched(open_store, needle_document
 def test_a_diverse_search_has_no_evidence(open_store, needle_document, minilm_encoder) -> None:
     text, _ = needle_document
     store = open_store(encoder=minilm_encoder)
-    store.add_documents([("doc", text, None), ("other", OTHER, None)])
+    store.upsert_documents([("doc", text, None), ("other", OTHER, None)])
     assert all(hit.evidence == () for hit in store.search_mmr(NEEDLE_QUERY, k=2))
 
 
@@ -113,6 +114,6 @@ def test_a_store_other_processes_write_reads_the_hits_vectors_after_ranking(need
     text, (start, end) = needle_document
     with LandmarkStore(location=":memory:", encoder=sentence_encoder) as store:  # not its only writer: payloads
         assert not store.backend.single_writer  # come with the ranking, the hits' vectors in one more call
-        store.add_documents([("doc", text, None), ("other", OTHER, None)])
+        store.upsert_documents([("doc", text, None), ("other", OTHER, None)])
         (hit,) = store.search(NEEDLE_QUERY, k=1)
     assert hit.evidence[0] == Evidence(start, end + 1, hit.evidence[0].score, "chunk")

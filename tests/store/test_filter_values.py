@@ -25,7 +25,7 @@ def test_bytes_are_refused_by_name_in_every_operator(op: str, value: Any) -> Non
 
 def test_a_bytes_filter_is_refused_before_a_search(tmp_path: Path, minilm_encoder: Any, docs: dict[str, str]) -> None:
     with LandmarkStore(tmp_path / "store", encoder=minilm_encoder) as store:
-        store.add_documents([("as-string", next(iter(docs.values())), {"code": "007"})])
+        store.upsert_documents([("as-string", next(iter(docs.values())), {"code": "007"})])
         with pytest.raises(InvalidInputError, match="bytes"):
             store.search("a page", filter=Filter(must=[FieldCondition("code", "nin", b"007")]))
         with pytest.raises(InvalidInputError, match="bytes"):
@@ -45,7 +45,7 @@ def test_query_filters_a_string_that_looks_like_a_number(tmp_path: Path, minilm_
                                                          docs: dict[str, str]) -> None:
     texts = list(docs.values())[:2]
     with LandmarkStore(tmp_path / "store", encoder=minilm_encoder) as store:
-        store.add_documents([("as-string", texts[0], {"code": "007"}), ("as-number", texts[1], {"code": 7})])
+        store.upsert_documents([("as-string", texts[0], {"code": "007"}), ("as-number", texts[1], {"code": 7})])
 
     def found(option: str) -> set[str]:
         result = CliRunner().invoke(app, ["query", "a page", "--store", str(tmp_path / "store"), "--filter", option,

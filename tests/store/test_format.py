@@ -29,7 +29,7 @@ def written(tmp_path: Path, minilm_encoder, doc_records: dict[str, list[NodeReco
     folder = tmp_path / "s"
     name = next(iter(doc_records))
     with LandmarkStore(folder, encoder=minilm_encoder) as store:
-        store.upsert_nodes(name, doc_records[name])
+        store.upsert_encoded_document(name, doc_records[name])
         assert store.settings["format_version"] == FORMAT_VERSION
     return folder
 

@@ -22,10 +22,9 @@ from processes import PATIENCE, REPO, StoreProcess, make_store
 from store_process import tagged
 
 from lmk_rag.errors import StoreLockedError
-from lmk_rag.store import LandmarkStore
-from lmk_rag.store import guards as store_guards
-from lmk_rag.store.copied import READERS_DIR
-from lmk_rag.store.guards import HANDOVER_FILE, HOLDER_FILE, handover_requested, read_holder
+from lmk_rag.store import LandmarkStore, folder_locks
+from lmk_rag.store.folder_copy import READERS_DIR
+from lmk_rag.store.folder_locks import HANDOVER_FILE, HOLDER_FILE, handover_requested, read_holder
 
 pytestmark = pytest.mark.slow
 #: Seconds a writer may wait for a reader to hand a small store over (the issue's "a few seconds"; the handover
@@ -74,7 +73,7 @@ def test_a_writer_opens_a_folder_a_reader_holds_and_the_reader_follows_it(tmp_pa
             assert read_holder(folder) == (os.getpid(), True) and not (folder / HANDOVER_FILE).exists()
             seen = reader.send(op="versions")  # still answering, now from a copy
             assert seen == {"versions": dict.fromkeys(names, 0), "whole": True, "backend": "qdrant-edge (reader copy)"}
-            writer.upsert_documents((d, tagged(chosen[d], d, 1)) for d in names[:2])
+            writer.upsert_encoded_documents((d, tagged(chosen[d], d, 1)) for d in names[:2])
             assert reader.send(op="versions")["versions"] == {**dict.fromkeys(names[:2], 1),
                                                              **dict.fromkeys(names[2:], 0)}
             writer.delete_document(names[3])
@@ -133,7 +132,7 @@ def test_a_busy_reader_makes_the_writer_wait_then_fail_naming_it(tmp_path: Path,
     folder = tmp_path / "s"
     make_store(folder, four, minilm_encoder)
     reader = StoreProcess(folder, four, read_only=True)
-    monkeypatch.setattr(store_guards, "HANDOVER_TIMEOUT", 1.5)
+    monkeypatch.setattr(folder_locks, "HANDOVER_TIMEOUT", 1.5)
     try:
         assert reader.send(op="busy", seconds=6) == {"busy": True}
         start = time.monotonic()
@@ -141,7 +140,7 @@ def test_a_busy_reader_makes_the_writer_wait_then_fail_naming_it(tmp_path: Path,
             LandmarkStore(folder)
         assert raised.value.pid == reader.process.pid and 1.5 <= time.monotonic() - start < FEW_SECONDS
         assert not (folder / HANDOVER_FILE).exists()  # the request withdrawn
-        monkeypatch.setattr(store_guards, "HANDOVER_TIMEOUT", 30.0)
+        monkeypatch.setattr(folder_locks, "HANDOVER_TIMEOUT", 30.0)
         with LandmarkStore(folder) as writer:  # the long call ends within the timeout: handed over
             assert writer.doc_ids() and writer.check() == []
         assert reader.send(op="versions")["whole"] is True
@@ -326,7 +325,7 @@ def test_a_reader_that_also_writes_here_keeps_the_folder_until_its_writer_closes
     reader = LandmarkStore(folder, read_only=True)
     try:
         with LandmarkStore(folder) as writer:
-            assert writer.upsert_documents([(names[0], tagged(chosen[names[0]], names[0], 1))]) > 0
+            assert writer.upsert_encoded_documents([(names[0], tagged(chosen[names[0]], names[0], 1))]) > 0
             assert {n.text[:4] for n in reader.get_nodes() if n.doc_id == names[0]} == {"[v1]"}
             said = _open_elsewhere(folder)
             assert said.startswith(f"LOCKED {os.getpid()} ") and "being written" in said, said

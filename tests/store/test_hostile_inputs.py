@@ -44,7 +44,7 @@ def filled(tmp_path_factory: pytest.TempPathFactory, minilm_encoder, docs) -> La
     """A real Edge store of four real pages, open for the whole module."""
     store = LandmarkStore(tmp_path_factory.mktemp("hostile") / "store", encoder=minilm_encoder)
     first = list(docs.items())[:4]
-    store.add_documents([(doc_id, text, {"n": i, "tag": "x"}) for i, (doc_id, text) in enumerate(first)])
+    store.upsert_documents([(doc_id, text, {"n": i, "tag": "x"}) for i, (doc_id, text) in enumerate(first)])
     yield store
     store.close()
 
@@ -69,7 +69,7 @@ BAD_METADATA = [uuid.uuid4(), math.nan, math.inf, object(), b"bytes", 2**80, np.
 @pytest.mark.parametrize("value", BAD_METADATA, ids=lambda v: type(v).__name__)
 def test_metadata_that_cannot_round_trip_is_refused(filled, intact, value) -> None:
     with pytest.raises(InvalidInputError, match="metadata"):
-        filled.add_document("new.txt", "A page about archives.", {"key": value})
+        filled.upsert_document("new.txt", "A page about archives.", {"key": value})
     intact()
 
 
@@ -80,7 +80,7 @@ def test_metadata_that_cannot_round_trip_is_refused(filled, intact, value) -> No
 )
 def test_metadata_of_the_wrong_shape_is_refused(filled, intact, metadata) -> None:
     with pytest.raises(InvalidInputError):
-        filled.add_document("new.txt", "A page about archives.", metadata)
+        filled.upsert_document("new.txt", "A page about archives.", metadata)
     intact()
 
 
@@ -93,13 +93,13 @@ def test_metadata_of_the_wrong_shape_is_refused(filled, intact, metadata) -> Non
 )
 def test_bad_documents_are_refused(filled, intact, doc_id, text, error) -> None:
     with pytest.raises(error):
-        filled.add_document(doc_id, text)
+        filled.upsert_document(doc_id, text)
     intact()
 
 
 def test_a_doc_id_twice_in_one_call_is_refused(filled, intact) -> None:
     with pytest.raises(InvalidInputError, match="twice"):
-        filled.add_documents([("same", "one text", None), ("same", "another text", None)])
+        filled.upsert_documents([("same", "one text", None), ("same", "another text", None)])
     intact()
 
 
@@ -111,14 +111,14 @@ def test_a_doc_id_twice_in_one_call_is_refused(filled, intact) -> None:
 )
 def test_documents_of_the_wrong_shape_are_refused(filled, intact, documents, words) -> None:
     with pytest.raises(InvalidInputError, match=words):
-        filled.add_documents(documents)
+        filled.upsert_documents(documents)
     intact()
 
 
 def test_documents_without_metadata_and_from_a_generator(filled, docs) -> None:
     _doc_id, text = list(docs.items())[5]
     before = filled.count_documents()
-    assert filled.add_documents(iter([("pair.txt", text)])) >= 1  # (doc_id, text): no metadata
+    assert filled.upsert_documents(iter([("pair.txt", text)])) >= 1  # (doc_id, text): no metadata
     assert filled.count_documents() == before + 1
     assert filled.search(text[:150], k=1)[0].doc_id == "pair.txt"
     assert filled.delete_document("pair.txt") and filled.count_documents() == before
@@ -195,7 +195,7 @@ def test_bad_node_records_are_refused(filled, intact) -> None:
     ]
     for doc_id, records, error in cases:
         with pytest.raises(error):
-            filled.upsert_nodes(doc_id, records)
+            filled.upsert_encoded_document(doc_id, records)
     with pytest.raises(SettingsMismatchError):
         filled.search_encoded(type("Q", (), {"vector": good.vector, "chunk_vectors": good.chunk_vectors})(),
                               rerank="static", static_query=np.ones((2, 16), np.float32))
@@ -283,10 +283,10 @@ def test_urls_qdrant_client_cannot_parse_are_refused(url) -> None:
 
 def test_a_read_only_handle_refuses_every_write(tmp_path: Path, minilm_encoder) -> None:
     with LandmarkStore(tmp_path / "s", encoder=minilm_encoder) as store:
-        store.add_document("a", "A page about archives and compression.")
+        store.upsert_document("a", "A page about archives and compression.")
     with LandmarkStore(tmp_path / "s", read_only=True) as reader:
         assert reader.doc_ids() == ["a"] and reader.search("archives", k=1)[0].doc_id == "a"
-        for write in (lambda: reader.add_document("b", "text"), lambda: reader.delete_document("a"), reader.clear):
+        for write in (lambda: reader.upsert_document("b", "text"), lambda: reader.delete_document("a"), reader.clear):
             with pytest.raises(StoreReadOnlyError):
                 write()
         assert reader.doc_ids() == ["a"]
@@ -299,7 +299,7 @@ def test_read_only_folder_as_an_unprivileged_user(tmp_path: Path, minilm_encoder
     folder = Path(tempfile.mkdtemp(prefix="lmk_ro_"))
     try:
         with LandmarkStore(folder / "store", encoder=minilm_encoder) as store:
-            store.add_document("a", "A page about archives.")
+            store.upsert_document("a", "A page about archives.")
         subprocess.run(["chmod", "-R", "a+rX,a-w", str(folder)], check=True)
         code = ("from lmk_rag.store import LandmarkStore\n"
                 "import sys\n"
@@ -332,7 +332,7 @@ def test_bad_encoder_inputs(minilm_encoder, texts, error) -> None:
 
 @pytest.mark.parametrize("texts", [None, 5, [None], ["ok", b"bytes"]], ids=["none", "int", "none-item", "bytes-item"])
 def test_bad_static_encoder_inputs(texts) -> None:
-    from lmk_rag.static.documents import StaticDocumentEncoder
+    from lmk_rag.static.document_encoder import StaticDocumentEncoder
 
     with pytest.raises(InvalidInputError):
         StaticDocumentEncoder().encode_documents(texts)
@@ -406,7 +406,7 @@ def closed_store(tmp_path_factory: pytest.TempPathFactory, minilm_encoder) -> Pa
     """A store folder nobody holds open (the CLI opens it in another process)."""
     folder = tmp_path_factory.mktemp("closed") / "store"
     with LandmarkStore(folder, encoder=minilm_encoder) as store:
-        store.add_document("a.txt", "A page about archives and compression.")
+        store.upsert_document("a.txt", "A page about archives and compression.")
     return folder
 
 

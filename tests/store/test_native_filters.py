@@ -76,7 +76,7 @@ def test_a_native_filter_selects_what_the_stores_own_selects_in_every_call(
 ) -> None:
     store = open_store()
     for doc_id, records in doc_records.items():
-        store.upsert_nodes(doc_id, records)
+        store.upsert_encoded_document(doc_id, records)
     ids = list(doc_records)
     native = models.Filter(
         must=[models.FieldCondition(key="group", match=models.MatchValue(value="even"))],

@@ -44,7 +44,7 @@ def test_filters_on_floats_booleans_and_none(open_store, doc_records) -> None:
     store = open_store()
     records = _typed(doc_records)
     for doc_id, nodes in records.items():
-        store.upsert_nodes(doc_id, nodes)
+        store.upsert_encoded_document(doc_id, nodes)
     assert _docs(store, FieldCondition("weight", "eq", 2.0)) == _where(records, lambda m: m["weight"] == 2.0)
     assert _docs(store, FieldCondition("weight", "ne", 1.0)) == _where(records, lambda m: m["weight"] != 1.0)
     assert _docs(store, FieldCondition("weight", "in", [0.0, 3.0])) == _where(records, lambda m: m["weight"] in (0, 3))
@@ -78,7 +78,7 @@ def test_date_ranges_compare_points_in_time(open_store, doc_records) -> None:
     records = {doc_id: [replace(record, metadata={"d": stamp}) for record in nodes]
                for (doc_id, nodes), stamp in zip(doc_records.items(), stamps)}
     for doc_id, nodes in records.items():
-        store.upsert_nodes(doc_id, nodes)
+        store.upsert_encoded_document(doc_id, nodes)
     ids = list(records)
     assert _docs(store, FieldCondition("d", "gt", "2026-01-01")) == {ids[2], ids[3], ids[4], ids[5]}
     assert _docs(store, FieldCondition("d", "gte", datetime.date(2026, 1, 1))) == {ids[1], ids[2], ids[3], ids[4],
@@ -97,7 +97,7 @@ def test_substring_filters_match_inside_words_on_any_key(open_store, doc_records
     store = open_store()  # no text_keys, no payload index: Qdrant's substring match, on every backend
     records = _typed(doc_records)
     for doc_id, nodes in records.items():
-        store.upsert_nodes(doc_id, nodes)
+        store.upsert_encoded_document(doc_id, nodes)
     inside = _where(records, lambda m: "R78Y" in m["identifier"])
     assert inside and inside != set(records)
     assert _docs(store, FieldCondition("identifier", "substring", "R78Y")) == inside
@@ -120,7 +120,7 @@ def test_text_keys_match_word_prefixes_in_any_case(open_store, doc_records, back
     assert store.text_keys == ["identifier"] == store.settings["text_keys"]
     records = _typed(doc_records)
     for doc_id, nodes in records.items():
-        store.upsert_nodes(doc_id, nodes)
+        store.upsert_encoded_document(doc_id, nodes)
     starts = _where(records, lambda m: m["identifier"].startswith("6FTR78Y"))
     assert starts and _docs(store, FieldCondition("identifier", "text", "6FTR78Y")) == starts
     assert _docs(store, FieldCondition("identifier", "text", "6ftr78y")) == starts
@@ -140,7 +140,7 @@ def test_text_keys_are_metadata_keys(open_store) -> None:
 def test_delete_nodes_keeps_the_rest_of_each_document(open_store, doc_records) -> None:
     store = open_store()
     for doc_id, nodes in doc_records.items():
-        store.upsert_nodes(doc_id, nodes)
+        store.upsert_encoded_document(doc_id, nodes)
     total = store.count()
     first, second = list(doc_records)[:2]
     one = doc_records[first][0].node_id
@@ -162,7 +162,7 @@ def test_delete_nodes_keeps_the_rest_of_each_document(open_store, doc_records) -
 def test_search_mmr_trades_relevance_for_diversity(open_store, doc_records, docs) -> None:
     store = open_store()
     for doc_id, nodes in doc_records.items():
-        store.upsert_nodes(doc_id, nodes)
+        store.upsert_encoded_document(doc_id, nodes)
     text = docs["page2.txt"].split(". ")[0]
     vector = store.encoder.encode_queries(text).vector
     nodes = {r.node_id: r for records in doc_records.values() for r in records}

@@ -2,16 +2,20 @@
 modules"), read with a profiler on a real Edge store on disk and the real MiniLM encoder.
 
 Each bound is what the module layout reaches now, so a change that spreads a path over more modules fails here and
-names them. It can fail: on the layout before issue 45 one ``add_document`` ran through 18 store modules
+names them. It can fail: on the layout before issue 45 one ``upsert_document`` ran through 18 store modules
 (store, writes, documents, visibility, records, edge, base, settings, cutting, modes, points, versions, ledger,
 access, commits, bm25, filters, space) and one ``search`` through 14 (store, backends, reads, settings, query,
 query_vectors, points, bm25, visibility, edge, filters, access, base, records); after the first merges, through 10
 each (a write also through settings, locks' read-write lock and filters, a search through backends, filters and
 locks); then 8 and 7, while the thread guards lived in base beside the backend interface and the folder's locks in
-locks. Now a write runs store, writes, documents, records, vectors, edge and guards (the read-write lock, the
-engine's error translation and the folder's commit lock, which Edge takes around every change), and a search store,
-reads, vectors, query, records, edge and guards: a plain search translates no caller's filter (filters), refreshes
-no reader's copy (backends), and a write keeps its committed counts with the write protocol (writes).
+locks. Issue 45 left a write running store, writes, documents, records, vectors, edge and guards, and a search store,
+reads, vectors, query, records, edge and guards. Issue 62 gave each job its own module, so the same code now runs in
+more of them: guards became read_write_lock, engine_errors and folder_locks (the commit lock Edge takes around every
+change), and vectors lost the store's encoder (store_encoder) and BM25 (bm25). A write runs store, writes,
+documents, records, store_encoder, vectors, bm25, edge, read_write_lock, folder_locks and engine_errors; a search
+store, reads, store_encoder, vectors, bm25, query, records, edge, read_write_lock and engine_errors. A plain search
+still translates no caller's filter (filters) and refreshes no reader's copy (backends), and a write keeps its
+committed counts with the write protocol (writes).
 """
 
 from __future__ import annotations
@@ -26,10 +30,10 @@ import lmk_rag.store
 from lmk_rag.store import LandmarkStore
 
 STORE_DIR = Path(lmk_rag.store.__file__).resolve().parent
-#: The store modules a warm ``add_document`` on Edge runs code of, at most (docs/architecture.md draws them).
-WRITE_MODULES = 7
+#: The store modules a warm ``upsert_document`` on Edge runs code of, at most (docs/architecture.md draws them).
+WRITE_MODULES = 11
 #: The store modules a warm fused ``search`` on Edge runs code of, at most.
-SEARCH_MODULES = 7
+SEARCH_MODULES = 10
 
 
 def modules_run(action: Callable[[], Any]) -> list[str]:
@@ -63,10 +67,10 @@ def test_a_write_and_a_search_each_cross_few_store_modules(tmp_path: Path, minil
                                                             docs: dict[str, str]) -> None:
     texts = list(docs.values())
     with LandmarkStore(tmp_path / "store", encoder=minilm_encoder) as store:
-        store.add_document("warm", texts[0])  # warm: the encoder, the BM25 model and the first search's sample
+        store.upsert_document("warm", texts[0])  # warm: the encoder, the BM25 model and the first search's sample
         store.search("archive files", k=3)
-        write = modules_run(lambda: store.add_document("doc", texts[1], {"kind": "manual"}))
+        write = modules_run(lambda: store.upsert_document("doc", texts[1], {"kind": "manual"}))
         search = modules_run(lambda: store.search("archive files", k=3))
     assert write[0] == "store" and search[0] == "store"
-    assert len(write) <= WRITE_MODULES, f"one add_document runs through {len(write)} store modules: {write}"
+    assert len(write) <= WRITE_MODULES, f"one upsert_document runs through {len(write)} store modules: {write}"
     assert len(search) <= SEARCH_MODULES, f"one search runs through {len(search)} store modules: {search}"

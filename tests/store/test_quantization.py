@@ -19,7 +19,7 @@ def test_quantized_multivectors_give_the_float32_hits_and_scores(open_store, doc
     assert quantized.settings["quantization"] == quantization
     for store in (exact, quantized):
         for doc_id, records in doc_records.items():
-            store.upsert_nodes(doc_id, records)
+            store.upsert_encoded_document(doc_id, records)
     for query in minilm_encoder.encode_queries(QUERIES):
         for alpha in (1.0, 0.7):  # the rerank alone, and fused with BM25
             want = exact.search_encoded(query, k=10, doc_level=False, alpha=alpha)

@@ -21,9 +21,9 @@ from llama_index.vector_stores.landmark import LandmarkVectorStore
 from lmk_rag.cli import app
 from lmk_rag.errors import StoreLockedError
 from lmk_rag.store import LandmarkStore, NodeRecord
-from lmk_rag.store.copied import READERS_DIR, take_copy
 from lmk_rag.store.edge import SETTINGS_FILE, SHARD_DIR
-from lmk_rag.store.guards import CommitLock
+from lmk_rag.store.folder_copy import READERS_DIR, take_copy
+from lmk_rag.store.folder_locks import CommitLock
 
 pytestmark = pytest.mark.slow
 #: Copies the torn-copy test takes while the writer writes, each at a later commit than the one before.

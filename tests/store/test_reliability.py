@@ -24,7 +24,7 @@ def store(tmp_path: Path, minilm_encoder, docs) -> LandmarkStore:
     """A real Edge store of two real pages, ``a.txt`` and ``b.txt``."""
     texts = list(docs.values())
     with LandmarkStore(tmp_path / "store", encoder=minilm_encoder) as opened:
-        opened.add_documents([("a.txt", texts[0], {"n": 1}), ("b.txt", texts[1], {"n": 2.0})])
+        opened.upsert_documents([("a.txt", texts[0], {"n": 1}), ("b.txt", texts[1], {"n": 2.0})])
         yield opened
 
 
@@ -62,16 +62,16 @@ def test_a_bad_batch_size_stores_nothing_and_says_so(store, docs, batch_size) ->
     before = _state(store)
     documents = [(f"new{i}.txt", text, None) for i, text in enumerate(list(docs.values())[2:6])]
     with pytest.raises(InvalidInputError, match="batch_size"):
-        store.add_documents(documents, document_batch_size=batch_size)
+        store.upsert_documents(documents, document_batch_size=batch_size)
     with pytest.raises(InvalidInputError, match="batch_size"):
-        store.upsert_documents([], document_batch_size=batch_size)
+        store.upsert_encoded_documents([], document_batch_size=batch_size)
     assert _state(store) == before
 
 
 def test_an_on_ack_that_is_not_callable_is_refused_before_the_write(store, docs) -> None:
     before = _state(store)
     with pytest.raises(InvalidInputError, match="on_ack"):
-        store.add_documents([("c.txt", list(docs.values())[2], None)], on_ack="x")
+        store.upsert_documents([("c.txt", list(docs.values())[2], None)], on_ack="x")
     assert _state(store) == before
 
 
@@ -80,14 +80,14 @@ def test_a_node_id_of_another_document_is_refused(store, docs) -> None:
     victim = store.get_nodes(["a.txt#0"])[0]
     thief = dataclasses.replace(victim, doc_id="thief", text="stolen")
     with pytest.raises(InvalidInputError, match=re.escape("'a.txt#0' belongs to document 'a.txt'")):
-        store.upsert_nodes("thief", [thief])
+        store.upsert_encoded_document("thief", [thief])
     second = dataclasses.replace(victim, node_id="fresh#0", doc_id="other")
     with pytest.raises(InvalidInputError, match=re.escape("'fresh#0' is given for documents 'thief' and 'other'")):
-        store.upsert_documents([("thief", [dataclasses.replace(second, doc_id="thief")]), ("other", [second])])
+        store.upsert_encoded_documents([("thief", [dataclasses.replace(second, doc_id="thief")]), ("other", [second])])
     assert _state(store) == before == (before[0], before[1], [])
     assert store.search(next(iter(docs.values()))[:150], k=1)[0].doc_id == "a.txt"
     # the document's own nodes may be rewritten under their ids
-    assert store.upsert_nodes("a.txt", [dataclasses.replace(victim, text="rewritten")]) == 1
+    assert store.upsert_encoded_document("a.txt", [dataclasses.replace(victim, text="rewritten")]) == 1
     assert store.get_nodes(["a.txt#0"])[0].text == "rewritten"
 
 
@@ -107,7 +107,7 @@ def test_sync_deletes_only_what_the_cli_ingested(tmp_path: Path, minilm_encoder,
     _ingest(str(folder), "--store", str(store_path))
     with LandmarkStore(store_path) as target:  # the CLI's encoder settings, as recorded
         # an API document that names a (missing) file under the folder in its metadata, as users may
-        target.add_document("ghost", texts[2][:800], {"path": str(folder / "ghost.txt")})
+        target.upsert_document("ghost", texts[2][:800], {"path": str(folder / "ghost.txt")})
         assert target.sources() == {"kept.txt": str(folder / "kept.txt"), "gone.txt": str(folder / "gone.txt")}
     (folder / "gone.txt").unlink()
     result = _ingest(str(folder), "--store", str(store_path), "--sync")
@@ -123,7 +123,7 @@ def test_a_store_written_before_sources_were_recorded_gets_them_without_reencodi
     folder.mkdir()
     (folder / "a.txt").write_text(next(iter(docs.values()))[:800])
     with LandmarkStore(store_path) as target:  # as the CLI wrote it before: the path in metadata only
-        target.add_document("a.txt", (folder / "a.txt").read_text(), {"path": str(folder / "a.txt")})
+        target.upsert_document("a.txt", (folder / "a.txt").read_text(), {"path": str(folder / "a.txt")})
         assert target.sources() == {}
     result = _ingest(str(folder), "--store", str(store_path))
     assert "0 new, 0 changed, 1 unchanged" in result.stdout and "0 nodes written" in result.stdout
@@ -186,7 +186,7 @@ def test_cli_filters_match_stored_numbers_and_booleans(tmp_path: Path, minilm_en
     store_path = tmp_path / "store"
     texts = list(docs.values())
     with LandmarkStore(store_path) as target:
-        target.add_documents([("big", texts[0], {"v": 100000.0, "flag": True}), ("small", texts[1], {"v": 5})])
+        target.upsert_documents([("big", texts[0], {"v": 100000.0, "flag": True}), ("small", texts[1], {"v": 5})])
 
     def hits(*filters: str) -> list[str]:
         args = ["query", "a page", "--store", str(store_path), "--json"]
@@ -211,7 +211,7 @@ def test_cli_filters_match_stored_numbers_and_booleans(tmp_path: Path, minilm_en
 def test_a_hand_edited_settings_record_is_a_typed_error_naming_the_value(tmp_path: Path, minilm_encoder, docs,
                                                                          edit, words) -> None:
     with LandmarkStore(tmp_path / "store", encoder=minilm_encoder) as target:
-        target.add_document("a.txt", next(iter(docs.values())))
+        target.upsert_document("a.txt", next(iter(docs.values())))
         original = target.settings
         target.backend.write_settings({**original, **edit})
     with pytest.raises(CorruptStoreError, match=f"{re.escape(words)}.*(restore the original value|restore the record)"):
@@ -234,7 +234,7 @@ def _restore(path: Path, meta: dict[str, Any]) -> None:
 
 def test_an_unknown_recorded_encoder_setting_is_a_typed_error(tmp_path: Path, minilm_encoder, docs) -> None:
     with LandmarkStore(tmp_path / "store", encoder=minilm_encoder) as target:
-        target.add_document("a.txt", next(iter(docs.values())))
+        target.upsert_document("a.txt", next(iter(docs.values())))
         meta = target.settings
         meta["encoder"] = {**meta["encoder"], "settings": {**meta["encoder"]["settings"], "bogus": 1}}
         target.backend.write_settings(meta)
@@ -280,9 +280,9 @@ def test_a_closed_store_says_it_is_closed(tmp_path: Path, minilm_encoder, docs) 
     from lmk_rag.errors import StoreClosedError
 
     target = LandmarkStore(tmp_path / "store", encoder=minilm_encoder)
-    target.add_document("a.txt", next(iter(docs.values())))
+    target.upsert_document("a.txt", next(iter(docs.values())))
     target.close()
-    for call in (lambda: target.search("archives"), target.count, lambda: target.add_document("b", "text"),
+    for call in (lambda: target.search("archives"), target.count, lambda: target.upsert_document("b", "text"),
                  target.doc_ids, target.check):
         with pytest.raises(StoreClosedError, match="this store is closed"):
             call()
@@ -324,7 +324,7 @@ def read_only_mount(tmp_path: Path, minilm_encoder, docs):
 
     source, mounted = tmp_path / "source", tmp_path / "mounted"
     with LandmarkStore(source / "store", encoder=minilm_encoder) as target:
-        target.add_document("a.txt", next(iter(docs.values())))
+        target.upsert_document("a.txt", next(iter(docs.values())))
     mounted.mkdir()
     if shutil.which("mount") is None:
         pytest.skip("no mount command")
@@ -369,7 +369,7 @@ try:
         for batch in range(1000):
             docs = [(f"b{batch}d{d}", [NodeRecord(node_id=f"b{batch}d{d}#{i}", doc_id=f"b{batch}d{d}", text="x" * 1000,
                     span=(0, 1000), vector=unit(1)[0], chunk_vectors=unit(8)) for i in range(5)]) for d in range(100)]
-            store.upsert_documents(docs, on_ack=acked.extend)
+            store.upsert_encoded_documents(docs, on_ack=acked.extend)
 except StoreFullError as error:
     print(len(acked), "StoreFullError", error)
 """
@@ -418,7 +418,8 @@ def test_a_full_disk_is_a_typed_error_that_loses_nothing_and_retries_after_space
     with LandmarkStore(disk / "store") as target:
         assert target.count_documents() == int(acked) > 0 and target.check() == []
         record = target.get_nodes([f"{target.doc_ids()[0]}#0"])[0]
-        assert target.upsert_nodes("after", [dataclasses.replace(record, node_id="after#0", doc_id="after")]) == 1
+        after = [dataclasses.replace(record, node_id="after#0", doc_id="after")]
+        assert target.upsert_encoded_document("after", after) == 1
         assert target.count_documents() == int(acked) + 1 and target.check() == []
 
 
@@ -470,7 +471,7 @@ CONVERTED = [
 @pytest.mark.parametrize("value, stored", CONVERTED, ids=lambda v: type(v).__name__)
 def test_dates_tuples_and_sets_are_stored_as_strings_and_lists(store, docs, value, stored) -> None:
     text = list(docs.values())[2]
-    store.add_document("c.txt", text, {"key": value})
+    store.upsert_document("c.txt", text, {"key": value})
     assert store.documents()["c.txt"] == {"key": stored}
     assert store.changes([("c.txt", text, {"key": value})]) == {"c.txt": "unchanged"}  # same hash as stored
     assert {r.doc_id: r.metadata for r in store.get_nodes()}["c.txt"] == {"key": stored}
@@ -487,7 +488,7 @@ def test_nan_infinity_and_bytes_are_refused_by_the_api_and_the_llamaindex_store(
 
     before = _state(store)
     with pytest.raises(InvalidInputError, match="metadata"):
-        store.add_document("c.txt", "A page about archives.", {"key": value})
+        store.upsert_document("c.txt", "A page about archives.", {"key": value})
     assert _state(store) == before
     from llama_index.vector_stores.landmark.base import _node_metadata
 
@@ -515,7 +516,7 @@ def test_metadata_nested_too_deep_is_refused_not_a_recursion_error(store) -> Non
         inner["a"] = {}
         inner = inner["a"]
     with pytest.raises(InvalidInputError, match="nests deeper than"):
-        store.add_document("c.txt", "A page about archives.", {"deep": deep})
+        store.upsert_document("c.txt", "A page about archives.", {"deep": deep})
 
 
 ODD_KEYS = ["my key", "$where", "it's", "emoji\U0001f600", "nul\0x", "a:b", "-dash", "1digit", "a/b", "ünï"]
@@ -527,7 +528,7 @@ def test_every_metadata_key_add_accepts_a_filter_can_name(store) -> None:
     from llama_index.vector_stores.landmark.filters import to_store_filter
 
     for i, key in enumerate(ODD_KEYS):
-        store.add_document(f"odd{i}", f"A page about archives number {i}.", {key: "v", "nest": {key: i}})
+        store.upsert_document(f"odd{i}", f"A page about archives number {i}.", {key: "v", "nest": {key: i}})
     for i, key in enumerate(ODD_KEYS):
         assert {r.doc_id for r in store.get_nodes(filter={key: "v"})} == {f"odd{i}"}, key
         assert {r.doc_id for r in store.get_nodes(filter={f"nest.{key}": i})} == {f"odd{i}"}, key
@@ -539,7 +540,7 @@ def test_every_metadata_key_add_accepts_a_filter_can_name(store) -> None:
 def test_keys_no_filter_can_name_are_refused_at_add_and_in_filters(store, key) -> None:
     before = _state(store)
     with pytest.raises(InvalidInputError, match="no filter can name"):
-        store.add_document("c.txt", "A page about archives.", {key: 1})
+        store.upsert_document("c.txt", "A page about archives.", {key: 1})
     assert _state(store) == before
     if key and key not in ("a.b", "x[0]"):  # dotted and indexed keys are paths into nested metadata
         with pytest.raises(InvalidInputError, match="cannot name a metadata field"):
@@ -555,14 +556,14 @@ GERMAN = ["Die Katzen schlafen den ganzen Tag auf dem warmen Sofa im Wohnzimmer.
 
 def test_bm25_speaks_the_stores_language(tmp_path: Path, minilm_encoder) -> None:
     from lmk_rag.errors import SettingsMismatchError
-    from lmk_rag.store.vectors import Bm25Encoder
+    from lmk_rag.store.bm25 import Bm25Encoder
 
     german, english = Bm25Encoder(language="german"), Bm25Encoder(language="english")
     stemmed = set(german.embed_query("Katze").indices) & set(german.embed_document(GERMAN[0]).indices)
     assert stemmed and not set(english.embed_query("Katze").indices) & set(english.embed_document(GERMAN[0]).indices)
     assert len(german.embed_query("die der und").indices) == 0  # German stop words
     with LandmarkStore(tmp_path / "de", encoder=minilm_encoder, bm25_language="German") as store:
-        store.add_documents([(f"de{i}", text) for i, text in enumerate(GERMAN)])
+        store.upsert_documents([(f"de{i}", text) for i, text in enumerate(GERMAN)])
         assert store.settings["bm25_language"] == "german" and store.info()["bm25_language"] == "german"
         assert store.search("Katze", k=1, alpha=0.0)[0].doc_id == "de0"  # BM25 alone: the stem matches
     with pytest.raises(SettingsMismatchError, match="bm25_language='german'"):

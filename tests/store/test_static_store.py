@@ -15,7 +15,7 @@ import pytest
 
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError
 from lmk_rag.static import StaticTokenEncoder
-from lmk_rag.static.documents import StaticDocumentEncoder
+from lmk_rag.static.document_encoder import StaticDocumentEncoder
 from lmk_rag.store import LandmarkStore, Rerank, StoreMode
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,7 +35,7 @@ def test_a_static_store_holds_node_static_and_bm25_vectors_only(open_store, docs
     store = open_store(encoder=static_documents)
     assert store.mode == StoreMode.STATIC and store.default_rerank == Rerank.STATIC
     assert store.backend.vector_names() == {"node", "static", "bm25"}
-    assert store.add_documents([(doc_id, text, {"n": i}) for i, (doc_id, text) in enumerate(docs.items())]) > 0
+    assert store.upsert_documents([(doc_id, text, {"n": i}) for i, (doc_id, text) in enumerate(docs.items())]) > 0
     assert store.settings["mode"] == "static" and store.info()["mode"] == "static"
     assert store.settings["encoder"]["settings"] == {"static_model": None, "mixer": "shipped", "granularity": 64}
     assert store.settings["static"] == {"fingerprint": static_documents.token_encoder.fingerprint, "dim": 256}
@@ -52,7 +52,7 @@ def test_a_static_store_holds_node_static_and_bm25_vectors_only(open_store, docs
 def test_a_static_store_writes_the_node_tokens_cut_from_the_document(open_store, docs, static_documents) -> None:
     store = open_store(encoder=static_documents)
     text = max(docs.values(), key=len)
-    store.add_document("page", text)
+    store.upsert_document("page", text)
     nodes = sorted(store.get_nodes(), key=lambda node: node.span)
     expected = static_documents.encode_node_tokens(static_documents.encode_documents(text), [n.span for n in nodes])
     assert len(nodes) > 1
@@ -64,8 +64,8 @@ def test_static_and_transformer_stores_cut_the_same_nodes(open_store, docs, stat
     static = open_store("static", encoder=static_documents, node_tokens=128)
     transformer = open_store("transformer", encoder=minilm_encoder, node_tokens=128)
     text = max(docs.values(), key=len)
-    static.add_document("page", text)
-    transformer.add_document("page", text)
+    static.upsert_document("page", text)
+    transformer.upsert_document("page", text)
     spans = [sorted(node.span for node in store.get_nodes()) for store in (static, transformer)]
     # one tokenizer (MiniLM's WordPiece; the static model drops the words it has no vector for)
     assert len(spans[0]) == len(spans[1]) and abs(spans[0][0][1] - spans[1][0][1]) < 40
@@ -74,7 +74,7 @@ def test_static_and_transformer_stores_cut_the_same_nodes(open_store, docs, stat
 def test_reopening_rebuilds_the_static_encoder_and_checks_it(tmp_path, docs) -> None:
     folder = tmp_path / "store"
     with LandmarkStore(folder, mode="static") as store:
-        store.add_documents([(doc_id, text, None) for doc_id, text in docs.items()])
+        store.upsert_documents([(doc_id, text, None) for doc_id, text in docs.items()])
         before = [(h.node_id, h.score) for h in store.search(_first_sentence(next(iter(docs.values()))), k=3)]
     with LandmarkStore(folder) as store:
         assert store.mode == StoreMode.STATIC and store.encoder.fingerprint == store.settings["encoder"]["fingerprint"]
@@ -102,7 +102,7 @@ def test_a_transformer_store_reopens_as_one_and_refuses_static(tmp_path, minilm_
     folder = tmp_path / "transformer"
     with LandmarkStore(folder, encoder=minilm_encoder) as store:
         doc_id, records = next(iter(doc_records.items()))
-        store.upsert_nodes(doc_id, records)
+        store.upsert_encoded_document(doc_id, records)
         assert store.backend.vector_names() == {"node", "chunks", "document", "bm25"}
     assert json.loads((folder / "lmk_rag.json").read_text())["mode"] == "transformer"
     with LandmarkStore(folder, encoder=minilm_encoder) as store:
@@ -121,7 +121,7 @@ CHILD = textwrap.dedent(
 
     folder, pages, docs = sys.argv[1], sys.argv[2], json.loads(open(sys.argv[3]).read())
     with LandmarkStore(folder, mode="static") as store:
-        store.add_documents([(doc_id, text, None) for doc_id, text in docs.items()])
+        store.upsert_documents([(doc_id, text, None) for doc_id, text in docs.items()])
         store.optimize()
         hits = store.search(next(iter(docs.values()))[:100], k=2)
     with LandmarkStore(folder) as store:
@@ -153,7 +153,7 @@ def test_static_ingest_and_search_never_import_torch(tmp_path, docs) -> None:
 def test_pooled_static_node_vectors_are_the_nodes_model2vec_embeddings(tmp_path, docs) -> None:
     with LandmarkStore(tmp_path / "s", encoder=StaticDocumentEncoder(granularity=256)) as store:
         text = next(iter(docs.values()))
-        store.add_document("page", text)
+        store.upsert_document("page", text)
         raw = StaticTokenEncoder(store.encoder.token_encoder.vectors)
         nodes = store.get_nodes()
         assert len(nodes) > 1

@@ -22,7 +22,7 @@ FLOAT32 = {"quantization": "none", "node_quantization": "none", "on_disk": False
 
 def _fill(store: LandmarkStore, doc_records: dict) -> None:
     for doc_id, records in doc_records.items():
-        store.upsert_nodes(doc_id, records)
+        store.upsert_encoded_document(doc_id, records)
 
 
 def _hits(store: LandmarkStore, encoder, alpha: float) -> tuple[list[str], list[float]]:

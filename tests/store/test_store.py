@@ -20,7 +20,7 @@ from lmk_rag.store.records import node_point_id
 
 
 def _fill(store: Any, doc_records: dict[str, list[NodeRecord]]) -> int:
-    return sum(store.upsert_nodes(doc_id, records) for doc_id, records in doc_records.items())
+    return sum(store.upsert_encoded_document(doc_id, records) for doc_id, records in doc_records.items())
 
 
 def _first_sentence(text: str) -> str:
@@ -47,7 +47,7 @@ def _dense_by_hand(store: Any, doc_records: dict[str, list[NodeRecord]], query: 
 def test_ingest_and_search_find_each_document_by_its_own_words(open_store, docs) -> None:
     store = open_store()
     items = [(doc_id, text, {"rank": i}) for i, (doc_id, text) in enumerate(docs.items())]
-    n_nodes = store.add_documents(items[:4], document_batch_size=2)
+    n_nodes = store.upsert_documents(items[:4], document_batch_size=2)
     assert n_nodes == store.count() > 4  # long pages make several nodes
     assert store.doc_ids() == sorted(doc_id for doc_id, _, _ in items[:4])
     for doc_id, text, _ in items[:4]:
@@ -90,7 +90,7 @@ def test_search_by_a_vector_scores_by_the_node_vectors_cosine(open_store, doc_re
 
 def _bm25_by_hand(store: Any, nodes: list[NodeRecord], text: str) -> dict[str, float]:
     """BM25 of every node as Qdrant's IDF modifier computes it over the store's BM25 vectors."""
-    from lmk_rag.store.vectors import Bm25Encoder
+    from lmk_rag.store.bm25 import Bm25Encoder
 
     bm25 = Bm25Encoder()
     vectors = {n.node_id: dict(zip(*astuple(bm25.embed_document(n.text)))) for n in nodes}
@@ -151,12 +151,12 @@ def test_the_document_cosine_counts_in_a_store_of_pages_not_in_one_of_glued_text
     together) do not: the first store blends the document cosine into its rerank, the second ranks by chunk MaxSim
     alone."""
     pages = open_store("pages")
-    pages.add_documents(_fixture_documents(fixture_data / "manpages-longdoc"))
+    pages.upsert_documents(_fixture_documents(fixture_data / "manpages-longdoc"))
     assert pages.document_weight == DOCUMENT_WEIGHT == pages.info()["document_weight"]
     if pages.collection_name is None:  # Edge: the length penalty's formula reads the chunk count from an index
         assert "document.chunks" in pages.backend.shard.info().payload_schema
     haystacks = open_store("haystacks")
-    haystacks.add_documents(_fixture_documents(fixture_data / "manpages-needle" / "L2048"))
+    haystacks.upsert_documents(_fixture_documents(fixture_data / "manpages-needle" / "L2048"))
     assert haystacks.document_weight == 0.0
     empty = open_store("empty")
     assert empty.document_weight == 0.0 and empty.search("exit status", k=3) == []
@@ -209,13 +209,13 @@ def test_reingest_replaces_the_old_version(open_store, doc_records, docs) -> Non
     doc_id, before = next(iter(doc_records.items()))
     total = store.count()
     new_text = "Penguins live in Antarctica and eat fish. They cannot fly but swim very well."
-    assert store.add_document(doc_id, new_text, {"rank": 99}) == 1
+    assert store.upsert_document(doc_id, new_text, {"rank": 99}) == 1
     nodes = store.get_nodes(filter={"doc_id": doc_id})
     assert [n.text for n in nodes] == [new_text] and nodes[0].metadata == {"rank": 99}
     assert store.count() == total - len(before) + 1
     assert store.search("penguins in Antarctica", k=1)[0].doc_id == doc_id
     # writing the same version twice keeps one copy
-    store.add_document(doc_id, new_text, {"rank": 99})
+    store.upsert_document(doc_id, new_text, {"rank": 99})
     assert Counter(n.node_id for n in store.get_nodes()).most_common(1)[0][1] == 1
 
 
@@ -283,12 +283,12 @@ def test_vector_size_mismatch(open_store, doc_records) -> None:
     good = doc_records["page0.txt"][0]
     bad_vector = NodeRecord("x#0", "x", "t", (0, 1), np.ones(8, np.float32), good.chunk_vectors)
     with pytest.raises(VectorSizeError, match=r"\(384,\)"):
-        store.upsert_nodes("x", [bad_vector])
+        store.upsert_encoded_document("x", [bad_vector])
     bad_chunks = NodeRecord("x#0", "x", "t", (0, 1), good.vector, np.ones((2, 10), np.float32))
     with pytest.raises(VectorSizeError):
-        store.upsert_nodes("x", [bad_chunks])
+        store.upsert_encoded_document("x", [bad_chunks])
     with pytest.raises(InvalidInputError):
-        store.upsert_nodes("x", [good])  # belongs to page0.txt
+        store.upsert_encoded_document("x", [good])  # belongs to page0.txt
     assert store.count() == 0
 
 
@@ -301,7 +301,8 @@ def test_static_slot_and_static_rerank(open_store, doc_records, docs, static_enc
     assert hits[0].doc_id == "page3.txt"
     store.close()
     with pytest.raises(SettingsMismatchError, match="static"):
-        open_store().upsert_nodes("page0.txt", doc_records["page0.txt"])  # no static vectors, no static encoder
+        # no static vectors, no static encoder
+        open_store().upsert_encoded_document("page0.txt", doc_records["page0.txt"])
 
 
 @pytest.mark.slow
@@ -348,7 +349,7 @@ def test_reranked_hits_rank_ties_by_point_id(open_store, doc_records, docs) -> N
     runs = []
     for name in ("first", "second"):
         store = open_store(name, search=SearchOptions(prefetch_limit=1000))
-        store.upsert_documents(copies.items())  # one write: Edge stores its points in a random internal order
+        store.upsert_encoded_documents(copies.items())  # one write: Edge stores its points in a random internal order
         runs.append([[(h.node_id, h.score) for h in store.search(_first_sentence(text), k=5, doc_level=False)]
                      for text in docs.values()])
     assert [[node for node, _ in hits] for hits in runs[0]] == [[node for node, _ in hits] for hits in runs[1]]

@@ -22,7 +22,7 @@ def test_an_int8_store_refuses_a_float_encoder_and_rebuilds_its_own(
     folder = tmp_path / "store"
     doc_id, text = next(iter(docs.items()))
     with LandmarkStore(folder, encoder=onnx_encoders["int8"]) as store:
-        store.add_document(doc_id, text)
+        store.upsert_document(doc_id, text)
         assert store.settings["encoder"]["settings"]["dtype"] == "int8"
     with pytest.raises(SettingsMismatchError, match="dtype is 'int8' in the store but not set here"):
         LandmarkStore(folder, encoder=minilm_encoder)

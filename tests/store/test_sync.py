@@ -77,7 +77,7 @@ def test_sync_deletes_only_documents_whose_file_under_the_folders_is_gone(tmp_pa
     assert _ingest(str(corpus), "--store", store).exit_code == 0
     assert _ingest(str(other), "--store", store).exit_code == 0
     with LandmarkStore(store) as target:
-        target.add_document("api-doc", "Written through the API, with no source file.", None)
+        target.upsert_document("api-doc", "Written through the API, with no source file.", None)
     (corpus / "b.txt").unlink()
     shutil.rmtree(other)  # gone too, but not under the folder given below
     dry = _ingest(str(corpus), "--store", store, "--sync", "--dry-run")
@@ -166,12 +166,12 @@ def test_the_api_skips_unchanged_documents_and_refuses_repeated_ids(tmp_path, mi
     text = next(iter(docs.values()))[:600]
     with LandmarkStore(tmp_path / "store", encoder=minilm_encoder) as store:
         assert store.changes([("p", text, {"n": 1})]) == {"p": "new"}
-        written = store.add_documents([("p", text, {"n": 1})])
+        written = store.upsert_documents([("p", text, {"n": 1})])
         assert written >= 1 and store.changes([("p", text, {"n": 1})]) == {"p": "unchanged"}
         assert store.changes([("p", text, {"n": 2})]) == {"p": "changed"}  # metadata is part of the content
         calls.update(encode=0, upsert=0)
-        assert store.add_documents([("p", text, {"n": 1})]) == 0 and calls == {"encode": 0, "upsert": 0}
-        assert store.add_documents([("p", text, {"n": 1})], skip_unchanged=False) == written
+        assert store.upsert_documents([("p", text, {"n": 1})]) == 0 and calls == {"encode": 0, "upsert": 0}
+        assert store.upsert_documents([("p", text, {"n": 1})], skip_unchanged=False) == written
         with pytest.raises(InvalidInputError, match="given twice"):
-            store.add_documents([("q", text, None), ("q", text + " more", None)])
+            store.upsert_documents([("q", text, None), ("q", text + " more", None)])
         assert store.doc_ids() == ["p"]

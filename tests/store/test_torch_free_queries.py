@@ -98,7 +98,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory, minilm_encoder, onnx_encode
         patch.setenv(CACHE_ENV, str(onnx_cache))
         for name, encoder in (("torch", minilm_encoder), ("int8", onnx_encoders["int8"])):
             with LandmarkStore(root / name, encoder=encoder) as store:
-                store.add_documents(list(docs.items()))
+                store.upsert_documents(list(docs.items()))
             folders[name] = root / name
     return folders
 

@@ -13,8 +13,8 @@ from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.train.features import build_token_batch
 from lmk_rag.train.forward import hidden_states, landmark_matrix, landmark_states, lmk_vectors
 from lmk_rag.train.losses import info_nce, landmark_maxsim_nce, maxsim_scores
-from lmk_rag.vectors import maxsim_scores as numpy_maxsim_scores
-from lmk_rag.vectors import pack_rows
+from lmk_rag.vector_math import maxsim_scores as numpy_maxsim_scores
+from lmk_rag.vector_math import pack_rows
 
 TEXTS = [
     "The ls command lists the files of a directory, sorted by name unless told otherwise. " * 5,

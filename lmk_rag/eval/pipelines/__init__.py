@@ -47,7 +47,7 @@ from lmk_rag.eval.pipelines.base import (
 )
 
 # One import line per pipeline module; importing a module registers its pipelines.
-from lmk_rag.eval.pipelines import bm25, dense  # noqa: F401  isort: skip
+from lmk_rag.eval.pipelines import bm25_pipeline, dense_pipelines  # noqa: F401  isort: skip
 from lmk_rag.eval.pipelines import static_pipelines  # noqa: F401  isort: skip
 from lmk_rag.eval.pipelines import lmk_rag_pipeline  # noqa: F401  isort: skip
 from lmk_rag.eval.pipelines import static_store_pipeline  # noqa: F401  isort: skip

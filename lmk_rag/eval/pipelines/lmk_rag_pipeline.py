@@ -117,7 +117,7 @@ class LmkRagPipeline:
                 doc_id = str(index)
                 yield doc_id, records_from_encoding(doc_id, text, encoded, self._store.node_tokens)
 
-        self._store.upsert_documents(records())
+        self._store.upsert_encoded_documents(records())
         self._store.optimize()
         return IndexStats(encode_s=result.encode_s + time.perf_counter() - start, cached=result.cached)
 

@@ -2,7 +2,7 @@
 temporary Qdrant Edge folder: pooled static node vectors (dense prefetch), static token multivectors through the
 ConvMixer (the rerank), BM25 fused by the store's ``alpha``; documents ranked by their best node.
 
-Documents are written by the store's own ``add_documents`` (static encoding is cheap: nothing is cached), and
+Documents are written by the store's own ``upsert_documents`` (static encoding is cheap: nothing is cached), and
 searches run at the product's depth, as in the ``lmk-rag`` pipeline. Settings in ``options.encoder``:
 ``static_model`` (a model2vec folder or hub id; default: the shipped model), ``mixer`` (``"default"``, ``"shipped"``,
 a mixer folder, or null for raw static vectors), ``granularity``, ``prefetch_limit`` (default 100) and ``alpha``.
@@ -52,7 +52,7 @@ class StaticStorePipeline:
         :param docs: the document texts; doc ids are their list positions.
         :return: the time to encode, write and index (never cached).
         """
-        from lmk_rag.static.documents import StaticDocumentEncoder
+        from lmk_rag.static.document_encoder import StaticDocumentEncoder
         from lmk_rag.store import LandmarkStore, SearchOptions
 
         settings = {key: self.options.encoder[key] for key in ENCODER_SETTINGS if key in self.options.encoder}
@@ -63,7 +63,7 @@ class StaticStorePipeline:
                                     search=SearchOptions(prefetch_limit=self._prefetch_limit))
         weakref.finalize(self, _drop_store, self._store, folder)
         documents = [(str(index), text, None) for index, text in enumerate(docs)]
-        self._store.add_documents(documents, show_progress_bar=self.options.show_progress, skip_unchanged=False)
+        self._store.upsert_documents(documents, show_progress_bar=self.options.show_progress, skip_unchanged=False)
         self._store.optimize()
         return IndexStats(encode_s=time.perf_counter() - start)
 

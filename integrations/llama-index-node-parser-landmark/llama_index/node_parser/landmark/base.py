@@ -6,7 +6,7 @@ the ingestion cache, ``model_dump``) leaves out, so stored nodes stay light and 
 carries the fingerprint of the encoder that made its vectors in ``node.metadata[ENCODER_KEY]`` (excluded from
 embeddings and LLM prompts): ``LandmarkVectorStore`` checks it against the store's encoder, and a node that reaches
 the store without its chunk vectors (through JSON, an ingestion-cache hit, another process) is encoded again from its
-text by the store (``LandmarkStore.add_nodes``).
+text by the store (``LandmarkStore.upsert_nodes``).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from llama_index.core.node_parser.interface import IdFuncCallable
 from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, TextNode
 
 from llama_index.embeddings.landmark import LandmarkEmbedding, pipeline_shows_progress
-from lmk_rag import DEFAULT_NODE_TOKENS, NodeSlice, group_chunks
-from lmk_rag.adapters import invalid_fields
+from lmk_rag import DEFAULT_NODE_TOKENS
+from lmk_rag.adapters import NodeSlice, group_chunks, invalid_fields
 from lmk_rag.errors import InvalidInputError
 
 ENCODER_KEY = "lmk_encoder"

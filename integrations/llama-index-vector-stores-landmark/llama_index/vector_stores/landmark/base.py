@@ -365,7 +365,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
 
     def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
         """Write nodes (with their embeddings) into their documents, keeping the documents' other stored nodes
-        (:meth:`LandmarkStore.add_nodes`). Node ids are unique in the store: a node id already stored is overwritten,
+        (:meth:`LandmarkStore.upsert_nodes`). Node ids are unique in the store: a node id already stored is overwritten,
         also when it was stored under another document; of one id given twice, the last wins.
 
         :param nodes: nodes with ``embedding`` set, grouped by ``ref_doc_id`` into documents (a node without one is
@@ -383,7 +383,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         latest = {node.node_id: node for node in nodes}
         if latest:
             fingerprint = self._store.settings["encoder"]["fingerprint"]
-            self._store.add_nodes([_to_record(node, fingerprint) for node in latest.values()])
+            self._store.upsert_nodes([_to_record(node, fingerprint) for node in latest.values()])
         return [node.node_id for node in nodes]
 
     async def async_add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:

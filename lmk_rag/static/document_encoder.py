@@ -27,10 +27,10 @@ from lmk_rag.encoder.planning import plan_landmarks
 from lmk_rag.encoder.types import EncodedText, Granularity
 from lmk_rag.errors import InvalidInputError, ModelNotFoundError
 from lmk_rag.hashing import short_hash
-from lmk_rag.static.encoder import StaticTokenEncoder, sum_rows, tokens_in_chunks
 from lmk_rag.static.mixer import DEFAULT_MIXER, SHIPPED_MIXER, SHIPPED_MIXER_DIR
 from lmk_rag.static.model import SHIPPED_MODEL_DIR
-from lmk_rag.vectors import l2_normalize
+from lmk_rag.static.token_encoder import StaticTokenEncoder, sum_rows, tokens_in_chunks
+from lmk_rag.vector_math import l2_normalize
 
 DEFAULT_STATIC_GRANULARITY = 64
 """Static tokens per chunk: the landmark encoder's default granularity (same tokenizer), so that a static store

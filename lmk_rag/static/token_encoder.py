@@ -20,7 +20,7 @@ from lmk_rag.errors import VectorSizeError
 from lmk_rag.hashing import short_hash
 from lmk_rag.static.mixer import MixerWeights, mixer_folder
 from lmk_rag.static.model import StaticVectors, load_static_vectors
-from lmk_rag.vectors import l2_normalize
+from lmk_rag.vector_math import l2_normalize
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.static.mixer_torch import ConvMixer

@@ -1,7 +1,5 @@
-"""What stands around every call into a backend's engine: :class:`Guarded` turns its failures into typed errors,
-:class:`ReadWriteLock` keeps a search's calls apart from a write's between the threads of one process, and the locks
-of a store folder keep processes apart: the lock file of the process holding it, and the commit lock and counter
-other processes copy it under.
+"""The locks of a store folder between processes: the lock file of the process holding it, the holder's record and
+the handover of the folder from a reader to a writer, and the commit lock and counter other processes copy it under.
 
 A folder is held by one process at a time (``lmk_rag.lock``, :func:`acquire_lock`): the one that writes, or the
 first reader until a writer asks for it. The holder records its pid and whether it writes in ``.lmk_rag.holder``
@@ -11,9 +9,9 @@ that file, copies the folder, reads its copy from then on and releases the lock
 (:class:`~lmk_rag.store.backends.Handover`). The process holding it takes ``.lmk_rag.commit`` exclusively (an OS
 lock, ``flock``, :class:`CommitLock`) around every change of the folder's files: loading the shard, each whole write
 or delete with its settings record, optimizing, closing. A reader in another process takes it shared while it copies
-the files (:mod:`~lmk_rag.store.copied`), so the copy is of one committed state, never of a change half applied.
+the files (:mod:`~lmk_rag.store.folder_copy`), so the copy is of one committed state, never of a change half applied.
 When a change ends the holder adds one to the counter in the file; a reader whose copy is older sees the counter
-move. A writer's :class:`ReadWriteLock` also holds the commit lock.
+move. A writer's :class:`~lmk_rag.store.read_write_lock.ReadWriteLock` also holds the commit lock.
 
 POSIX only (``fcntl``); elsewhere :data:`AVAILABLE` is False and other processes cannot read a held folder.
 """
@@ -27,7 +25,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from filelock import FileLock, Timeout
 
@@ -38,7 +35,6 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
-
 
 
 LOCK_FILE = "lmk_rag.lock"
@@ -304,78 +300,3 @@ class CommitLock:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
-
-
-class Guarded:
-    """A backend's engine object whose every method call passes its failures through ``translate``.
-
-    :param target: the engine object (an Edge shard, a qdrant-client client).
-    :param translate: ``(method name, error) -> a typed error to raise instead, or None to let the error through``.
-    """
-
-    def __init__(self, target: Any, translate: Callable[[str, BaseException], Exception | None]) -> None:
-        self._target = target
-        self._translate = translate
-
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self._target, name)
-
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return method(*args, **kwargs)
-            except (KeyboardInterrupt, SystemExit):
-                raise
-            except BaseException as error:  # pyo3's PanicException is a BaseException
-                typed = self._translate(name, error)
-                if typed is None:
-                    raise
-                raise typed from error
-
-        return guarded
-
-
-class ReadWriteLock:
-    """Many readers or one writer at a time (a writer waiting goes before new readers), between the threads of
-    one process: a reader's engine calls (query, visibility, payloads) see one state of the store, never a write
-    half applied.
-
-    :param exclusive: takes the folder's commit lock alone
-        (:meth:`CommitLock.exclusive`), held while writing so that a reader in another process
-        never copies a write half applied (None: no folder, or this process reads a copy).
-    """
-
-    def __init__(self, exclusive: Callable[[], contextlib.AbstractContextManager[Any]] | None = None) -> None:
-        self.exclusive = exclusive
-        self._condition = threading.Condition()
-        self._readers = 0
-        self._writing = False
-        self._waiting = 0
-
-    @contextlib.contextmanager
-    def reading(self) -> Iterator[None]:
-        """Hold the lock shared."""
-        with self._condition:
-            self._condition.wait_for(lambda: not self._writing and not self._waiting)
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._condition:
-                self._readers -= 1
-                self._condition.notify_all()
-
-    @contextlib.contextmanager
-    def writing(self) -> Iterator[None]:
-        """Hold the lock alone."""
-        with self._condition:
-            self._waiting += 1
-            self._condition.wait_for(lambda: not self._writing and not self._readers)
-            self._waiting -= 1
-            self._writing = True
-        try:
-            with contextlib.nullcontext() if self.exclusive is None else self.exclusive():
-                yield
-        finally:
-            with self._condition:
-                self._writing = False
-                self._condition.notify_all()

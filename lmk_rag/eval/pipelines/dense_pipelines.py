@@ -16,7 +16,7 @@ import numpy as np
 from lmk_rag.eval.pipelines.base import IndexStats, PipelineOptions, Ranking, landmark_encoder, register_pipeline
 from lmk_rag.eval.scoring import rank_best_chunk, rank_single
 from lmk_rag.eval.states import encode_states_cached
-from lmk_rag.vectors import l2_normalize
+from lmk_rag.vector_math import l2_normalize
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder import ChunkStates, LandmarkEncoder

@@ -1,22 +1,16 @@
-"""The backend of a reader in another process than the folder's holder: a Qdrant Edge shard on a private copy of
-the folder, taken again when the holder commits (:meth:`~lmk_rag.store.backends.OpenedBackend.refresh`).
+"""The backend of a reader in another process than the folder's holder (:class:`CopyBackend`): a Qdrant Edge shard
+on a private copy of the folder (:mod:`~lmk_rag.store.folder_copy`), taken again when the holder commits
+(:meth:`~lmk_rag.store.backends.OpenedBackend.refresh`).
 
 Qdrant Edge cannot load a shard another process has open (it locks the WAL), nor read one beside its writer. A
-reader in another process instead copies the folder's files into ``<folder>/.lmk_rag.readers/<id>/`` while it holds
-the folder's commit lock shared (:class:`~lmk_rag.store.guards.CommitLock`): the holder changes no file then, so the
-copy is one committed state, whole (:func:`take_copy`). The copy is opened as a shard of its own and removed when it
-is closed; the copies of readers that died are removed by the next reader.
+reader in another process instead opens its copy of the folder as a shard of its own, removed when it is closed.
 
-Files are cloned where the file system can (``FICLONE``: btrfs, XFS; the cost is then the metadata), else copied
-without their holes (the engine's files are mostly preallocated, sparse pages). No file is hard-linked: the engine
-rewrites its files in place (flags, trackers, pages, the WAL), and loading a copy replays its WAL into it.
-
-Every engine call runs on one copy: a refresh takes and opens the new copy first (:meth:`CopiedBackend.take`), then
-swaps it in between engine calls (:meth:`CopiedBackend.swap`, waiting for those in flight), then closes and
+Every engine call runs on one copy: a refresh takes and opens the new copy first (:meth:`CopyBackend.take`), then
+swaps it in between engine calls (:meth:`CopyBackend.swap`, waiting for those in flight), then closes and
 removes the old one. It never writes: the store is open read-only.
 
 The first reader of a folder no process holds holds it itself: its backend starts on the folder's own shard
-(``held``, no copy) and hands the folder over when a writer asks (:meth:`CopiedBackend.leave`, called by
+(``held``, no copy) and hands the folder over when a writer asks (:meth:`CopyBackend.leave`, called by
 :class:`~lmk_rag.store.backends.Handover`): it takes a copy as any reader does, reads it from then on, and closes
 the folder's shard so that its lock can be released. While it holds the folder, a writer's handle in the same
 process writes through it to the folder's shard.
@@ -24,13 +18,8 @@ process writes through it to the folder's shard.
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import os
-import shutil
 import threading
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,156 +29,10 @@ from lmk_rag.errors import StoreReadOnlyError
 from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.edge import SETTINGS_FILE, SHARD_DIR, EdgeBackend, require_space, shard_bytes
 from lmk_rag.store.filters import ConditionBuilder
-from lmk_rag.store.guards import CommitLock, ReadWriteLock, fcntl
+from lmk_rag.store.folder_copy import Copy, take_copy
+from lmk_rag.store.folder_locks import CommitLock
+from lmk_rag.store.read_write_lock import ReadWriteLock
 from lmk_rag.store.types import CollectionSpec, PointData, QueryPlan, ScoredPointData
-
-READERS_DIR = ".lmk_rag.readers"
-_OWNER = ".lmk_rag.owner"  # a name a store folder may hold, so a copy opens as a store of its own
-_FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
-_CHUNK = 64 * 2**20
-
-
-@dataclass
-class Copy:
-    """One copy of a store folder.
-
-    :param folder: the copy (a store folder of its own: ``lmk_rag.json`` and ``shard``).
-    :param generation: the store's commit counter when it was taken.
-    :param bytes: bytes of data copied (holes left out).
-    :param owner: the open file whose lock says a live reader owns the copy.
-    """
-
-    folder: Path
-    generation: int
-    bytes: int
-    owner: int
-
-    def remove(self) -> None:
-        """Remove the copy (idempotent)."""
-        shutil.rmtree(self.folder, ignore_errors=True)
-        if self.owner >= 0:
-            os.close(self.owner)
-            self.owner = -1
-
-
-def take_copy(folder: Path, commits: CommitLock, names: tuple[str, ...]) -> Copy:
-    """Copy ``names`` (files and folders) of a store folder at one committed state, first removing the copies of
-    readers that are gone.
-
-    :param folder: the store folder.
-    :param commits: its commit lock, held shared while the files are copied.
-    :param names: what to copy, relative to the folder.
-    :return: the copy, owned by this process until :meth:`Copy.remove`.
-    :raises OSError: when the copy cannot be made (no room, no permission).
-    """
-    readers = folder / READERS_DIR
-    readers.mkdir(exist_ok=True)
-    remove_abandoned(readers)
-    target = readers / uuid.uuid4().hex
-    target.mkdir()
-    copy = Copy(target, 0, 0, _own(target))
-    try:
-        with commits.shared() as generation:
-            copy.generation = generation
-            for name in names:
-                source = folder / name
-                if source.is_dir():
-                    copy.bytes += _copy_tree(source, target / name)
-                elif source.exists():
-                    copy.bytes += _copy_file(source, target / name)
-    except BaseException:
-        copy.remove()
-        raise
-    return copy
-
-
-def _own(target: Path) -> int:
-    """Lock the copy's owner file for this process: locked under a temporary name, then renamed, so another reader
-    never finds an owner file its live owner has not locked yet."""
-    temporary = target / f"{_OWNER}.{os.getpid()}"
-    fd = os.open(temporary, os.O_RDWR | os.O_CREAT, 0o644)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    os.replace(temporary, target / _OWNER)
-    return fd
-
-
-def remove_abandoned(readers: Path) -> None:
-    """Remove the copies whose owner file no process holds locked (their reader died without closing)."""
-    for entry in readers.iterdir():
-        owner = entry / _OWNER
-        try:
-            fd = os.open(owner, os.O_RDONLY)
-        except OSError:  # not a copy, or one being made (its owner file is renamed into place once locked)
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            continue  # a live reader's
-        finally:
-            os.close(fd)  # closing releases a lock just taken
-        shutil.rmtree(entry, ignore_errors=True)
-
-
-def _copy_tree(source: Path, target: Path) -> int:
-    """Copy a folder's files (see :func:`_copy_file`); return the bytes copied."""
-    copied = 0
-    target.mkdir()
-    for entry in sorted(source.iterdir()):
-        if entry.is_dir():
-            copied += _copy_tree(entry, target / entry.name)
-        else:
-            copied += _copy_file(entry, target / entry.name)
-    return copied
-
-
-def _copy_file(source: Path, target: Path) -> int:
-    """Clone a file where the file system can, else copy its data extents and leave its holes; return the bytes
-    of data copied (0 for a clone)."""
-    with open(source, "rb") as src, open(target, "wb") as dst:
-        with contextlib.suppress(OSError):
-            fcntl.ioctl(dst.fileno(), _FICLONE, src.fileno())
-            return 0
-        size = os.fstat(src.fileno()).st_size
-        os.ftruncate(dst.fileno(), size)
-        copied = 0
-        for start, end in _extents(src.fileno(), size):
-            copied += _copy_range(src.fileno(), dst.fileno(), start, end)
-        return copied
-
-
-def _copy_range(src: int, dst: int, start: int, end: int) -> int:
-    """Copy bytes ``[start, end)`` to the same offsets, in the kernel where it can; return the bytes copied."""
-    offset = start
-    while offset < end:
-        count = min(_CHUNK, end - offset)
-        try:
-            done = os.copy_file_range(src, dst, count, offset, offset)
-        except (AttributeError, OSError):  # not Linux, or across file systems it cannot
-            data = os.pread(src, count, offset)
-            done = os.pwrite(dst, data, offset) if data else 0
-        if not done:
-            break
-        offset += done
-    return offset - start
-
-
-def _extents(fd: int, size: int) -> list[tuple[int, int]]:
-    """The ``(start, end)`` byte ranges of a file that hold data (the whole file where holes cannot be found)."""
-    if not hasattr(os, "SEEK_DATA"):
-        return [(0, size)]
-    extents, offset = [], 0
-    while offset < size:
-        try:
-            start = os.lseek(fd, offset, os.SEEK_DATA)
-        except OSError as error:
-            if error.errno == errno.ENXIO:  # no data after offset
-                break
-            return [(0, size)]
-        end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
-        extents.append((start, end))
-        offset = end
-    return extents
-
 
 T = TypeVar("T")
 
@@ -210,14 +53,14 @@ class Refresh:
 
 @dataclass
 class Opened:
-    """A copy, its shard and what it cost (from :meth:`CopiedBackend.take`); no copy: the folder's own shard, held."""
+    """A copy, its shard and what it cost (from :meth:`CopyBackend.take`); no copy: the folder's own shard, held."""
 
     copy: Copy | None
     edge: EdgeBackend
     cost: Refresh
 
 
-class CopiedBackend(Backend):
+class CopyBackend(Backend):
     """Qdrant Edge on this process's copy of a store folder another process holds.
 
     :param folder: the store folder.
