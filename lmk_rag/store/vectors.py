@@ -39,7 +39,7 @@ from lmk_rag.errors import (
 )
 from lmk_rag.store import records as rec
 from lmk_rag.store.records import recorded_vectors, store_mode
-from lmk_rag.store.types import Branch, NodeRecord, PointData, Rerank, SparseVector, StoreMode
+from lmk_rag.store.types import Branch, EncodedQuery, NodeRecord, PointData, Rerank, SparseVector, StoreMode
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder.encoder import LandmarkEncoder
@@ -123,11 +123,6 @@ def static_store_encoder(
             f"the settings record says 'static' but names encoder settings a static encoder does not take ({error}): "
             "it was edited or damaged; restore the record, or re-ingest into a new store"
         ) from None
-
-
-def default_rerank(mode: StoreMode) -> Rerank:
-    """The rerank a search uses when none is named: chunk MaxSim, or static MaxSim in a static store."""
-    return Rerank.STATIC if mode == StoreMode.STATIC else Rerank.CHUNKS
 
 
 def _setting(value: Any) -> str:
@@ -508,10 +503,10 @@ class QueryVectors:
         """The query's BM25 vector (None without BM25 or without text)."""
         return self.spec.bm25.embed_query(text) if self.spec.bm25 is not None and text else None
 
-    def scorer(self, rerank: Rerank, query: Any, static_query: np.ndarray | None) -> Branch:
+    def scorer(self, rerank: Rerank, query: EncodedQuery) -> Branch:
         """The rerank's scoring query: the query's chunk vectors, its static token vectors or its vector.
 
-        :param query: the encoded query (``.vector`` (dim,), ``.chunk_vectors`` (q, dim)).
+        :param query: the encoded query (``.vector`` (dim,), ``.chunk_vectors`` (q, dim), ``.static_vectors``).
         :raises VectorSizeError: for vectors of the wrong shape.
         :raises SettingsMismatchError: for ``"static"`` on a store without static vectors.
         """
@@ -522,20 +517,21 @@ class QueryVectors:
         if rerank == Rerank.CHUNKS:
             if not self.spec.chunks:
                 raise SettingsMismatchError(
-                    f"{self.spec.where} is a static store: it has no chunk vectors; use rerank='static' or 'none'"
+                    f"{self.spec.where} is a static store: it has no chunk vectors; use rerank='static' or 'node'"
                 )
             chunks = np.asarray(query.chunk_vectors, dtype=np.float32).reshape(-1, self.spec.dim)
             check_directions(chunks, "query chunk_vectors")
             return Branch("chunks", chunks.tolist())
-        if rerank == Rerank.NONE:
+        if rerank == Rerank.NODE:
             return Branch("node", vector.tolist())
         if self.spec.static_dim is None:
             raise SettingsMismatchError(
                 f"{self.spec.where} has no static token vectors; rerank='static' is unavailable"
             )
-        if static_query is None:
-            raise InvalidInputError("rerank='static' needs static_query (the query's static token vectors)")
-        tokens = np.asarray(static_query, dtype=np.float32)
+        if query.static_vectors is None:
+            raise InvalidInputError("rerank='static' needs the query's static token vectors: "
+                                    "EncodedQuery(..., static_vectors=static_encoder.encode_query_tokens(text))")
+        tokens = np.asarray(query.static_vectors, dtype=np.float32)
         if tokens.ndim != 2 or tokens.shape[1] != self.spec.static_dim or len(tokens) == 0:
             raise VectorSizeError(
                 f"static query of shape {tokens.shape}, store expects (q>=1, {self.spec.static_dim})"

@@ -117,7 +117,7 @@ def test_ingest_static_makes_a_static_store_that_query_reranks_statically(tmp_pa
 
     query = texts[1].split(". ")[0][:200]
     hits = {}
-    for rerank in ([], ["--rerank", "static"], ["--rerank", "none"]):
+    for rerank in ([], ["--rerank", "static"], ["--rerank", "node"]):
         result = runner.invoke(app, ["query", query, "--store", store, "-k", "2", "--json", *rerank])
         assert result.exit_code == 0, result.output
         hits[tuple(rerank)] = json.loads(result.stdout)["hits"]
