@@ -1,5 +1,12 @@
 """Search planning and score fusion (pure): what the store asks a backend, and how it ranks the answer.
 
+Everything one search does is decided here, once: :func:`plan_search` turns the caller's arguments and the store's
+:class:`SearchDefaults` into a :class:`SearchPlan` (the rerank, ``alpha`` and why, the document weight, the length
+penalty, the prefetch depth, the filter); :meth:`SearchPlan.request` makes its backend-neutral engine request
+(:class:`~lmk_rag.store.types.QueryPlan`), which each backend translates in one function, and :func:`fuse` ranks the
+engine's answer by it. Formulas the engines compute (the length penalty: :func:`penalised`) are written here once,
+as backend-neutral trees (:data:`~lmk_rag.store.types.Expression`).
+
 A search has a *dense side* (the rerank: chunk MaxSim, static MaxSim or the node vector's cosine) and a
 *lexical side* (BM25 of the node). Candidates are the union of a dense prefetch by node vector and a BM25
 prefetch; both sides score every candidate in one Query API call (on Qdrant Edge, the BM25 search first and the

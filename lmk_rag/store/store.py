@@ -434,6 +434,9 @@ class LandmarkStore:
                 f"search_encoded takes an EncodedQuery (EncodedQuery.of(store.encoder.encode_queries(text), text)), "
                 f"got {query!r}; search a text with search()"
             )
+        if query.text is not None and not isinstance(query.text, str):
+            raise InvalidInputError(f"an EncodedQuery's text must be the query's text (a string) or None, got "
+                                    f"{query.text!r}")
         reader = self._reader
         return reader.search(plan_search(reader.defaults, k=k, rerank=rerank, alpha=alpha, filter=filter,
                                          one_per_document=one_per_document, text=query.text,

@@ -397,18 +397,13 @@ class EncodedQuery:
         """An encoder's query (an :class:`~lmk_rag.EncodedText`: ``.vector``, ``.chunk_vectors``) with its text and
         static token vectors.
 
-        :raises InvalidInputError: for an object without those vectors, or a text that is not a string.
+        :raises InvalidInputError: for an object without those vectors.
         """
         if not (hasattr(encoded, "vector") and hasattr(encoded, "chunk_vectors")):
             raise InvalidInputError(
                 f"EncodedQuery.of takes an encoded query (store.encoder.encode_queries(text)), got {encoded!r}"
             )
         return cls(encoded.vector, encoded.chunk_vectors, text, static_vectors)
-
-    def __post_init__(self) -> None:
-        """Check the text's type (the vectors are checked against the store by the search)."""
-        if self.text is not None and not isinstance(self.text, str):
-            raise InvalidInputError(f"text must be the query's text (a string) or None, got {self.text!r}")
 
 
 @dataclass(frozen=True)
