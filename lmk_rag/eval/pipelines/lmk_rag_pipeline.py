@@ -5,7 +5,7 @@ prefetch, chunk MaxSim and BM25 fused by the store's ``alpha``), documents ranke
 Searches run at the product's depth: the prefetch a ``k=10`` query uses (100 candidates per branch), whatever
 the ranking depth the harness asks for, so nDCG@10 is the product's. Variants: ``lmk-rag-alpha1`` (MaxSim
 alone, BM25 only widens the prefetch), ``lmk-rag-dense`` (no BM25 at all), ``lmk-rag-static`` (static MaxSim
-rerank), ``lmk-rag-norerank`` (``rerank="node"``: the node vector instead of a multivector rerank)."""
+rerank), ``lmk-rag-node`` (``rerank="node"``: the node vector instead of a multivector rerank)."""
 
 from __future__ import annotations
 
@@ -164,8 +164,8 @@ class LmkRagStaticPipeline(LmkRagPipeline):
     static = True
 
 
-@register_pipeline("lmk-rag-norerank")
-class LmkRagNoRerankPipeline(LmkRagPipeline):
+@register_pipeline("lmk-rag-node")
+class LmkRagNodePipeline(LmkRagPipeline):
     """``lmk-rag`` with ``rerank="node"``: the node vector's cosine fused with BM25, no multivector rerank."""
 
     rerank = "node"
