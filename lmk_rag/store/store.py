@@ -456,10 +456,9 @@ class LandmarkStore:
         :return: hits, best first; scores lie in [-1, 1].
         """
         reader = self._reader
+        plan = plan_search(reader.defaults, k=k, rerank=Rerank.NODE, filter=filter, one_per_document=one_per_document)
         vector = np.asarray(vector, dtype=np.float32)
-        return reader.search(plan_search(reader.defaults, k=k, rerank=Rerank.NODE, filter=filter,
-                                         one_per_document=one_per_document),
-                             EncodedQuery(vector, vector.reshape(1, -1)))
+        return reader.search(plan, EncodedQuery(vector, vector.reshape(1, -1)))
 
     def search_mmr(
         self,
