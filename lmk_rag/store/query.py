@@ -203,14 +203,13 @@ class SearchDefaults:
            document_weight: Callable[[], float]) -> SearchDefaults:
         """A store's search defaults from its settings record and this handle's options.
 
-        :param settings: the store's settings record (its ``bm25`` and ``alpha``).
+        :param settings: the store's settings record (its ``bm25`` and ``alpha``, which every record holds).
         :param mode: the store's mode: a static store reranks by static MaxSim, a transformer store by chunk MaxSim.
         :param alpha: this handle's weight of the dense side (checked), or None: the recorded one.
         """
-        bm25 = bool(settings.get("bm25"))
-        recorded = float(settings.get("alpha", DEFAULT_ALPHA if bm25 else 1.0))
         rerank = Rerank.STATIC if mode == StoreMode.STATIC else Rerank.CHUNKS
-        return cls(where, bm25, recorded if alpha is None else alpha, rerank, options, document_weight)
+        alpha = float(settings["alpha"]) if alpha is None else alpha
+        return cls(where, bool(settings["bm25"]), alpha, rerank, options, document_weight)
 
 
 @dataclass(frozen=True)
