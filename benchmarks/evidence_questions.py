@@ -35,6 +35,7 @@ from typing import Any
 from lmk_rag import Evidence, Hit
 from lmk_rag.eval import BeirDataset, PipelineOptions, load_beir
 from lmk_rag.research import PRODUCT_K, LmkRagPipeline, user_cache_dir
+from lmk_rag.store import EncodedQuery
 
 DATA = Path(__file__).parent / "data"
 RESULTS = Path(__file__).parent / "results"
@@ -73,8 +74,8 @@ class EvidencePipeline(LmkRagPipeline):
         assert self._store is not None and self._encoder is not None, "index() must be called before hits()"
         encoded = self._encoder.encode_queries(list(queries))
         prefetch_limit = max(self._prefetch_limit, 4 * PRODUCT_K)
-        return [self._store.search_encoded(query, k=k, rerank=self.rerank, doc_level=True, text=text,
-                                           prefetch_limit=prefetch_limit)
+        return [self._store.search_encoded(EncodedQuery.of(query, text), k=k, rerank=self.rerank,
+                                           one_per_document=True, prefetch_limit=prefetch_limit)
                 for text, query in zip(queries, encoded)]
 
 

@@ -27,8 +27,8 @@ from store_bench import build, real_nodes
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.research import (
     HIT_KEYS,
-    Branch,
     QueryVectors,
+    SearchDefaults,
     VectorSpec,
     best_hits,
     fuse,
@@ -38,7 +38,7 @@ from lmk_rag.research import (
     plan_search,
     shown_filter,
 )
-from lmk_rag.store import LandmarkStore
+from lmk_rag.store import EncodedQuery, LandmarkStore, SearchOptions
 
 OUT = Path(__file__).resolve().parent / "results" / "payload_bench.md"
 #: The keys the store asked for before issue 26 (its payloads came from a second call).
@@ -67,28 +67,30 @@ def main() -> None:
         with LandmarkStore(folder, encoder=encoder) as store:
             build(store, docs, args.size)
             vectors = QueryVectors(VectorSpec.from_settings(store.settings, store.where), None)
+            defaults = SearchDefaults(store.where, store.bm25, store.alpha, store.default_rerank,  # no document weight
+                                      SearchOptions(prefetch_limit=100), lambda: 0.0)
             backend = store.backend
             for _ in range(args.repeats):
                 for query, text in zip(queries, texts):
                     for variant in ("now", "light", "before"):
                         keys = HIT_KEYS if variant == "now" else LIGHT_KEYS
                         shown = nodes_filter if variant == "before" else shown_filter
-                        plan = plan_search(dense=[Branch("node", np.asarray(query.vector).tolist())],
-                                           scorer=vectors.scorer(store.default_rerank, query, None),
-                                           sparse=vectors.sparse_query(text), alpha=store.alpha, prefetch_limit=100,
-                                           filter=shown(backend, None), payload_keys=keys)
+                        planned = plan_search(defaults, alpha=store.alpha, one_per_document=False, text=text)
+                        plan = planned.request(np.asarray(query.vector).tolist(),
+                                               vectors.scorer(planned.rerank, EncodedQuery.of(query, text)),
+                                               vectors.sparse_query(text), shown(backend, None), keys)
                         start = time.perf_counter()
                         results = backend.query(plan)
                         queried = time.perf_counter()
                         if variant == "now":
-                            best = best_hits(fuse(plan, latest(results), store.alpha), 10, False)
+                            best = best_hits(fuse(plan, latest(results)), 10, False)
                             times["one call, payloads with every point (this store)"].append(
                                 (time.perf_counter() - start) * 1000)
                             points = {p.id: p for points in results for p in points}
                             candidates.append(len(points))
                             sizes += [len(json.dumps(p.payload)) for p in points.values()]
                         elif variant == "light":
-                            best = best_hits(fuse(plan, latest(results), store.alpha), 10, False)
+                            best = best_hits(fuse(plan, latest(results)), 10, False)
                             backend.retrieve([point.id for point in best], False)
                             times["3 keys only (the query alone)"].append((queried - start) * 1000)
                             times["3 keys, then a retrieve of the final 10"].append(
@@ -99,7 +101,7 @@ def main() -> None:
                             current = {doc_id: marker.get("version") for doc_id, marker in found.items()}
                             kept = [[p for p in points if current.get(p.payload["doc_id"]) == p.payload["version"]]
                                     for points in results]
-                            best = best_hits(fuse(plan, kept, store.alpha), 10, False)
+                            best = best_hits(fuse(plan, kept), 10, False)
                             backend.retrieve([point.id for point in best], False)
                             times["before issue 26: 3 keys, markers look-up, payloads look-up"].append(
                                 (time.perf_counter() - start) * 1000)

@@ -41,7 +41,7 @@ from store_bench import replicated
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.eval import cache_path, encode_states_cached, load_beir, states_key
 from lmk_rag.research import group_chunks, shard_bytes, user_cache_dir
-from lmk_rag.store import LandmarkStore, NodeRecord, SearchOptions, StorageOptions
+from lmk_rag.store import EncodedQuery, LandmarkStore, NodeRecord, SearchOptions, StorageOptions
 
 ROOT = Path(__file__).resolve().parent
 DATA = ROOT.parents[1] / "shared" / "data"
@@ -150,8 +150,8 @@ def probe(folder: Path, queries_file: Path, oversampling: float | None, repeats:
                 hits[mode] = []
                 for query, text in zip(queries, texts):
                     start = time.perf_counter()
-                    found = store.search_encoded(query, k=10, doc_level=False, text=text if with_text else None,
-                                                 alpha=alpha)
+                    found = store.search_encoded(EncodedQuery.of(query, text if with_text else None), k=10,
+                                                 one_per_document=False, alpha=alpha)
                     times.append((time.perf_counter() - start) * 1000)
                     hits[mode].append([h.node_id for h in found])
             row[f"{mode}_p50"], row[f"{mode}_p95"] = np.percentile(times, 50), np.percentile(times, 95)
@@ -162,7 +162,7 @@ def probe(folder: Path, queries_file: Path, oversampling: float | None, repeats:
                 overlaps = []
                 for query, text, got in zip(queries, texts, hits[mode]):
                     want = {original(h.node_id) for h in exact.search_encoded(
-                        query, k=10, doc_level=False, text=text if with_text else None)}
+                        EncodedQuery.of(query, text if with_text else None), k=10, one_per_document=False)}
                     overlaps.append(len({original(node) for node in got} & want) / len(want))
                 row[f"{mode}_overlap"] = float(np.mean(overlaps))
     return row

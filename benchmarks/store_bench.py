@@ -30,7 +30,7 @@ import numpy as np
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.eval import encode_states_cached, load_beir, subsample
 from lmk_rag.research import group_chunks, user_cache_dir
-from lmk_rag.store import LandmarkStore, NodeRecord, SearchOptions, StorageOptions
+from lmk_rag.store import EncodedQuery, LandmarkStore, NodeRecord, SearchOptions, StorageOptions
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 CACHE = user_cache_dir("eval")
@@ -107,7 +107,7 @@ MODES = {
     "fused": ("chunks", None, True),  # the product: MaxSim and BM25 fused (the store's alpha)
     "alpha1": ("chunks", 1.0, True),  # BM25 widens the prefetch, MaxSim alone ranks (the store before fusion)
     "dense": ("chunks", 1.0, False),  # no BM25 at all: dense prefetch, MaxSim rerank
-    "norerank": ("none", None, True),  # node-vector cosine fused with BM25
+    "norerank": ("node", None, True),  # node-vector cosine fused with BM25
 }
 
 
@@ -120,8 +120,8 @@ def latencies(store: LandmarkStore, queries: list, texts: list[str], mode: str,
         results = []
         for query, text in zip(queries, texts):
             start = time.perf_counter()
-            results.append(store.search_encoded(query, k=10, rerank=rerank, doc_level=False, alpha=alpha,
-                                                text=text if with_text else None))
+            encoded = EncodedQuery.of(query, text if with_text else None)
+            results.append(store.search_encoded(encoded, k=10, rerank=rerank, one_per_document=False, alpha=alpha))
             times.append((time.perf_counter() - start) * 1000)
     return float(np.percentile(times, 50)), float(np.percentile(times, 95)), results
 
@@ -137,7 +137,7 @@ def evidence_cost(store: LandmarkStore, queries: list, texts: list[str], repeats
                 if times is off:
                     reader._matched_vector = lambda scorer: None
                 start = time.perf_counter()
-                store.search_encoded(query, k=10, rerank="chunks", doc_level=False, text=text)
+                store.search_encoded(EncodedQuery.of(query, text), k=10, rerank="chunks", one_per_document=False)
                 times.append((time.perf_counter() - start) * 1000)
                 reader.__dict__.pop("_matched_vector", None)
     return {"evidence_p50": float(np.percentile(on, 50)), "evidence_p95": float(np.percentile(on, 95)),

@@ -11,9 +11,9 @@ this module; it needs every extra.
 
 - how a search is planned and scored: the weights and the question rule (``DEFAULT_ALPHA``, ``DOCUMENT_WEIGHT``,
   ``LENGTH_PENALTY``, ``QUESTION_SHARE``, ``is_question``, ``query_alpha``, ``document_weight``, ``length_penalty``),
-  the plan and the fusion (``plan_search``, ``fuse``, ``best_hits`` and their value types ``Branch``,
-  ``ScoredPointData``, ``SparseVector``), the query's and the nodes' vectors (``QueryVectors``, ``VectorSpec``,
-  ``Bm25Encoder``) and chunk MaxSim (``maxsim_scores``, ``l2_normalize``, ``pack_rows``);
+  the plan and the fusion (``plan_search`` over a store's ``SearchDefaults``, ``fuse``, ``best_hits`` and their value
+  types ``Branch``, ``ScoredPointData``, ``SparseVector``), the query's and the nodes' vectors (``QueryVectors``,
+  ``VectorSpec``, ``Bm25Encoder``) and chunk MaxSim (``maxsim_scores``, ``l2_normalize``, ``pack_rows``);
 - how a document becomes node records (``group_chunks``, ``node_records``, ``records_from_encoding``) and how a
   reader sees the store's points (``HIT_KEYS``, ``latest``, ``markers``, ``nodes_filter``, ``shown_filter``:
   payload_bench.py's variants);
@@ -46,6 +46,7 @@ from lmk_rag.store.query import (
     DOCUMENT_WEIGHT,
     LENGTH_PENALTY,
     QUESTION_SHARE,
+    SearchDefaults,
     best_hits,
     document_weight,
     fuse,
@@ -77,6 +78,7 @@ __all__ = [
     "ProjectionConfig",
     "QueryVectors",
     "ScoredPointData",
+    "SearchDefaults",
     "SparseVector",
     "VectorSpec",
     "best_hits",

@@ -38,6 +38,7 @@ from lmk_rag.research import (
     Bm25Encoder,
     Branch,
     ScoredPointData,
+    SearchDefaults,
     SparseVector,
     best_hits,
     fuse,
@@ -46,6 +47,7 @@ from lmk_rag.research import (
     plan_search,
     user_cache_dir,
 )
+from lmk_rag.store import Rerank, SearchOptions
 
 BENCHMARKS = Path(__file__).resolve().parents[1]
 if str(BENCHMARKS) not in sys.path:  # benchmarks/: intervals.py and stock_pipelines.py, beside the studies' folder
@@ -255,16 +257,16 @@ def store_scores(
     :param query_chunks: the query's chunk vectors, (q, dim): the scorer's query.
     :return: the fused score of each candidate, in the order of ``candidates``.
     """
-    plan = plan_search(dense=[Branch("node", [0.0])], scorer=Branch("chunks", query_chunks.tolist()),
-                       sparse=SparseVector([0], [1.0]), alpha=alpha, prefetch_limit=len(candidates), filter=None,
-                       payload_keys=[])
+    defaults = SearchDefaults("study", True, alpha, Rerank.CHUNKS, SearchOptions(), lambda: 0.0)
+    plan = plan_search(defaults, alpha=alpha, prefetch_limit=len(candidates)).request(
+        [0.0], Branch("chunks", query_chunks.tolist()), SparseVector([0], [1.0]), None, [])
     ids = [f"{node:09d}" for node in candidates]  # point ids in node order: ties go by node, as in doc_ranking
     payloads = [{"doc_id": int(node_doc[node])} for node in candidates]
     scorer = [ScoredPointData(i, float(score) * len(query_chunks), p) for i, score, p in zip(ids, dense, payloads)]
     bm25 = [ScoredPointData(i, float(score), p) for i, score, p in zip(ids, lexical, payloads) if score > 0]
     answers = [bm25 if branch.using == "bm25" else scorer for branch in plan.scorers]
     answers += [bm25] if plan.search is not None else []
-    fused = {point.id: point.score for point in fuse(plan, answers, alpha)}
+    fused = {point.id: point.score for point in fuse(plan, answers)}
     return np.array([fused[point_id] for point_id in ids])
 
 
@@ -278,7 +280,7 @@ def store_ranking(
     points = [ScoredPointData(f"{node:09d}", float(score), {"doc_id": int(node_doc[node])})
               for node, score in zip(candidates, scores)]
     points.sort(key=lambda point: (-point.score, point.id))
-    best = best_hits(points, k, doc_level=True)
+    best = best_hits(points, k, one_per_document=True)
     return [int(node_doc[int(point.id)]) for point in best]
 
 
@@ -292,7 +294,7 @@ def query_ranking(corpus: Corpus, query: int, bm25: np.ndarray) -> list[int]:
 
 
 def doc_ranking(nodes: np.ndarray, scores: np.ndarray, node_doc: np.ndarray, k: int = 10) -> list[int]:
-    """Documents by their best node among the candidates (the store's ``doc_level=True``) for scores the store's
+    """Documents by their best node among the candidates (the store's ``one_per_document=True``) for scores the store's
     fusion does not compute; ties go by node."""
     order = np.lexsort((nodes, -scores))
     seen: list[int] = []

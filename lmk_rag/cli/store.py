@@ -276,7 +276,7 @@ def query(
     collection_name: str | None = collection_option(),
     k: int = typer.Option(10, "-k", min=1, help="Hits to return."),
     rerank: str = typer.Option(
-        None, help="chunks | static | none (default: the store's, chunks or static in a --static store)."
+        None, help="chunks | static | node (default: the store's, chunks or static in a --static store)."
     ),
     alpha: float = typer.Option(
         None, min=0.0, max=1.0, help="Weight of the rerank score against BM25 (1 = rerank only, 0 = BM25 only; "
@@ -292,7 +292,8 @@ def query(
     """Search a store: dense and BM25 prefetch, MaxSim rerank fused with BM25; the best node per document."""
     with open_store(store, url, location, collection_name, read_only=True) as source:
         hits = source.search(
-            text, k=k, rerank=rerank, filter=parse_filters(filter or []), doc_level=not nodes, alpha=alpha
+            text, k=k, rerank=rerank, filter=parse_filters(filter or []), one_per_document=not nodes,
+            alpha=alpha
         )
         _print_hits(text, hits, as_json)  # before the store closes: closing an Edge shard flushes it (0.1-0.3 s)
         if not hits:

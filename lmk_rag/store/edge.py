@@ -38,17 +38,23 @@ from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.engine_errors import Guarded
 from lmk_rag.store.filters import ConditionBuilder
 from lmk_rag.store.folder_locks import CommitLock
-from lmk_rag.store.records import DOCUMENT_CHUNKS, vector_layout
+from lmk_rag.store.records import vector_layout
 from lmk_rag.store.types import (
     DEFAULT_BATCH_SIZE,
     Branch,
     CollectionSpec,
+    Constant,
+    Expression,
+    Ln,
+    PayloadValue,
     PointData,
     Quantization,
     QueryPlan,
+    Score,
     ScoredPointData,
     SearchOptions,
     SparseVector,
+    Sum,
 )
 
 SETTINGS_FILE = "lmk_rag.json"
@@ -332,10 +338,10 @@ class EdgeBackend(Backend):
         """A plan's Query API calls: one (a batch of one request per scorer, each scoring the union of the
         prefetches) or, for a plan with a plain search, two, so that its sparse search runs once: the plain search
         first (ids and scores), then the scorers, whose prefetch takes its points by id instead of searching BM25
-        again. Both calls see one state of the shard: this process is its only writer, and the store holds its
-        read lock across them (:meth:`~lmk_rag.store.read_write_lock.ReadWriteLock.reading`)."""
+        again (:func:`query_requests`). Both calls see one state of the shard: this process is its only writer, and
+        the store holds its read lock across them (:meth:`~lmk_rag.store.read_write_lock.ReadWriteLock.reading`)."""
         searched = None if plan.search is None else self.shard.query(_plain_search(plan))
-        requests = [self._request(plan, scorer, searched) for scorer in plan.scorers]
+        requests = query_requests(plan, searched)
         if len(requests) == 1:
             results = [self.shard.query(requests[0])]
         else:
@@ -343,45 +349,6 @@ class EdgeBackend(Backend):
         if searched is not None:
             results = [*results, searched]
         return [_scored(points) for points in results]
-
-    @staticmethod
-    def _request(plan: QueryPlan, scorer: Branch, searched: list[Any] | None = None) -> Any:
-        """The Edge request of one scorer (shared prefetch branches, a plain search without them, or an MMR pick);
-        ``searched``, the plan's plain search already run, replaces its prefetch branch by its points' ids."""
-        params = _params(plan.options)
-        prefetches = [
-            qe.Prefetch(
-                limit=plan.prefetch_limit,
-                query=_nearest(branch),
-                filter=plan.filter,
-                params=None if isinstance(branch.query, SparseVector) else params,
-            )
-            for branch in plan.prefetch
-            if searched is None or branch != plan.search
-        ]
-        if searched:
-            prefetches.append(qe.Prefetch(limit=len(searched), filter=qe.Filter(
-                must=[qe.HasIdCondition({point.id for point in searched})])))
-        payload = qe.PayloadSelector.Include(plan.payload_keys) if plan.payload_keys else False
-        if plan.length_penalty > 0 and scorer is plan.scorers[0]:  # the scorer's results less the penalty
-            scored = qe.Prefetch(limit=plan.limit, query=_nearest(scorer), prefetches=prefetches or None,
-                                 filter=plan.filter, params=params)
-            penalty = qe.Expression.Mult([qe.Expression.Constant(-plan.length_penalty),
-                                          qe.Expression.Ln(qe.Expression.Variable(DOCUMENT_CHUNKS))])
-            formula = qe.Formula(qe.Expression.Sum([qe.Expression.Variable("$score"), penalty]),
-                                 defaults={DOCUMENT_CHUNKS: 1})
-            return qe.QueryRequest(limit=plan.limit, prefetches=[scored], query=formula, filter=plan.filter,
-                                   with_payload=payload)
-        return qe.QueryRequest(
-            limit=plan.limit,
-            prefetches=prefetches or None,
-            query=_nearest(scorer) if plan.mmr_lambda is None else qe.Mmr(
-                scorer.query, plan.mmr_lambda, plan.prefetch_limit, using=scorer.using
-            ),
-            filter=plan.filter,
-            params=None if isinstance(scorer.query, SparseVector) else params,
-            with_payload=payload,
-        )
 
     def retrieve(self, ids: list[str], with_vectors: bool | list[str]) -> list[PointData]:
         """Points by id."""
@@ -424,6 +391,75 @@ class EdgeBackend(Backend):
                     shard.flush()
                 finally:
                     shard.close()
+
+
+def query_requests(plan: QueryPlan, searched: list[Any] | None = None) -> list[Any]:
+    """The Edge requests of a plan's scorers: shared prefetch branches, a plain search without them, or an MMR pick;
+    the first scorer's results rescored by the plan's formula where it has one (a prefetch of that scorer under a
+    formula query, :func:`formula`).
+
+    :param plan: the plan.
+    :param searched: the plan's plain search, already run (:func:`_plain_search`): its points' ids replace its
+        prefetch branch.
+    :return: one request per scorer, in scorer order.
+    """
+    params = _params(plan.options)
+    prefetches = [
+        qe.Prefetch(
+            limit=plan.prefetch_limit,
+            query=_nearest(branch),
+            filter=plan.filter,
+            params=None if isinstance(branch.query, SparseVector) else params,
+        )
+        for branch in plan.prefetch
+        if searched is None or branch != plan.search
+    ]
+    if searched:
+        prefetches.append(qe.Prefetch(limit=len(searched), filter=qe.Filter(
+            must=[qe.HasIdCondition({point.id for point in searched})])))
+    payload = qe.PayloadSelector.Include(plan.payload_keys) if plan.payload_keys else False
+    requests = [
+        qe.QueryRequest(
+            limit=plan.limit,
+            prefetches=prefetches or None,
+            query=_nearest(scorer) if plan.mmr_lambda is None else qe.Mmr(
+                scorer.query, plan.mmr_lambda, plan.prefetch_limit, using=scorer.using
+            ),
+            filter=plan.filter,
+            params=None if isinstance(scorer.query, SparseVector) else params,
+            with_payload=payload,
+        )
+        for scorer in plan.scorers
+    ]
+    if plan.formula is not None:
+        scorer = plan.scorers[0]
+        scored = qe.Prefetch(limit=plan.limit, query=_nearest(scorer), prefetches=prefetches or None,
+                             filter=plan.filter, params=params)
+        requests[0] = qe.QueryRequest(limit=plan.limit, prefetches=[scored], query=formula(plan.formula),
+                                      filter=plan.filter, with_payload=payload)
+    return requests
+
+
+def formula(expression: Expression) -> Any:
+    """A backend-neutral formula as an Edge formula query (its payload values' defaults gathered)."""
+    defaults: dict[str, float] = {}
+
+    def term(node: Expression) -> Any:
+        if isinstance(node, Score):
+            return qe.Expression.Variable("$score")
+        if isinstance(node, Constant):
+            return qe.Expression.Constant(node.value)
+        if isinstance(node, PayloadValue):
+            defaults[node.key] = node.default
+            return qe.Expression.Variable(node.key)
+        if isinstance(node, Ln):
+            return qe.Expression.Ln(term(node.of))
+        if isinstance(node, Sum):
+            return qe.Expression.Sum([term(child) for child in node.terms])
+        return qe.Expression.Mult([term(child) for child in node.factors])  # a Product
+
+    root = term(expression)
+    return qe.Formula(root, defaults=defaults)
 
 
 def _plain_search(plan: QueryPlan) -> Any:

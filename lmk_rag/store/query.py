@@ -1,5 +1,12 @@
 """Search planning and score fusion (pure): what the store asks a backend, and how it ranks the answer.
 
+Everything one search does is decided here, once: :func:`plan_search` turns the caller's arguments and the store's
+:class:`SearchDefaults` into a :class:`SearchPlan` (the rerank, ``alpha`` and why, the document weight, the length
+penalty, the prefetch depth, the filter); :meth:`SearchPlan.request` makes its backend-neutral engine request
+(:class:`~lmk_rag.store.types.QueryPlan`), which each backend translates in one function, and :func:`fuse` ranks the
+engine's answer by it. Formulas the engines compute (the length penalty: :func:`penalised`) are written here once,
+as backend-neutral trees (:data:`~lmk_rag.store.types.Expression`).
+
 A search has a *dense side* (the rerank: chunk MaxSim, static MaxSim or the node vector's cosine) and a
 *lexical side* (BM25 of the node). Candidates are the union of a dense prefetch by node vector and a BM25
 prefetch; both sides score every candidate in one Query API call (on Qdrant Edge, the BM25 search first and the
@@ -41,21 +48,32 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
-from lmk_rag.errors import CorruptStoreError, InvalidInputError
+from lmk_rag.checks import check_count
+from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError
+from lmk_rag.store.records import DOCUMENT_CHUNKS, DOCUMENT_KEY
 from lmk_rag.store.types import (
     Branch,
+    Constant,
     Evidence,
     EvidenceKind,
+    Expression,
+    Ln,
+    PayloadValue,
+    Product,
     QueryPlan,
     Rerank,
+    Score,
     ScoredPointData,
     SearchOptions,
     SparseVector,
+    StoreMode,
+    Sum,
 )
 
 DEFAULT_ALPHA = 0.7
@@ -140,71 +158,212 @@ def check_alpha(alpha: Any, name: str = "alpha") -> float:
 def check_rerank(rerank: Any) -> Rerank:
     """Return a rerank mode as :class:`Rerank`.
 
-    :raises InvalidInputError: for an unknown mode.
+    :raises InvalidInputError: for an unknown mode (``"none"``: naming its new name, ``"node"``).
     """
-    try:
-        return Rerank(rerank)
-    except ValueError:
-        choices = ", ".join(repr(mode.value) for mode in Rerank)
-        raise InvalidInputError(f"rerank must be one of {choices}, got {rerank!r}") from None
+    return Rerank(rerank)
+
+
+def check_depth(k: Any, given: Any, name: str, default: int) -> int:
+    """Check ``k`` and return how many candidates a search takes: ``given`` (checked, named ``name``), else
+    ``default`` (the handle's ``prefetch_limit``), at least ``4 * k``.
+
+    :raises InvalidInputError: for a ``k`` or ``given`` that is not a positive integer.
+    """
+    check_count("k", k)
+    return max(default, 4 * k) if given is None else check_count(name, given)
+
+
+AlphaSource = Literal["given", "store", "question"]
+"""Why a search's ``alpha`` is what it is: given by the caller, the store's (this handle's, else the recorded one),
+or the store's moved toward the dense side for a question (:func:`query_alpha`)."""
+
+
+@dataclass(frozen=True)
+class SearchDefaults:
+    """What a store brings to each of its searches' plans (:func:`plan_search`).
+
+    :param where: the store, for messages.
+    :param bm25: whether the store holds BM25 vectors.
+    :param alpha: the store's weight of the dense side: this handle's, else the recorded one (:meth:`of`).
+    :param rerank: the rerank of a search that names none (:meth:`of`).
+    :param options: this handle's search options (prefetch depth, HNSW ``ef``, oversampling, exact search).
+    :param document_weight: measures the store's document weight (the reader's
+        :meth:`~lmk_rag.store.reads.Reader.document_weight`); called only for a chunk rerank.
+    """
+
+    where: str
+    bm25: bool
+    alpha: float
+    rerank: Rerank
+    options: SearchOptions
+    document_weight: Callable[[], float]
+
+    @classmethod
+    def of(cls, where: str, settings: dict[str, Any], mode: StoreMode, options: SearchOptions, alpha: float | None,
+           document_weight: Callable[[], float]) -> SearchDefaults:
+        """A store's search defaults from its settings record and this handle's options.
+
+        :param settings: the store's settings record (its ``bm25`` and ``alpha``, which every record holds).
+        :param mode: the store's mode: a static store reranks by static MaxSim, a transformer store by chunk MaxSim.
+        :param alpha: this handle's weight of the dense side (checked), or None: the recorded one.
+        """
+        rerank = Rerank.STATIC if mode == StoreMode.STATIC else Rerank.CHUNKS
+        alpha = float(settings["alpha"]) if alpha is None else alpha
+        return cls(where, bool(settings["bm25"]), alpha, rerank, options, document_weight)
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """What one search does, decided once (:func:`plan_search`) from the caller's arguments and the store's
+    defaults; the reader runs it (:meth:`~lmk_rag.store.reads.Reader.search`) and its engine request comes from it
+    (:meth:`request`).
+
+    :param k: hits returned.
+    :param rerank: the dense side's scorer.
+    :param alpha: the dense side's weight in the fused score, in [0, 1].
+    :param alpha_source: why ``alpha`` is what it is (:data:`AlphaSource`).
+    :param document_weight: the document cosine's share of the dense side (0 unless a chunk rerank in a store of
+        whole documents: :func:`document_weight`).
+    :param length_penalty: what a candidate's chunk MaxSim pays per unit of ``ln(n)`` (:func:`length_penalty`).
+    :param prefetch_limit: candidates per prefetch branch.
+    :param one_per_document: at most one hit (the best node) per document.
+    :param filter: the caller's metadata filter.
+    :param text: the query text (BM25's query); None ranks by the rerank alone.
+    :param options: how the dense searches run.
+    """
+
+    k: int
+    rerank: Rerank
+    alpha: float
+    alpha_source: AlphaSource
+    document_weight: float
+    length_penalty: float
+    prefetch_limit: int
+    one_per_document: bool
+    filter: Any
+    text: str | None
+    options: SearchOptions
+
+    def request(self, vector: list[float], scorer: Branch, sparse: SparseVector | None, native_filter: Any,
+                payload_keys: list[str]) -> QueryPlan:
+        """The engine request of this search: what each backend translates into its engine's requests.
+
+        :param vector: the query vector, (dim,): the dense prefetch's query, and the document cosine's.
+        :param scorer: the dense side's scoring query (:meth:`~lmk_rag.store.vectors.QueryVectors.scorer`).
+        :param sparse: the query's BM25 vector, or None when there is no lexical side (no BM25, no query text).
+        :param native_filter: the backend-native filter of the nodes the search may find.
+        :param payload_keys: payload keys returned with each scored point.
+        :return: the request; BM25 widens the prefetch whenever the query has BM25 terms; unless ``alpha`` is 1,
+            a plain BM25 search of the same depth runs in the same call and gives the BM25 scores (a candidate
+            outside its top scores 0); ``alpha`` 0 is a plain BM25 search of the whole store. Where the document
+            weight is above 0 the document cosine is a second scorer, and a chunk scorer pays the length penalty
+            (:func:`penalised`, times the query vectors its MaxSim sums over).
+        """
+        dense = (Branch("node", vector),)
+        lexical = Branch("bm25", sparse) if sparse is not None and sparse.indices else None
+        scorers: tuple[Branch, ...] = (scorer,)
+        if lexical is None:
+            prefetch = dense if scorer.using != "node" else ()  # else a plain search
+        elif self.alpha == 0.0:
+            prefetch, scorers = (), (lexical,)
+        else:
+            prefetch = (*dense, lexical)
+        blended = self.document_weight > 0.0 and scorers == (scorer,)
+        if blended:
+            scorers = (scorer, Branch("document", vector))
+        penalty = self.length_penalty * _query_vectors(scorer) if blended and scorer.using == "chunks" else 0.0
+        return QueryPlan(
+            prefetch=prefetch,
+            scorers=scorers,
+            prefetch_limit=self.prefetch_limit,
+            limit=self.prefetch_limit * max(1, len(prefetch)),
+            filter=native_filter,
+            payload_keys=payload_keys,
+            options=self.options,
+            search=lexical if lexical is not None and 0.0 < self.alpha < 1.0 else None,
+            document_weight=self.document_weight if blended else 0.0,
+            formula=penalised(penalty) if penalty > 0 else None,
+            alpha=self.alpha,
+        )
 
 
 def plan_search(
+    defaults: SearchDefaults,
     *,
-    dense: Sequence[Branch],
-    scorer: Branch,
-    sparse: SparseVector | None,
-    alpha: float,
-    prefetch_limit: int,
-    filter: Any,
-    payload_keys: list[str],
-    options: SearchOptions = SearchOptions(),
-    document: Branch | None = None,
-    document_weight: float = 0.0,
-) -> QueryPlan:
-    """The plan of one search.
+    k: Any = 10,
+    rerank: Rerank | str | None = None,
+    alpha: Any = None,
+    prefetch_limit: Any = None,
+    one_per_document: bool = True,
+    filter: Any = None,
+    text: str | None = None,
+) -> SearchPlan:
+    """The plan of one search: the caller's arguments checked, and every value they leave open decided from the
+    store's defaults, here and nowhere else.
 
-    :param dense: the dense prefetch branches (by node vector).
-    :param scorer: the dense side's scoring query (chunk or static MaxSim, or the node vector).
-    :param sparse: the query's BM25 vector, or None when there is no lexical side (no BM25, no query text, or
-        only stop words).
-    :param alpha: weight of the dense side (see :func:`fuse`).
-    :param prefetch_limit: candidates per prefetch branch.
-    :param filter: the backend-native filter.
-    :param payload_keys: payload keys returned with each scored point.
-    :param options: how the dense searches run.
-    :param document: the query vector against the ``document`` vectors: a second scorer of the dense side (see
-        :func:`fuse`) when ``document_weight`` is above 0 and the search has a dense side.
-    :param document_weight: the document cosine's share of the dense side; a chunk scorer also pays the document
-        length penalty at that weight (:func:`length_penalty`).
-    :return: the plan; BM25 widens the prefetch whenever the query has BM25 terms; unless ``alpha`` is 1, a plain
-        BM25 search of the same depth runs in the same call and gives the BM25 scores (a candidate outside its
-        top scores 0); ``alpha`` 0 is a plain BM25 search of the whole store.
+    :param defaults: the store's (:class:`SearchDefaults`).
+    :param k: hits returned.
+    :param rerank: the dense side's scorer; None: the store's.
+    :param alpha: the dense side's weight; None: the store's, moved toward the dense side for a ``text`` asked as a
+        question (:func:`query_alpha`).
+    :param prefetch_limit: candidates per prefetch branch; None: the store's, at least ``4 * k``.
+    :param one_per_document: at most one hit per document.
+    :param filter: the caller's metadata filter.
+    :param text: the query text, or None.
+    :return: the plan.
+    :raises InvalidInputError: for a bad ``k``, ``rerank``, ``alpha`` or ``prefetch_limit``.
+    :raises SettingsMismatchError: for ``alpha`` < 1 on a store without BM25.
     """
-    lexical = Branch("bm25", sparse) if sparse is not None and sparse.indices else None
-    scorers: tuple[Branch, ...] = (scorer,)
-    if lexical is None:
-        prefetch = tuple(dense) if scorer.using != "node" or len(dense) > 1 else ()  # else a plain search
-    elif alpha == 0.0:
-        prefetch, scorers = (), (lexical,)
+    depth = check_depth(k, prefetch_limit, "prefetch_limit", defaults.options.prefetch_limit)
+    rerank = defaults.rerank if rerank is None else check_rerank(rerank)
+    if alpha is not None:
+        alpha, source = check_alpha(alpha), "given"
     else:
-        prefetch = (*dense, lexical)
-    blended = document is not None and document_weight > 0.0 and scorers == (scorer,)
-    if blended:
-        scorers = (scorer, document)
-    return QueryPlan(
-        prefetch=prefetch,
-        scorers=scorers,
-        prefetch_limit=prefetch_limit,
-        limit=prefetch_limit * max(1, len(prefetch)),
-        filter=filter,
-        payload_keys=payload_keys,
-        options=options,
-        search=lexical if lexical is not None and 0.0 < alpha < 1.0 else None,
-        document_weight=document_weight if blended else 0.0,
-        length_penalty=length_penalty(document_weight) * _query_vectors(scorer) if blended and
-        scorer.using == "chunks" else 0.0,
-    )
+        alpha = query_alpha(defaults.alpha, text)
+        source = "question" if alpha != defaults.alpha else "store"
+    if alpha < 1.0 and not defaults.bm25:
+        raise SettingsMismatchError(
+            f"{defaults.where} was built without BM25 keyword vectors, so it cannot rank by keywords (alpha={alpha} "
+            "asks for BM25): search with alpha=1 (the rerank alone, what the store does by default), or ingest "
+            "into a new store with BM25 (bm25=True, enable_hybrid=True or lmk-rag ingest --bm25)"
+        )
+    weight = defaults.document_weight() if rerank == Rerank.CHUNKS else 0.0
+    return SearchPlan(k=k, rerank=rerank, alpha=alpha, alpha_source=source, document_weight=weight,
+                      length_penalty=length_penalty(weight), prefetch_limit=depth,
+                      one_per_document=one_per_document, filter=filter, text=text, options=defaults.options)
+
+
+def penalised(penalty: float) -> Expression:
+    """The document length penalty as a formula over a chunk scorer's results: the score less
+    ``penalty * ln(n)``, ``n`` the scored node's document chunk count (its payload's ``document.chunks``; 1 where a
+    node has none, so no penalty).
+
+    :param penalty: per unit of ``ln(n)``, times the query vectors the MaxSim sums over.
+    """
+    return Sum((Score(), Product((Constant(-penalty), Ln(PayloadValue(DOCUMENT_CHUNKS, 1.0))))))
+
+
+def evaluate(formula: Expression, score: float, payload: dict[str, Any]) -> float:
+    """A formula's value for one point (what an engine computes from the formula's translation).
+
+    :param formula: the formula.
+    :param score: the point's score from the scorer the formula rescores.
+    :param payload: the point's payload; a dotted key reads nested objects.
+    """
+    if isinstance(formula, Score):
+        return score
+    if isinstance(formula, Constant):
+        return formula.value
+    if isinstance(formula, PayloadValue):
+        value: Any = payload
+        for part in formula.key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        return formula.default if value is None else float(value)
+    if isinstance(formula, Ln):
+        return math.log(evaluate(formula.of, score, payload))
+    if isinstance(formula, Sum):
+        return math.fsum(evaluate(term, score, payload) for term in formula.terms)
+    return math.prod(evaluate(factor, score, payload) for factor in formula.factors)
 
 
 def plan_mmr(
@@ -253,7 +412,7 @@ def carry_payloads(plan: QueryPlan, results: list[list[ScoredPointData]]) -> lis
     return [*scored, carried]
 
 
-def fuse(plan: QueryPlan, results: list[list[ScoredPointData]], alpha: float) -> list[ScoredPointData]:
+def fuse(plan: QueryPlan, results: list[list[ScoredPointData]]) -> list[ScoredPointData]:
     """The final scores of a plan's candidates, best first (ties by point id).
 
     Scores are rounded to 6 decimals: float32 noise of the engine (two stores written alike can differ in the
@@ -261,10 +420,10 @@ def fuse(plan: QueryPlan, results: list[list[ScoredPointData]], alpha: float) ->
 
     :param plan: the plan the results answer.
     :param results: one scored list per scorer of the plan (then the plain search's).
-    :param alpha: weight of the dense side; a plan without one of the two sides ranks by the other alone. The dense
-        side is the first scorer's score (less the document length penalty where the plan has one), blended with the
-        document cosine when the plan has one (:attr:`~lmk_rag.store.types.QueryPlan.document_weight`).
-    :return: every candidate once, with its final score.
+    :return: every candidate once, with its final score: the plan's ``alpha`` times the dense side plus ``1 - alpha``
+        times the lexical side (a plan without one of the two sides ranks by the other alone). The dense side is the
+        first scorer's score (rescored by the plan's formula, the document length penalty, where it has one), blended
+        with the document cosine when the plan has one (:attr:`~lmk_rag.store.types.QueryPlan.document_weight`).
     """
     sides = dict(zip([scorer.using for scorer in plan.scorers] + ([plan.search.using] if plan.search else []), results))
     lexical = sides.pop("bm25", None)
@@ -275,7 +434,8 @@ def fuse(plan: QueryPlan, results: list[list[ScoredPointData]], alpha: float) ->
     dense_scores: dict[str, float] = {}
     if dense is not None and scorer is not None:
         vectors = _query_vectors(scorer)
-        lowest = COSINE_RANGE[0] - plan.length_penalty / vectors * math.log(MOST_CHUNKS)
+        lowest = COSINE_RANGE[0] if plan.formula is None else \
+            evaluate(plan.formula, COSINE_RANGE[0] * vectors, {DOCUMENT_KEY: {"chunks": MOST_CHUNKS}}) / vectors
         for point in dense:
             points[point.id] = point
             dense_scores[point.id] = checked_score(point, point.score / vectors, (lowest, COSINE_RANGE[1]))
@@ -296,7 +456,7 @@ def fuse(plan: QueryPlan, results: list[list[ScoredPointData]], alpha: float) ->
     elif lexical is None:
         weight = 1.0
     else:
-        weight = alpha
+        weight = plan.alpha
     floor = min(dense_scores.values(), default=0.0)  # a candidate the dense scorer did not return
     fused = [
         ScoredPointData(
@@ -332,15 +492,15 @@ def _query_vectors(scorer: Branch) -> int:
     return 1
 
 
-def best_hits(points: Sequence[ScoredPointData], k: int, doc_level: bool) -> list[ScoredPointData]:
-    """The first ``k`` points of a ranked list, at most one per document when ``doc_level``.
+def best_hits(points: Sequence[ScoredPointData], k: int, one_per_document: bool) -> list[ScoredPointData]:
+    """The first ``k`` points of a ranked list, at most one per document when ``one_per_document``.
 
     :return: the points, best first.
     """
     best: list[ScoredPointData] = []
     seen: set[str] = set()
     for point in points:
-        key = point.payload["doc_id"] if doc_level else point.id
+        key = point.payload["doc_id"] if one_per_document else point.id
         if key not in seen:
             seen.add(key)
             best.append(point)

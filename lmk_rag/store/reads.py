@@ -23,38 +23,44 @@ from typing import Any
 
 import numpy as np
 
-from lmk_rag.checks import check_count, check_text
-from lmk_rag.encoder.types import EncodedText
-from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatchError, VectorSizeError
+from lmk_rag.checks import check_text
+from lmk_rag.errors import CorruptStoreError, InvalidInputError, VectorSizeError
 from lmk_rag.store import records as rec
 from lmk_rag.store.base import Backend
 from lmk_rag.store.filters import FilterLike
 from lmk_rag.store.query import (
-    DEFAULT_ALPHA,
+    SearchDefaults,
+    SearchPlan,
     best_hits,
     carry_payloads,
-    check_alpha,
-    check_rerank,
     checked_score,
     document_weight,
     fuse,
     keyword_evidence,
     matched_evidence,
     plan_mmr,
-    plan_search,
-    query_alpha,
 )
 from lmk_rag.store.read_write_lock import ReadWriteLock
 from lmk_rag.store.records import every, scroll
-from lmk_rag.store.store_encoder import StoreEncoder, default_rerank
-from lmk_rag.store.types import Branch, Evidence, Hit, NodeRecord, Rerank, ScoredPointData, SearchOptions, StoreMode
+from lmk_rag.store.store_encoder import StoreEncoder
+from lmk_rag.store.types import (
+    Branch,
+    EncodedQuery,
+    Evidence,
+    Hit,
+    NodeRecord,
+    Rerank,
+    ScoredPointData,
+    SearchOptions,
+    StoreMode,
+)
 from lmk_rag.store.vectors import QueryVectors, check_directions
 
 
 class Reader:
     """Searches and look-ups of one store: :class:`~lmk_rag.store.LandmarkStore`'s methods, on the arguments the
-    store has checked and resolved (its public methods document them; :meth:`rerank`, :meth:`weight` and
-    :meth:`candidates` resolve a search's defaults).
+    store has checked (its public methods document them); a search runs the plan the store made of its arguments
+    (:func:`~lmk_rag.store.query.plan_search` over :attr:`defaults`).
 
     :param backend: the store's backend.
     :param where: the store, for messages.
@@ -81,76 +87,52 @@ class Reader:
         self.encoder = encoder
         self.committed = committed
         self.options = options
-        self.bm25 = bool(settings.get("bm25"))
-        self.alpha = alpha if alpha is not None else float(settings.get("alpha", DEFAULT_ALPHA if self.bm25 else 1.0))
         self.mode = mode
-        self.default_rerank = default_rerank(mode)
+        #: what the store brings to each search's plan
+        self.defaults = SearchDefaults.of(where, settings, mode, options, alpha, self._measured_weight)
         self.dim = int(settings["encoder"]["dim"])
         self._sampled = False  # whether this handle has sampled the stored vectors (:meth:`_check_sample`)
         self.documents_held = "document" in rec.recorded_vectors(settings)
         self._document_weight: tuple[Any, float] | None = None  # (the committed entry it was measured at, weight)
 
-    def rerank(self, given: Rerank | str | None) -> Rerank:
-        """A search's rerank: the store's default for None, else ``given`` checked."""
-        return self.default_rerank if given is None else check_rerank(given)
-
-    def weight(self, given: float | None, text: str | None) -> float:
-        """A search's weight of the rerank: ``given`` checked, else this handle's for the query ``text``
-        (:func:`~lmk_rag.store.query.query_alpha`: a question leans on the dense side)."""
-        return query_alpha(self.alpha, text) if given is None else check_alpha(given)
-
-    def candidates(self, k: Any, given: Any, name: str) -> int:
-        """Check ``k`` and return how many candidates a search takes: ``given`` (checked, named ``name``), else the
-        store's ``prefetch_limit``, at least ``4 * k``."""
-        check_count("k", k)
-        return max(self.options.prefetch_limit, 4 * k) if given is None else check_count(name, given)
-
-    def search(self, query: str, k: int, prefetch_limit: int, rerank: Rerank, filter: FilterLike, doc_level: bool,
-               alpha: float) -> list[Hit]:
-        """A checked text query, encoded once and searched by :meth:`search_encoded`."""
-        static_query = self.queries.static_query(query) if rerank == Rerank.STATIC else None
-        with self.encoder.lock:
-            encoded = self.encoder.get().encode_queries(query)
-        return self.search_encoded(encoded, k, prefetch_limit, rerank, filter, doc_level, static_query, query, alpha)
-
-    def search_encoded(self, query: Any, k: int, prefetch_limit: int, rerank: Rerank, filter: FilterLike,
-                       doc_level: bool, static_query: np.ndarray | None, text: str | None, alpha: float) -> list[Hit]:
-        """A checked encoded query's fused search: one Query API call (on Edge, its BM25 search first) and, where
-        this process is the store's only writer, the look-up of its hits' payloads (:meth:`_read_hits`): its only
-        engine calls once this handle has sampled the stored vectors. At ``alpha`` 0 (BM25 alone) a ``text`` without
-        BM25 terms (stop words only) finds nothing: the rerank never answers for BM25."""
+    def _measured_weight(self) -> float:
+        """The document weight a search's plan takes (:meth:`document_weight`), measured under the read lock, once
+        the stored vectors are sampled (:meth:`_check_sample`)."""
         self._check_sample()
-        if alpha < 1.0 and not self.bm25:
-            raise SettingsMismatchError(
-                f"{self.where} was built without BM25 keyword vectors, so it cannot rank by keywords (alpha={alpha} "
-                "asks for BM25): search with alpha=1 (the rerank alone, what the store does by default), or ingest "
-                "into a new store with BM25 (bm25=True, enable_hybrid=True or lmk-rag ingest --bm25)"
-            )
-        vector = np.asarray(query.vector, dtype=np.float32).tolist()
-        sparse = self.queries.sparse_query(text)
-        if alpha == 0.0 and text is not None and (sparse is None or not sparse.indices):
-            return []  # BM25 alone, and no BM25 term (stop words only): nothing matches, as for unknown words
-        scorer = self.queries.scorer(rerank, query, static_query)
-        matched = self._matched_vector(scorer) if alpha > 0.0 else None
         with self.access.reading():
-            plan = plan_search(
-                dense=[Branch("node", vector)],
-                scorer=scorer,
-                sparse=sparse,
-                alpha=alpha,
-                prefetch_limit=prefetch_limit,
-                filter=self._search_filter(filter),
-                payload_keys=[] if self.backend.single_writer else rec.HIT_KEYS,
-                options=self.options,
-                document=Branch("document", vector),
-                document_weight=self.document_weight() if rerank == Rerank.CHUNKS else 0.0,
-            )
-            results = self.backend.query(plan)
+            return self.document_weight()
+
+    def search(self, plan: SearchPlan, query: EncodedQuery | None = None) -> list[Hit]:
+        """Run a search's plan: one Query API call (on Edge, its BM25 search first) and, where this process is the
+        store's only writer, the look-up of its hits' payloads (:meth:`_read_hits`): its only engine calls once this
+        handle has sampled the stored vectors. At ``alpha`` 0 (BM25 alone) a text without BM25 terms (stop words
+        only) finds nothing: the rerank never answers for BM25.
+
+        :param plan: the search (:func:`~lmk_rag.store.query.plan_search`).
+        :param query: the encoded query (its text the plan's), or None: the plan's text, encoded here (with its
+            static token vectors for a static rerank).
+        """
+        if query is None:
+            static = self.queries.static_query(plan.text) if plan.rerank == Rerank.STATIC else None
+            with self.encoder.lock:
+                encoded = self.encoder.get().encode_queries(plan.text)
+            query = EncodedQuery(encoded.vector, encoded.chunk_vectors, plan.text, static)
+        self._check_sample()
+        sparse = self.queries.sparse_query(plan.text)
+        if plan.alpha == 0.0 and plan.text is not None and (sparse is None or not sparse.indices):
+            return []  # BM25 alone, and no BM25 term (stop words only): nothing matches, as for unknown words
+        scorer = self.queries.scorer(plan.rerank, query)
+        matched = self._matched_vector(scorer) if plan.alpha > 0.0 else None
+        vector = np.asarray(query.vector, dtype=np.float32).tolist()
+        k, one = plan.k, plan.one_per_document
+        with self.access.reading():
+            request = plan.request(vector, scorer, sparse, self._search_filter(plan.filter),
+                                   [] if self.backend.single_writer else rec.HIT_KEYS)
+            results = carry_payloads(request, self.backend.query(request))
             if self.backend.single_writer:
-                best, vectors = self._read_hits(fuse(plan, carry_payloads(plan, results), alpha), k, doc_level,
-                                                matched)
+                best, vectors = self._read_hits(fuse(request, results), k, one, matched)
             else:
-                best = best_hits(fuse(plan, rec.latest(carry_payloads(plan, results)), alpha), k, doc_level)
+                best = best_hits(fuse(request, rec.latest(results)), k, one)
                 vectors = self._read_vectors([point.id for point in best], matched)
         if matched is None:
             return [rec.hit_from_point(point, point.score, keyword_evidence(_span(point))) for point in best]
@@ -228,7 +210,7 @@ class Reader:
             )
         return mean, chunks
 
-    def _read_hits(self, ranked: list[ScoredPointData], k: int, doc_level: bool,
+    def _read_hits(self, ranked: list[ScoredPointData], k: int, one_per_document: bool,
                    matched: str | None) -> tuple[list[ScoredPointData], dict[str, dict[str, Any]]]:
         """The first ``k`` hits of a ranking of points without payloads, their payloads (and their vector
         ``matched``, for their evidence) read by id: the best ``k`` points first (``2 * k`` for document-level
@@ -245,7 +227,7 @@ class Reader:
         """
         read: list[ScoredPointData] = []
         vectors: dict[str, dict[str, Any]] = {}
-        page = 2 * k if doc_level else k
+        page = 2 * k if one_per_document else k
         while True:
             batch = ranked[len(read) : len(read) + page]
             points = self.backend.retrieve([point.id for point in batch], [matched] if matched else False)
@@ -259,7 +241,7 @@ class Reader:
                 )
             read += [ScoredPointData(point.id, point.score, found[point.id]) for point in batch]
             (shown,) = rec.latest([read])
-            best = best_hits(shown, k, doc_level)
+            best = best_hits(shown, k, one_per_document)
             if len(best) == k or len(read) == len(ranked):
                 return best, vectors
             page *= 2
@@ -271,13 +253,6 @@ class Reader:
     def _search_filter(self, filter: FilterLike) -> Any:
         """:meth:`_nodes_filter` for a search by vector (:func:`~lmk_rag.store.records.searched_filter`)."""
         return rec.searched_filter(self.backend, filter)
-
-    def search_vector(self, vector: Sequence[float] | np.ndarray, k: int, prefetch_limit: int, filter: FilterLike,
-                      doc_level: bool, alpha: float) -> list[Hit]:
-        """The nodes nearest to a query vector, by cosine alone (:meth:`search_encoded` without a rerank or BM25)."""
-        vector = np.asarray(vector, dtype=np.float32)
-        encoded = EncodedText(vector=vector, chunk_vectors=vector.reshape(1, -1), spans=[(0, 0)])
-        return self.search_encoded(encoded, k, prefetch_limit, Rerank.NONE, filter, doc_level, None, None, alpha)
 
     def _check_sample(self) -> None:
         """Before this handle's first search, look for damaged vectors in a sample of the stored nodes

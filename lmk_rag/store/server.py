@@ -32,17 +32,23 @@ from lmk_rag.errors import CorruptStoreError, InvalidInputError, StoreUnavailabl
 from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.engine_errors import Guarded
 from lmk_rag.store.filters import ConditionBuilder
-from lmk_rag.store.records import DOCUMENT_CHUNKS, SETTINGS_POINT_ID, STORE, vector_layout
+from lmk_rag.store.records import SETTINGS_POINT_ID, STORE, vector_layout
 from lmk_rag.store.types import (
     Branch,
     CollectionSpec,
+    Constant,
+    Expression,
+    Ln,
+    PayloadValue,
     PointData,
     Quantization,
     QueryPlan,
+    Score,
     ScoredPointData,
     SearchOptions,
     ServerOptions,
     SparseVector,
+    Sum,
 )
 
 logger = logging.getLogger(__name__)
@@ -356,21 +362,39 @@ def query_requests(plan: QueryPlan, local: bool = False) -> list[models.QueryReq
         )
         for scorer in plan.scorers
     ]
-    if plan.length_penalty > 0:  # the first scorer's results less the penalty: a formula over them
+    if plan.formula is not None:  # the first scorer's results rescored: a formula query over them
         first = requests[0]
         scored = models.Prefetch(prefetch=first.prefetch, query=first.query, using=first.using, filter=plan.filter,
                                  params=first.params, limit=plan.limit)
-        penalty = models.MultExpression(mult=[-plan.length_penalty, models.LnExpression(ln=DOCUMENT_CHUNKS)])
-        requests[0] = models.QueryRequest(
-            prefetch=[scored], query=models.FormulaQuery(formula=models.SumExpression(sum=["$score", penalty]),
-                                                         defaults={DOCUMENT_CHUNKS: 1}),
-            filter=plan.filter, limit=plan.limit, with_payload=first.with_payload,
-        )
+        requests[0] = models.QueryRequest(prefetch=[scored], query=formula(plan.formula), filter=plan.filter,
+                                          limit=plan.limit, with_payload=first.with_payload)
     search = [] if plan.search is None else [models.QueryRequest(
         query=_query_value(plan.search), using=plan.search.using, filter=plan.filter, limit=plan.prefetch_limit,
         with_payload=False,  # ids and scores: see QueryPlan.search
     )]
     return requests + search
+
+
+def formula(expression: Expression) -> models.FormulaQuery:
+    """A backend-neutral formula as a qdrant-client formula query (its payload values' defaults gathered)."""
+    defaults: dict[str, float] = {}
+
+    def term(node: Expression) -> Any:
+        if isinstance(node, Score):
+            return "$score"
+        if isinstance(node, Constant):
+            return node.value
+        if isinstance(node, PayloadValue):
+            defaults[node.key] = node.default
+            return node.key
+        if isinstance(node, Ln):
+            return models.LnExpression(ln=term(node.of))
+        if isinstance(node, Sum):
+            return models.SumExpression(sum=[term(child) for child in node.terms])
+        return models.MultExpression(mult=[term(child) for child in node.factors])  # a Product
+
+    root = term(expression)
+    return models.FormulaQuery(formula=root, defaults=defaults)
 
 
 def _query_value(branch: Branch) -> Any:

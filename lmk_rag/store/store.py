@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from lmk_rag.checks import check_count, check_text
+from lmk_rag.encoder.types import EncodedText
 from lmk_rag.errors import InvalidInputError, SettingsMismatchError, refuse_unknown
 from lmk_rag.nodes import DEFAULT_NODE_TOKENS
 from lmk_rag.store import records as rec
@@ -29,7 +30,7 @@ from lmk_rag.store.base import Backend, IndexKind
 from lmk_rag.store.bm25 import BM25_LANGUAGE, check_language
 from lmk_rag.store.documents import Document, check_on_ack
 from lmk_rag.store.filters import FilterLike
-from lmk_rag.store.query import DEFAULT_ALPHA, check_alpha
+from lmk_rag.store.query import DEFAULT_ALPHA, check_alpha, check_depth, plan_search
 from lmk_rag.store.reads import Reader
 from lmk_rag.store.settings import (
     DEFAULT_OVERSAMPLING,
@@ -45,6 +46,7 @@ from lmk_rag.store.settings import (
 from lmk_rag.store.store_encoder import StoreEncoder, check_encoder, resolve_mode, static_store_encoder
 from lmk_rag.store.types import (
     DEFAULT_BATCH_SIZE,
+    EncodedQuery,
     Hit,
     NodeRecord,
     Rerank,
@@ -319,7 +321,7 @@ class LandmarkStore:
     @property
     def alpha(self) -> float:
         """Weight of the rerank score in the final score: this handle's, else the recorded one."""
-        return self._reader.alpha
+        return self._reader.defaults.alpha
 
     @property
     def document_weight(self) -> float:
@@ -334,7 +336,7 @@ class LandmarkStore:
     @property
     def default_rerank(self) -> Rerank:
         """The rerank of a search that names none: ``chunks``, or ``static`` in a static store."""
-        return self._reader.default_rerank
+        return self._reader.defaults.rerank
 
     @property
     def text_keys(self) -> list[str]:
@@ -369,33 +371,30 @@ class LandmarkStore:
         k: int = 10,
         rerank: Rerank | str | None = None,
         filter: FilterLike = None,
-        doc_level: bool = True,
+        one_per_document: bool = True,
         alpha: float | None = None,
     ) -> list[Hit]:
         """Encode a query once and search in two stages (see :meth:`search_encoded`).
 
         :param query: the query text.
-        :param rerank: ``"chunks"`` (MaxSim over chunk vectors), ``"static"`` (static token MaxSim) or ``"none"``;
-            None: the store's :attr:`default_rerank`.
+        :param rerank: ``"chunks"`` (MaxSim over chunk vectors), ``"static"`` (static token MaxSim) or ``"node"``
+            (the node vector's cosine); None: the store's :attr:`default_rerank`.
         :return: hits, best first.
         :raises InvalidInputError: for a query that is not a str.
         :raises EmptyTextError: for an empty or whitespace-only query.
         """
-        reader = self._reader
-        rerank = reader.rerank(rerank)
         check_text(query, "query")
-        return reader.search(query, k, reader.candidates(k, None, "prefetch_limit"), rerank, filter, doc_level,
-                             reader.weight(alpha, query))
+        reader = self._reader
+        return reader.search(plan_search(reader.defaults, k=k, rerank=rerank, alpha=alpha, filter=filter,
+                                         one_per_document=one_per_document, text=query))
 
     def search_encoded(
         self,
-        query: Any,
+        query: EncodedQuery | EncodedText,
         k: int = 10,
         rerank: Rerank | str | None = None,
         filter: FilterLike = None,
-        doc_level: bool = True,
-        static_query: np.ndarray | None = None,
-        text: str | None = None,
+        one_per_document: bool = True,
         alpha: float | None = None,
         prefetch_limit: int | None = None,
     ) -> list[Hit]:
@@ -404,35 +403,40 @@ class LandmarkStore:
         ranking: docs/store.md, "Search"); candidates are ranked by
         ``alpha * rerank + (1 - alpha) * bm25`` (see :mod:`lmk_rag.store.query`).
 
-        :param query: an :class:`~lmk_rag.EncodedText` (``.vector`` (dim,), ``.chunk_vectors`` (q, dim)).
+        :param query: an :class:`~lmk_rag.store.EncodedQuery`: its vectors (``.vector`` (dim,), ``.chunk_vectors``
+            (q, dim)), its text for BM25 (None ranks by the rerank alone) and its static token vectors, (q,
+            static_dim), needed for ``"static"`` (``EncodedQuery.of(store.encoder.encode_queries(text), text)``); or
+            the encoder's :class:`~lmk_rag.EncodedText` alone, a query without text.
         :param k: hits returned.
-        :param rerank: ``"chunks"``, ``"static"`` or ``"none"`` (the node vector's cosine); None: the store's
+        :param rerank: ``"chunks"``, ``"static"`` or ``"node"`` (the node vector's cosine); None: the store's
             :attr:`default_rerank`.
         :param filter: metadata filter.
-        :param doc_level: at most one hit (the best node) per document.
-        :param static_query: the query's static token vectors, shape (q, static_dim); needed for ``"static"``.
-        :param text: the query text for BM25; None ranks by the rerank alone.
+        :param one_per_document: at most one hit (the best node) per document.
         :param alpha: weight of the rerank score in [0, 1] (None: the store's :attr:`alpha`, moved toward the rerank
-            for a ``text`` asked as a question: :func:`~lmk_rag.store.query.query_alpha`).
+            for a query text asked as a question: :func:`~lmk_rag.store.query.query_alpha`).
         :param prefetch_limit: candidates per prefetch branch (None: the store's, at least ``4 * k``).
         :return: hits, best first; scores lie in [-1, 1].
+        :raises InvalidInputError: for a query that is neither.
         :raises SettingsMismatchError: for ``alpha`` < 1 on a store without BM25.
         """
-        reader = self._reader
-        if not (hasattr(query, "vector") and hasattr(query, "chunk_vectors")):
+        if isinstance(query, EncodedText):
+            query = EncodedQuery(query.vector, query.chunk_vectors)
+        if not isinstance(query, EncodedQuery):
             raise InvalidInputError(
-                f"search_encoded takes an encoded query (store.encoder.encode_queries(text)), got {query!r}; "
-                "search a text with search()"
+                f"search_encoded takes an EncodedQuery (EncodedQuery.of(store.encoder.encode_queries(text), text)), "
+                f"got {query!r}; search a text with search()"
             )
-        if text is not None and not isinstance(text, str):
-            raise InvalidInputError(f"text must be the query's text (a string) or None, got {text!r}")
-        rerank = reader.rerank(rerank)
-        prefetch_limit = reader.candidates(k, prefetch_limit, "prefetch_limit")
-        return reader.search_encoded(query, k, prefetch_limit, rerank, filter, doc_level, static_query, text,
-                                     reader.weight(alpha, text))
+        if query.text is not None and not isinstance(query.text, str):
+            raise InvalidInputError(f"an EncodedQuery's text must be the query's text (a string) or None, got "
+                                    f"{query.text!r}")
+        reader = self._reader
+        return reader.search(plan_search(reader.defaults, k=k, rerank=rerank, alpha=alpha, filter=filter,
+                                         one_per_document=one_per_document, text=query.text,
+                                         prefetch_limit=prefetch_limit), query)
 
     def search_vector(
-        self, vector: Sequence[float] | np.ndarray, k: int = 10, filter: FilterLike = None, doc_level: bool = True
+        self, vector: Sequence[float] | np.ndarray, k: int = 10, filter: FilterLike = None,
+        one_per_document: bool = True,
     ) -> list[Hit]:
         """Search by a query vector made outside the store (a LlamaIndex ``query_embedding``): the nodes whose
         vectors are nearest to it, scored by that cosine alone (no rerank, no BM25; see :meth:`search_encoded`).
@@ -440,12 +444,13 @@ class LandmarkStore:
         :param vector: the query vector, shape (dim,).
         :param k: hits returned.
         :param filter: metadata filter.
-        :param doc_level: at most one hit (the best node) per document.
+        :param one_per_document: at most one hit (the best node) per document.
         :return: hits, best first; scores lie in [-1, 1].
         """
         reader = self._reader
-        return reader.search_vector(vector, k, reader.candidates(k, None, "prefetch_limit"), filter, doc_level,
-                                    reader.weight(None, None))
+        plan = plan_search(reader.defaults, k=k, rerank=Rerank.NODE, filter=filter, one_per_document=one_per_document)
+        vector = np.asarray(vector, dtype=np.float32)
+        return reader.search(plan, EncodedQuery(vector, vector.reshape(1, -1)))
 
     def search_mmr(
         self,
@@ -469,7 +474,8 @@ class LandmarkStore:
         :return: hits in MMR order; each hit's score is its node vector's cosine to the query, in [-1, 1].
         """
         reader = self._reader
-        return reader.search_mmr(query, k, lambda_, filter, reader.candidates(k, candidates, "candidates"))
+        return reader.search_mmr(query, k, lambda_, filter,
+                                 check_depth(k, candidates, "candidates", reader.options.prefetch_limit))
 
     def get_nodes(self, node_ids: Sequence[str] | None = None, filter: FilterLike = None) -> list[NodeRecord]:
         """Nodes by id and/or metadata filter, with their vectors (in no particular order)."""

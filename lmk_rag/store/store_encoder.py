@@ -27,7 +27,7 @@ from lmk_rag.errors import (
     needs_extra,
 )
 from lmk_rag.store.records import store_mode
-from lmk_rag.store.types import Rerank, StoreMode
+from lmk_rag.store.types import StoreMode
 
 if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder.encoder import LandmarkEncoder
@@ -112,11 +112,6 @@ def static_store_encoder(
             f"the settings record says 'static' but names encoder settings a static encoder does not take ({error}): "
             "it was edited or damaged; restore the record, or re-ingest into a new store"
         ) from None
-
-
-def default_rerank(mode: StoreMode) -> Rerank:
-    """The rerank a search uses when none is named: chunk MaxSim, or static MaxSim in a static store."""
-    return Rerank.STATIC if mode == StoreMode.STATIC else Rerank.CHUNKS
 
 
 def _setting(value: Any) -> str:

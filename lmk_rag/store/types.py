@@ -155,11 +155,24 @@ class SearchOptions:
 
 class Rerank(str, Enum):
     """How a search scores its candidates on the dense side: ``chunks`` (MaxSim over the node's chunk vectors),
-    ``static`` (MaxSim over static token vectors) or ``none`` (the node vector's cosine)."""
+    ``static`` (MaxSim over static token vectors) or ``node`` (the node vector's cosine)."""
 
     CHUNKS = "chunks"
     STATIC = "static"
-    NONE = "none"
+    NODE = "node"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Rerank:
+        """Refuse a value that is no rerank; ``"none"``, the name of ``node`` before 0.x of issue 62 (a settings
+        record, a serialised vector store, a script), by its new name.
+
+        :raises InvalidInputError: naming the rerank modes.
+        """
+        choices = ", ".join(repr(mode.value) for mode in cls)
+        if value == "none":
+            raise InvalidInputError(f"rerank 'none' is now called 'node' (it ranks by the node vector's cosine): "
+                                    f"use rerank='node' (one of {choices})")
+        raise InvalidInputError(f"rerank must be one of {choices}, got {value!r}")
 
 
 class StoreMode(str, Enum):
@@ -361,6 +374,87 @@ class CollectionSpec:
 
 
 @dataclass(frozen=True)
+class EncodedQuery:
+    """A query encoded outside the store, as :meth:`~lmk_rag.store.LandmarkStore.search_encoded` takes it: its
+    vectors and, for the parts of a search that need them, its text and static token vectors.
+
+    ``EncodedQuery.of(store.encoder.encode_queries(text), text)`` makes one from the encoder's output.
+
+    :param vector: the query vector, (dim,).
+    :param chunk_vectors: the query's chunk vectors, (q, dim): the chunk rerank's query.
+    :param text: the query text: BM25's query and the question rule of ``alpha``
+        (:func:`~lmk_rag.store.query.query_alpha`); None ranks by the rerank alone.
+    :param static_vectors: the query's static token vectors, (q, static_dim); needed for ``rerank="static"``.
+    """
+
+    vector: np.ndarray
+    chunk_vectors: np.ndarray
+    text: str | None = None
+    static_vectors: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, encoded: Any, text: str | None = None, static_vectors: np.ndarray | None = None) -> EncodedQuery:
+        """An encoder's query (an :class:`~lmk_rag.EncodedText`: ``.vector``, ``.chunk_vectors``) with its text and
+        static token vectors.
+
+        :raises InvalidInputError: for an object without those vectors.
+        """
+        if not (hasattr(encoded, "vector") and hasattr(encoded, "chunk_vectors")):
+            raise InvalidInputError(
+                f"EncodedQuery.of takes an encoded query (store.encoder.encode_queries(text)), got {encoded!r}"
+            )
+        return cls(encoded.vector, encoded.chunk_vectors, text, static_vectors)
+
+
+@dataclass(frozen=True)
+class Score:
+    """A formula's term: the score the scorer gave the point."""
+
+
+@dataclass(frozen=True)
+class Constant:
+    """A formula's term: a number."""
+
+    value: float
+
+
+@dataclass(frozen=True)
+class PayloadValue:
+    """A formula's term: a number in the point's payload (a dotted key), or ``default`` where it has none."""
+
+    key: str
+    default: float
+
+
+@dataclass(frozen=True)
+class Ln:
+    """A formula's term: the natural logarithm of another."""
+
+    of: Expression
+
+
+@dataclass(frozen=True)
+class Sum:
+    """A formula's term: the sum of others."""
+
+    terms: tuple[Expression, ...]
+
+
+@dataclass(frozen=True)
+class Product:
+    """A formula's term: the product of others."""
+
+    factors: tuple[Expression, ...]
+
+
+Expression = Score | Constant | PayloadValue | Ln | Sum | Product
+"""A score formula, backend-neutral: a tree each backend translates term by term into its engine's formula query
+(:func:`~lmk_rag.store.edge.formula`, :func:`~lmk_rag.store.server.formula`) and
+:func:`~lmk_rag.store.query.evaluate` computes in Python. The store writes each formula once, in
+:mod:`~lmk_rag.store.query`."""
+
+
+@dataclass(frozen=True)
 class Branch:
     """One scoring query of a plan: a named vector and the query's value for it.
 
@@ -399,10 +493,9 @@ class QueryPlan:
     :param document_weight: when above 0, the second scorer is the document cosine (``document``), and the dense
         side is ``(1 - document_weight) * the first scorer + document_weight * the document cosine``
         (:func:`~lmk_rag.store.query.fuse`).
-    :param length_penalty: when above 0, the first scorer's score is taken less ``length_penalty * ln(n)``, ``n``
-        the ``document.chunks`` of each scored node's payload (a formula over that scorer's results, in the same
-        request): the document length penalty times the number of query vectors it sums over
-        (:func:`~lmk_rag.store.query.length_penalty`).
+    :param formula: when set, the first scorer's results are scored again by this formula over their own score and
+        payload, in the same request (the document length penalty: :func:`~lmk_rag.store.query.penalised`).
+    :param alpha: the dense side's weight in the fused score (:func:`~lmk_rag.store.query.fuse`).
     """
 
     prefetch: tuple[Branch, ...]
@@ -415,4 +508,5 @@ class QueryPlan:
     search: Branch | None = None
     mmr_lambda: float | None = None
     document_weight: float = 0.0
-    length_penalty: float = 0.0
+    formula: Expression | None = None
+    alpha: float = 1.0

@@ -15,7 +15,7 @@ from lmk_rag.errors import InvalidInputError, SettingsMismatchError, VectorSizeE
 from lmk_rag.store import records as rec
 from lmk_rag.store.bm25 import Bm25Encoder
 from lmk_rag.store.records import recorded_vectors
-from lmk_rag.store.types import Branch, NodeRecord, PointData, Rerank, SparseVector
+from lmk_rag.store.types import Branch, EncodedQuery, NodeRecord, PointData, Rerank, SparseVector
 
 
 @dataclass(frozen=True)
@@ -156,10 +156,10 @@ class QueryVectors:
         """The query's BM25 vector (None without BM25 or without text)."""
         return self.spec.bm25.embed_query(text) if self.spec.bm25 is not None and text else None
 
-    def scorer(self, rerank: Rerank, query: Any, static_query: np.ndarray | None) -> Branch:
+    def scorer(self, rerank: Rerank, query: EncodedQuery) -> Branch:
         """The rerank's scoring query: the query's chunk vectors, its static token vectors or its vector.
 
-        :param query: the encoded query (``.vector`` (dim,), ``.chunk_vectors`` (q, dim)).
+        :param query: the encoded query (``.vector`` (dim,), ``.chunk_vectors`` (q, dim), ``.static_vectors``).
         :raises VectorSizeError: for vectors of the wrong shape.
         :raises SettingsMismatchError: for ``"static"`` on a store without static vectors.
         """
@@ -170,20 +170,21 @@ class QueryVectors:
         if rerank == Rerank.CHUNKS:
             if not self.spec.chunks:
                 raise SettingsMismatchError(
-                    f"{self.spec.where} is a static store: it has no chunk vectors; use rerank='static' or 'none'"
+                    f"{self.spec.where} is a static store: it has no chunk vectors; use rerank='static' or 'node'"
                 )
             chunks = np.asarray(query.chunk_vectors, dtype=np.float32).reshape(-1, self.spec.dim)
             check_directions(chunks, "query chunk_vectors")
             return Branch("chunks", chunks.tolist())
-        if rerank == Rerank.NONE:
+        if rerank == Rerank.NODE:
             return Branch("node", vector.tolist())
         if self.spec.static_dim is None:
             raise SettingsMismatchError(
                 f"{self.spec.where} has no static token vectors; rerank='static' is unavailable"
             )
-        if static_query is None:
-            raise InvalidInputError("rerank='static' needs static_query (the query's static token vectors)")
-        tokens = np.asarray(static_query, dtype=np.float32)
+        if query.static_vectors is None:
+            raise InvalidInputError("rerank='static' needs the query's static token vectors: "
+                                    "EncodedQuery(..., static_vectors=static_encoder.encode_query_tokens(text))")
+        tokens = np.asarray(query.static_vectors, dtype=np.float32)
         if tokens.ndim != 2 or tokens.shape[1] != self.spec.static_dim or len(tokens) == 0:
             raise VectorSizeError(
                 f"static query of shape {tokens.shape}, store expects (q>=1, {self.spec.static_dim})"

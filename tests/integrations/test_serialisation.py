@@ -19,18 +19,27 @@ def test_an_edge_store_round_trips_its_configuration(tmp_path: Path, embed_model
     folder = tmp_path / "store"
     with LandmarkVectorStore(path=folder, embed_model=embed_model, enable_hybrid=False, alpha=0.4,
                              payload_indexes=[{"field_name": "tenant", "field_schema": "keyword"}], batch_size=16,
-                             rerank="none") as vector_store:
+                             rerank="node") as vector_store:
         data = vector_store.to_dict()
         assert data == {"path": str(folder), "enable_hybrid": False, "alpha": 0.4, "batch_size": 16,
-                        "payload_indexes": [{"field_name": "tenant", "field_schema": "keyword"}], "rerank": "none",
+                        "payload_indexes": [{"field_name": "tenant", "field_schema": "keyword"}], "rerank": "node",
                         "class_name": "LandmarkVectorStore"}
         assert json.loads(vector_store.to_json()) == data
     with LandmarkVectorStore.from_dict(data, embed_model=embed_model) as reopened:
         assert reopened.to_dict() == data
-        assert (reopened.rerank, reopened.store.alpha, reopened.batch_size) == ("none", 0.4, 16)
+        assert (reopened.rerank, reopened.store.alpha, reopened.batch_size) == ("node", 0.4, 16)
         assert reopened.store.where == str(folder) and reopened.enable_hybrid is False
         with pytest.raises(TypeError, match="to_dict"):
             reopened.to_dict(exclude={"path"})
+
+
+def test_a_configuration_recorded_with_the_old_rerank_name_says_the_new_one(tmp_path: Path) -> None:
+    from lmk_rag.errors import InvalidInputError
+
+    recorded = {"path": str(tmp_path / "store"), "rerank": "none", "class_name": "LandmarkVectorStore"}
+    with pytest.raises(InvalidInputError, match="rerank 'none' is now called 'node'"):
+        LandmarkVectorStore.from_dict(recorded)
+    assert not (tmp_path / "store").exists()  # refused before a store is opened
 
 
 def test_a_qdrant_client_store_round_trips_without_its_api_key(tmp_path: Path, minilm_encoder) -> None:

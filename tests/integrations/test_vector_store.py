@@ -84,7 +84,7 @@ def test_query_encodes_once_and_returns_scored_nodes(
     assert len(result.nodes) == len(result.similarities) == len(result.ids) == 5
     assert result.similarities == sorted(result.similarities, reverse=True)
     assert [node.node_id for node in result.nodes] == result.ids
-    hits = filled.store.search(QUERY, k=5, doc_level=False)
+    hits = filled.store.search(QUERY, k=5, one_per_document=False)
     assert [hit.node_id for hit in hits] == result.ids
     np.testing.assert_allclose(result.similarities, [hit.score for hit in hits], atol=1e-5)
     top = result.nodes[0]
@@ -198,7 +198,7 @@ def test_query_modes_map_onto_the_store(filled: LandmarkVectorStore, nodes: list
     store = filled.store
 
     def store_ids(k: int = 5, **kwargs) -> list[str]:
-        return [hit.node_id for hit in store.search(QUERY, k=k, doc_level=False, **kwargs)]
+        return [hit.node_id for hit in store.search(QUERY, k=k, one_per_document=False, **kwargs)]
 
     assert filled.query(_query()).ids == store_ids()
     assert filled.query(_query(mode="hybrid")).ids == store_ids()  # alpha None: the store's
@@ -256,7 +256,7 @@ def test_scores_of_a_many_chunk_query_stay_cosine_like(
 ) -> None:
     text = manpage_documents[1].text[:1500]
     assert len(filled.store.encoder.encode_queries(text).chunk_vectors) >= 5
-    for mode, kwargs in [("default", {}), ("default", {"rerank": "none"}), ("hybrid", {}), ("sparse", {}),
+    for mode, kwargs in [("default", {}), ("default", {"rerank": "node"}), ("hybrid", {}), ("sparse", {}),
                          ("mmr", {})]:
         scores = filled.query(_query(text, k=10, mode=mode), **kwargs).similarities
         assert scores and all(-1.0 <= score <= 1.0 for score in scores), (mode, kwargs, scores)

@@ -35,7 +35,7 @@ def test_static_rerank_through_the_store(tmp_path, static_encoder, minilm_encode
         # the store keeps each node's distinct static tokens, as the encoder gives them
         assert np.allclose(node.static_vectors, static_encoder.encode_document_tokens(node.text), atol=1e-5)
         query = " ".join(pages[2].split()[:12])
-        hits = store.search(query, k=3, rerank="static", doc_level=False, alpha=1.0)
+        hits = store.search(query, k=3, rerank="static", one_per_document=False, alpha=1.0)
         assert hits[0].doc_id == "page2"
         top = store.get_nodes(node_ids=[hits[0].node_id])[0]
         query_tokens = static_encoder.encode_query_tokens(query)

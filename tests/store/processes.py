@@ -107,6 +107,6 @@ def versions(store: LandmarkStore, chosen: dict[str, list[NodeRecord]], query: A
     versions = {doc_id: tags.pop() for doc_id, tags in by_doc.items()}
     assert counts == {doc_id: len(chosen[doc_id]) for doc_id in versions}, "a version with nodes missing"
     assert sorted(versions) == store.doc_ids()
-    for hit in store.search_encoded(query, k=20, doc_level=False):
+    for hit in store.search_encoded(query, k=20, one_per_document=False):
         assert tag_of(hit.text) == versions[hit.doc_id], "a search showed another version than the store holds"
     return versions

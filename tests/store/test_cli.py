@@ -117,7 +117,7 @@ def test_ingest_static_makes_a_static_store_that_query_reranks_statically(tmp_pa
 
     query = texts[1].split(". ")[0][:200]
     hits = {}
-    for rerank in ([], ["--rerank", "static"], ["--rerank", "none"]):
+    for rerank in ([], ["--rerank", "static"], ["--rerank", "node"]):
         result = runner.invoke(app, ["query", query, "--store", store, "-k", "2", "--json", *rerank])
         assert result.exit_code == 0, result.output
         hits[tuple(rerank)] = json.loads(result.stdout)["hits"]
@@ -125,6 +125,8 @@ def test_ingest_static_makes_a_static_store_that_query_reranks_statically(tmp_pa
     assert hits[()] == hits[("--rerank", "static")]  # a static store's default rerank
     result = runner.invoke(app, ["query", query, "--store", store, "--rerank", "chunks"])
     assert result.exit_code == 1 and "no chunk vectors" in result.stderr
+    result = runner.invoke(app, ["query", query, "--store", store, "--rerank", "none"])  # the old name of "node"
+    assert result.exit_code == 1 and "rerank 'none' is now called 'node'" in result.stderr, result.output
 
     (corpus / "3.txt").write_text(list(docs.values())[3])
     result = runner.invoke(app, ["ingest", str(corpus), "--store", store])  # an existing store keeps its mode

@@ -82,7 +82,7 @@ def test_readers_in_threads_never_see_a_half_written_version(tmp_path: Path, min
                 if tag < last:
                     problems.append(f"version went back from {last} to {tag}")
                 last = tag
-                hits = store.search_encoded(query, k=5, doc_level=False)
+                hits = store.search_encoded(query, k=5, one_per_document=False)
                 if len({_tag(hit.text) for hit in hits}) != 1:
                     problems.append("a search mixed two versions")
 

@@ -81,13 +81,13 @@ def test_a_crash_at_every_step_of_a_write_leaves_one_whole_version(tmp_path, min
     monkeypatch.undo()
     expected = {"old": sorted(r.text for r in old), "new": [new[0].text]}
     assert sorted(n.text for n in store.get_nodes(filter={"doc_id": "page0.txt"})) == expected[before_repair]
-    hits = store.search_encoded(query, k=20, doc_level=False)
+    hits = store.search_encoded(query, k=20, one_per_document=False)
     assert hits and {h.text for h in hits} <= set(expected[before_repair])  # a search sees the same version
     store.close()
     with LandmarkStore(tmp_path / "s") as again:  # reopening repairs
         assert sorted(n.text for n in again.get_nodes()) == expected[survivor]
         assert again.count() == len(expected[survivor]) and again.check() == []
-        assert {h.text for h in again.search_encoded(query, k=20, doc_level=False)} <= set(expected[survivor])
+        assert {h.text for h in again.search_encoded(query, k=20, one_per_document=False)} <= set(expected[survivor])
 
 
 def test_a_crash_in_a_delete_leaves_the_document_whole(tmp_path, minilm_encoder, doc_records, monkeypatch):

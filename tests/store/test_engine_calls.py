@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import qdrant_edge as qe
 
-from lmk_rag.store import LandmarkStore, NodeRecord
-from lmk_rag.store.edge import EdgeBackend, _plain_search, _scored
+from lmk_rag.store import EncodedQuery, LandmarkStore, NodeRecord
+from lmk_rag.store.edge import EdgeBackend, _plain_search, _scored, query_requests
 from lmk_rag.store.query import carry_payloads, fuse
 
 
@@ -78,22 +78,23 @@ def filled(open_store: Callable[..., LandmarkStore], doc_records: dict[str, list
 
 #: Searches that run a plain BM25 search beside the rerank (a query text and 0 < alpha < 1): Edge runs it first, in a
 #: call of its own, so that the sparse search runs once (docs/decisions.md, issue 29).
-FUSED_SEARCHES = {"fused", "fused, node level", "filtered", "no rerank"}
+FUSED_SEARCHES = {"fused", "fused, node level", "filtered", "node rerank"}
 
 
 def test_every_search_is_one_query_api_call_and_the_hits_payloads(filled: LandmarkStore, minilm_encoder,
                                                                    monkeypatch) -> None:
     text = "compare two files line by line"
-    query = minilm_encoder.encode_queries(text)
+    encoded = minilm_encoder.encode_queries(text)
+    query = EncodedQuery.of(encoded, text)
     assert filled.document_weight > 0  # measured on a sample once, not by each search
     engine, _ = count_engine_calls(filled, monkeypatch)
     searches = {
-        "fused": lambda: filled.search_encoded(query, k=5, text=text),
-        "fused, node level": lambda: filled.search_encoded(query, k=5, text=text, doc_level=False),
-        "filtered": lambda: filled.search_encoded(query, k=5, text=text, filter={"group": "even"}),
-        "BM25 alone": lambda: filled.search_encoded(query, k=5, text=text, alpha=0.0),
-        "dense alone": lambda: filled.search_encoded(query, k=5),
-        "no rerank": lambda: filled.search_encoded(query, k=5, rerank="none", text=text),
+        "fused": lambda: filled.search_encoded(query, k=5),
+        "fused, node level": lambda: filled.search_encoded(query, k=5, one_per_document=False),
+        "filtered": lambda: filled.search_encoded(query, k=5, filter={"group": "even"}),
+        "BM25 alone": lambda: filled.search_encoded(query, k=5, alpha=0.0),
+        "dense alone": lambda: filled.search_encoded(encoded, k=5),
+        "node rerank": lambda: filled.search_encoded(query, k=5, rerank="node"),
         "by vector": lambda: filled.search_vector(query.vector, k=5),
         "mmr": lambda: filled.search_mmr(query.vector, k=5),
     }
@@ -124,17 +125,17 @@ def test_edge_scores_the_candidates_of_one_query_api_call(filled: LandmarkStore,
     query_plan = backend.query
     monkeypatch.setattr(backend, "query", lambda plan: plans.append(plan) or query_plan(plan))
     for text, prefetch_limit in [("compare two files line by line", 3), ("sort lines of text files", 2)]:
-        query = minilm_encoder.encode_queries(text)
-        for rerank in ("chunks", "none"):
-            filled.search_encoded(query, k=1, text=text, rerank=rerank, prefetch_limit=prefetch_limit)
+        query = EncodedQuery.of(minilm_encoder.encode_queries(text), text)
+        for rerank in ("chunks", "node"):
+            filled.search_encoded(query, k=1, rerank=rerank, prefetch_limit=prefetch_limit)
             plan = plans[-1]
             two_calls = query_plan(plan)
             one_call = [_scored(points) for points in backend.shard.query_batch(qe.QueryBatchRequest(
-                [EdgeBackend._request(plan, scorer) for scorer in plan.scorers] + [_plain_search(plan)]))]
+                [*query_requests(plan), _plain_search(plan)]))]
             reranked = {p.id for p in two_calls[0]}
             assert reranked - {p.id for p in two_calls[-1]}, "no candidate of the dense branch alone"
             assert {p.id for p in two_calls[-1]} <= reranked and len(reranked) > prefetch_limit
-            assert fuse(plan, carry_payloads(plan, two_calls), 0.7) == fuse(plan, carry_payloads(plan, one_call), 0.7)
+            assert fuse(plan, carry_payloads(plan, two_calls)) == fuse(plan, carry_payloads(plan, one_call))
 
 
 #: Engine calls of rewriting one stored document of fewer than 64 nodes, by backend: Edge's are shard calls

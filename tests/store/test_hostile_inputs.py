@@ -34,7 +34,7 @@ from lmk_rag.errors import (
     StoreUnavailableError,
     VectorSizeError,
 )
-from lmk_rag.store import FieldCondition, Filter, LandmarkStore, NodeRecord, ServerOptions, StorageOptions
+from lmk_rag.store import EncodedQuery, FieldCondition, Filter, LandmarkStore, NodeRecord, ServerOptions, StorageOptions
 
 LMK_RAG = str(Path(sys.executable).parent / "lmk-rag")
 
@@ -197,12 +197,12 @@ def test_bad_node_records_are_refused(filled, intact) -> None:
         with pytest.raises(error):
             filled.upsert_encoded_document(doc_id, records)
     with pytest.raises(SettingsMismatchError):
-        filled.search_encoded(type("Q", (), {"vector": good.vector, "chunk_vectors": good.chunk_vectors})(),
-                              rerank="static", static_query=np.ones((2, 16), np.float32))
+        static = np.ones((2, 16), np.float32)
+        filled.search_encoded(EncodedQuery(good.vector, good.chunk_vectors, static_vectors=static), rerank="static")
     for vector, chunks in ((np.full(384, np.nan), good.chunk_vectors), (np.zeros(384), good.chunk_vectors),
                            (good.vector, np.zeros((2, 384)))):
         with pytest.raises(InvalidInputError, match=r"NaN|zeros"):
-            filled.search_encoded(type("Q", (), {"vector": vector, "chunk_vectors": chunks})())
+            filled.search_encoded(EncodedQuery(vector, chunks))
     for call in (lambda: filled.get_nodes(node_ids="x#0"), lambda: filled.delete_nodes(node_ids="x#0")):
         with pytest.raises(InvalidInputError, match="node_ids"):
             call()

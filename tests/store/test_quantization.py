@@ -22,7 +22,7 @@ def test_quantized_multivectors_give_the_float32_hits_and_scores(open_store, doc
             store.upsert_encoded_document(doc_id, records)
     for query in minilm_encoder.encode_queries(QUERIES):
         for alpha in (1.0, 0.7):  # the rerank alone, and fused with BM25
-            want = exact.search_encoded(query, k=10, doc_level=False, alpha=alpha)
-            got = quantized.search_encoded(query, k=10, doc_level=False, alpha=alpha)
+            want = exact.search_encoded(query, k=10, one_per_document=False, alpha=alpha)
+            got = quantized.search_encoded(query, k=10, one_per_document=False, alpha=alpha)
             assert [h.node_id for h in got] == [h.node_id for h in want]
             assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=2e-6)

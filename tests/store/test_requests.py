@@ -9,9 +9,10 @@ import qdrant_edge as qe
 from qdrant_client import models
 
 from lmk_rag.errors import CorruptStoreError, InvalidInputError
-from lmk_rag.store.edge import EdgeBackend, EdgeConditions, edge_config
+from lmk_rag.store.edge import EdgeConditions, edge_config
+from lmk_rag.store.edge import query_requests as edge_requests
 from lmk_rag.store.filters import FieldCondition, Filter, as_filter, payload_key, translate
-from lmk_rag.store.query import carry_payloads, fuse, plan_mmr, plan_search
+from lmk_rag.store.query import SearchDefaults, carry_payloads, fuse, penalised, plan_mmr, plan_search
 from lmk_rag.store.server import (
     ServerConditions,
     client_kwargs,
@@ -23,6 +24,7 @@ from lmk_rag.store.types import (
     Branch,
     CollectionSpec,
     PointData,
+    Rerank,
     ScoredPointData,
     SearchOptions,
     ServerOptions,
@@ -103,7 +105,7 @@ def test_mmr_plan_is_one_nearest_query_with_mmr():
     assert request.query == models.NearestQuery(
         nearest=[0.1, 0.2], mmr=models.Mmr(diversity=0.75, candidates_limit=50)
     )
-    edge = EdgeBackend._request(plan, plan.scorers[0])
+    (edge,) = edge_requests(plan)
     assert (edge.limit, edge.query.lambda_, edge.query.candidates_limit) == (5, 0.25, 50)
 
 
@@ -180,10 +182,14 @@ def test_upload_request_is_batched_and_parallel():
     assert request["points"][0].vector["bm25"] == models.SparseVector(indices=[1], values=[0.5])
 
 
-def _plan(alpha: float = 0.7, sparse: SparseVector | None = SparseVector([3], [1.0]), **overrides):
-    base = {"dense": [Branch("node", [0.1, 0.2])], "scorer": Branch("chunks", [[0.1, 0.2]]), "sparse": sparse,
-                "alpha": alpha, "prefetch_limit": 100, "filter": None, "payload_keys": ["doc_id"]}
-    return plan_search(**{**base, **overrides})
+def _plan(alpha: float = 0.7, sparse: SparseVector | None = SparseVector([3], [1.0]),
+          scorer: Branch = Branch("chunks", [[0.1, 0.2]]), document_weight: float = 0.0,
+          options: SearchOptions = SearchOptions()):
+    """The engine request of a search planned by the store's rule (:func:`plan_search`) for a query vector
+    ``[0.1, 0.2]``, a ``scorer`` and a BM25 vector, in a store whose document weight is ``document_weight``."""
+    defaults = SearchDefaults("test", True, 0.7, Rerank.CHUNKS, options, lambda: document_weight)
+    plan = plan_search(defaults, k=10, rerank=scorer.using, alpha=alpha, prefetch_limit=100)
+    return plan.request([0.1, 0.2], scorer, sparse, None, ["doc_id"])
 
 
 def test_fused_plan_is_one_batch_of_the_rerank_and_a_plain_bm25_search():
@@ -216,17 +222,16 @@ def test_the_plain_search_takes_its_payloads_from_the_rerank():
 
 
 def test_fusion_normalises_both_sides():
-    plan = _plan(scorer=Branch("chunks", [[0.1, 0.2]] * 4))  # a 4-vector query: MaxSim sums 4 cosines
+    plan = _plan(0.5, scorer=Branch("chunks", [[0.1, 0.2]] * 4))  # a 4-vector query: MaxSim sums 4 cosines
     dense = [ScoredPointData("a", 3.2, {}), ScoredPointData("b", 2.0, {}), ScoredPointData("c", 1.0, {})]
     lexical = [ScoredPointData("b", 10.0, {}), ScoredPointData("d", 5.0, {})]
-    fused = {p.id: p.score for p in fuse(plan, [dense, lexical], 0.5)}
+    fused = {p.id: p.score for p in fuse(plan, [dense, lexical])}
     assert fused == pytest.approx({"a": 0.4, "b": 0.75, "c": 0.125, "d": 0.125 + 0.25})
-    assert [p.id for p in fuse(plan, [dense, lexical], 0.5)] == ["b", "a", "d", "c"]  # ties by point id
+    assert [p.id for p in fuse(plan, [dense, lexical])] == ["b", "a", "d", "c"]  # ties by point id
 
 
 def test_the_document_cosine_is_a_second_scorer_blended_into_the_dense_side():
-    document = Branch("document", [0.1, 0.2])
-    plan = _plan(scorer=Branch("chunks", [[0.1, 0.2]] * 2), document=document, document_weight=0.25)
+    plan = _plan(0.5, scorer=Branch("chunks", [[0.1, 0.2]] * 2), document_weight=0.25)
     rerank, scored, lexical = query_requests(plan)  # the document cosine scores the same candidates
     (maxsim,) = rerank.prefetch  # the rerank: chunk MaxSim of the candidates, less the length penalty
     assert (scored.using, scored.query) == ("document", [0.1, 0.2]) and scored.prefetch == maxsim.prefetch
@@ -234,11 +239,11 @@ def test_the_document_cosine_is_a_second_scorer_blended_into_the_dense_side():
     dense = [ScoredPointData("a", 1.6, {}), ScoredPointData("b", 1.0, {})]  # MaxSim of 2 query vectors: 0.8, 0.5
     cosines = [ScoredPointData("b", 0.9, {}), ScoredPointData("a", 0.2, {})]
     lexical_scores = [ScoredPointData("b", 4.0, {})]
-    fused = {p.id: p.score for p in fuse(plan, [dense, cosines, lexical_scores], 0.5)}
+    fused = {p.id: p.score for p in fuse(plan, [dense, cosines, lexical_scores])}
     assert fused == pytest.approx({"a": 0.5 * (0.75 * 0.8 + 0.25 * 0.2), "b": 0.5 * (0.75 * 0.5 + 0.25 * 0.9) + 0.5})
-    for unblended in (_plan(document=document), _plan(document=document, document_weight=0.25, alpha=0.0)):
+    for unblended in (_plan(), _plan(document_weight=0.25, alpha=0.0)):
         assert unblended.document_weight == 0.0 and "document" not in [s.using for s in unblended.scorers]
-        assert unblended.length_penalty == 0.0
+        assert unblended.formula is None
 
 
 def test_a_store_of_documents_takes_a_length_penalty_off_chunk_maxsim_in_the_engine():
@@ -248,22 +253,23 @@ def test_a_store_of_documents_takes_a_length_penalty_off_chunk_maxsim_in_the_eng
     assert length_penalty(DOCUMENT_WEIGHT / 2) == pytest.approx(LENGTH_PENALTY / 2) and length_penalty(1.0) == \
         LENGTH_PENALTY  # scaled like the document cosine below the full weight, no further
     chunks = Branch("chunks", [[0.1, 0.2]] * 3)  # MaxSim sums 3 cosines: so does the penalty
-    plan = _plan(scorer=chunks, document=Branch("document", [0.1, 0.2]), document_weight=0.125)
-    assert plan.length_penalty == pytest.approx(3 * LENGTH_PENALTY / 2)
+    plan = _plan(scorer=chunks, document_weight=0.125)
+    penalty = 3 * LENGTH_PENALTY / 2
+    assert plan.formula.terms[1].factors[0].value == pytest.approx(-penalty)
+    assert plan.formula == penalised(-plan.formula.terms[1].factors[0].value)  # written once, in query.py
     rerank = query_requests(plan)[0]
     (maxsim,) = rerank.prefetch
     assert (maxsim.using, maxsim.query, maxsim.limit) == ("chunks", chunks.query, rerank.limit)
     formula = rerank.query.formula  # $score - penalty * ln(document.chunks)
-    assert formula.sum[0] == "$score" and formula.sum[1].mult[0] == pytest.approx(-plan.length_penalty)
+    assert formula.sum[0] == "$score" and formula.sum[1].mult[0] == pytest.approx(-penalty)
     assert formula.sum[1].mult[1].ln == "document.chunks" and rerank.query.defaults == {"document.chunks": 1}
-    static = _plan(scorer=Branch("static", [[0.1, 0.2]]), document=Branch("document", [0.1, 0.2]),
-                   document_weight=0.25)  # the penalty is chunk MaxSim's: a static MaxSim pays none
-    assert static.length_penalty == 0.0
+    static = _plan(scorer=Branch("static", [[0.1, 0.2]]), document_weight=0.25)  # chunk MaxSim's: static pays none
+    assert static.formula is None
     # a penalised MaxSim may lie below -1; a damaged vector's score is still refused
-    lowest = ScoredPointData("a", 3 * -1.0 - plan.length_penalty * np.log(10**6), {"node_id": "n"})
-    assert fuse(plan, [[lowest], [ScoredPointData("a", 0.1, {})], []], 1.0)[0].id == "a"
+    lowest = ScoredPointData("a", 3 * -1.0 - penalty * np.log(10**6), {"node_id": "n"})
+    assert fuse(plan, [[lowest], [ScoredPointData("a", 0.1, {})], []])[0].id == "a"
     with pytest.raises(CorruptStoreError):
-        fuse(plan, [[ScoredPointData("a", 3 * -9.0, {"node_id": "n"})], [], []], 1.0)
+        fuse(plan, [[ScoredPointData("a", 3 * -9.0, {"node_id": "n"})], [], []])
 
 
 def _documents(rng: np.random.Generator, topics: int, chunks: int, glued: bool, shift: float) -> tuple:
@@ -315,5 +321,7 @@ def test_rerank_modes_are_the_enum_values_only():
     from lmk_rag.store.types import Rerank
 
     assert [check_rerank(mode.value) for mode in Rerank] == list(Rerank)
-    with pytest.raises(InvalidInputError, match="rerank must be one of 'chunks', 'static', 'none', got 'landmarks'"):
+    with pytest.raises(InvalidInputError, match="rerank must be one of 'chunks', 'static', 'node', got 'landmarks'"):
         check_rerank("landmarks")  # the old name of "chunks", removed in 0.x
+    with pytest.raises(InvalidInputError, match="rerank 'none' is now called 'node'"):
+        check_rerank("none")  # the old name of "node" (it still ranks: by the node vector), in a record or a script

@@ -41,7 +41,7 @@ def test_a_static_store_holds_node_static_and_bm25_vectors_only(open_store, docs
     assert store.settings["static"] == {"fingerprint": static_documents.token_encoder.fingerprint, "dim": 256}
     for doc_id, text in docs.items():
         assert store.search(_first_sentence(text), k=1)[0].doc_id == doc_id
-        assert store.search(_first_sentence(text), k=1, rerank="none")[0].doc_id == doc_id
+        assert store.search(_first_sentence(text), k=1, rerank="node")[0].doc_id == doc_id
     node = store.get_nodes(filter={"n": 0})[0]
     assert node.chunk_vectors.shape == (0, 256) and node.vector.shape == (256,)
     assert node.static_vectors is not None and node.static_vectors.shape[1] == 256
@@ -125,7 +125,7 @@ CHILD = textwrap.dedent(
         store.optimize()
         hits = store.search(next(iter(docs.values()))[:100], k=2)
     with LandmarkStore(folder) as store:
-        hits += store.search("a process", k=2, rerank="none")
+        hits += store.search("a process", k=2, rerank="node")
     runner = CliRunner()
     ingest = runner.invoke(app, ["ingest", pages, "--store", folder + "-cli", "--static"])
     query = runner.invoke(app, ["query", "a process", "--store", folder + "-cli", "--json"])

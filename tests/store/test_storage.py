@@ -28,7 +28,7 @@ def _fill(store: LandmarkStore, doc_records: dict) -> None:
 def _hits(store: LandmarkStore, encoder, alpha: float) -> tuple[list[str], list[float]]:
     """The node ids and the scores of the top 10 of every query, in order."""
     hits = [hit for query in encoder.encode_queries(QUERIES)
-            for hit in store.search_encoded(query, k=10, doc_level=False, alpha=alpha)]
+            for hit in store.search_encoded(query, k=10, one_per_document=False, alpha=alpha)]
     return [hit.node_id for hit in hits], [hit.score for hit in hits]
 
 

@@ -64,12 +64,12 @@ def test_node_level_search_and_rerank_modes(open_store, doc_records, docs) -> No
     _fill(store, doc_records)
     doc_id = next(iter(docs))
     node = doc_records[doc_id][1]
-    for rerank in ("chunks", "none"):
-        hits = store.search(node.text[:300], k=5, rerank=rerank, doc_level=False)
+    for rerank in ("chunks", "node"):
+        hits = store.search(node.text[:300], k=5, rerank=rerank, one_per_document=False)
         assert hits[0].node_id == node.node_id
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
         assert len({h.node_id for h in hits}) == 5
-    landmark_score = store.search(node.text[:300], k=1, rerank="chunks", doc_level=False, alpha=1.0)[0].score
+    landmark_score = store.search(node.text[:300], k=1, rerank="chunks", one_per_document=False, alpha=1.0)[0].score
     query = store.encoder.encode_queries(node.text[:300])
     maxsim = np.mean([float(np.max(node.chunk_vectors @ q)) for q in query.chunk_vectors])  # by hand, per q
     assert store.document_weight == DOCUMENT_WEIGHT  # whole manual pages: the document cosine counts
@@ -81,7 +81,7 @@ def test_search_by_a_vector_scores_by_the_node_vectors_cosine(open_store, doc_re
     store = open_store()
     _fill(store, doc_records)
     node = doc_records[next(iter(docs))][1]
-    hits = store.search_vector(node.vector.tolist(), k=3, doc_level=False)
+    hits = store.search_vector(node.vector.tolist(), k=3, one_per_document=False)
     nodes = [record for records in doc_records.values() for record in records]
     expected = sorted((float(record.vector @ node.vector) for record in nodes), reverse=True)[:3]
     assert hits[0].node_id == node.node_id
@@ -107,16 +107,16 @@ def test_alpha_one_ranks_by_the_dense_side_and_alpha_zero_by_bm25(open_store, do
     text = _first_sentence(docs["page2.txt"])
     query = store.encoder.encode_queries(text)
     maxsim = _dense_by_hand(store, doc_records, query)
-    hits = store.search(text, k=len(nodes), doc_level=False, alpha=1.0)  # the prefetch holds every node
+    hits = store.search(text, k=len(nodes), one_per_document=False, alpha=1.0)  # the prefetch holds every node
     assert [h.node_id for h in hits] == sorted(maxsim, key=lambda n: (-maxsim[n], node_point_id(n, 0)))[: len(hits)]
     np.testing.assert_allclose([h.score for h in hits], [maxsim[h.node_id] for h in hits], atol=1e-4)
     bm25 = _bm25_by_hand(store, nodes, text)
     matching = [n for n in bm25 if bm25[n] > 0]
-    hits = store.search(text, k=len(nodes), doc_level=False, alpha=0.0)
+    hits = store.search(text, k=len(nodes), one_per_document=False, alpha=0.0)
     assert [h.node_id for h in hits] == sorted(matching, key=lambda n: (-bm25[n], node_point_id(n, 0)))
     top = max(bm25.values())
     np.testing.assert_allclose([h.score for h in hits], [bm25[h.node_id] / top for h in hits], rtol=1e-4)
-    fused = store.search(text, k=len(nodes), doc_level=False)  # the default alpha mixes both
+    fused = store.search(text, k=len(nodes), one_per_document=False)  # the default alpha mixes both
     assert store.alpha == DEFAULT_ALPHA == store.settings["alpha"]
     expected = {n: DEFAULT_ALPHA * maxsim[n] + (1 - DEFAULT_ALPHA) * bm25[n] / top for n in maxsim}
     np.testing.assert_allclose([h.score for h in fused], [expected[h.node_id] for h in fused], atol=1e-4)
@@ -132,7 +132,7 @@ def test_a_question_leans_on_the_dense_side(open_store, doc_records, docs) -> No
     nodes = sum(len(records) for records in doc_records.values())
 
     def scores(text: str, **alpha: float) -> list[tuple[str, float]]:
-        return [(h.node_id, round(h.score, 4)) for h in store.search(text, k=nodes, doc_level=False, **alpha)]
+        return [(h.node_id, round(h.score, 4)) for h in store.search(text, k=nodes, one_per_document=False, **alpha)]
 
     assert query_alpha(DEFAULT_ALPHA, question) == pytest.approx(0.8)
     assert scores(question) == scores(question, alpha=0.8) != scores(question, alpha=DEFAULT_ALPHA)
@@ -171,7 +171,7 @@ def test_a_handle_may_set_the_document_weight(open_store, doc_records, docs, wei
     assert store.document_weight == weight and "document_weight" not in store.settings
     text = _first_sentence(docs["page2.txt"])
     dense = _dense_by_hand(store, doc_records, store.encoder.encode_queries(text))
-    hits = store.search(text, k=len(dense), doc_level=False, alpha=1.0)
+    hits = store.search(text, k=len(dense), one_per_document=False, alpha=1.0)
     np.testing.assert_allclose([h.score for h in hits], [dense[h.node_id] for h in hits], atol=1e-4)
     for bad in (-0.1, 1.5, "high", True):
         with pytest.raises(InvalidInputError, match="document_weight must be a number from 0"):
@@ -195,8 +195,8 @@ def test_scores_are_cosine_like_for_long_queries(open_store, doc_records, docs) 
     text = " ".join(docs.values())[:3000]
     assert len(store.encoder.encode_queries(text).chunk_vectors) >= 10
     for alpha in (0.0, 0.5, 1.0):
-        for rerank in ("chunks", "none"):
-            scores = [h.score for h in store.search(text, k=8, rerank=rerank, alpha=alpha, doc_level=False)]
+        for rerank in ("chunks", "node"):
+            scores = [h.score for h in store.search(text, k=8, rerank=rerank, alpha=alpha, one_per_document=False)]
             assert scores and all(-1.0 <= score <= 1.0 for score in scores)
     with pytest.raises(InvalidInputError, match="alpha"):
         store.search(text, alpha=1.5)
@@ -312,7 +312,7 @@ def test_bm25_hybrid_prefetch(open_store, doc_records, docs) -> None:
     _fill(store, doc_records)
     text = docs["page5.txt"]
     rare = max(set(text.split()), key=len)  # a long, rare token from the page
-    for rerank in ("chunks", "none"):
+    for rerank in ("chunks", "node"):
         assert store.search(rare, k=8, rerank=rerank)
     assert store.search(_first_sentence(text), k=1)[0].doc_id == "page5.txt"
 
@@ -326,8 +326,8 @@ def test_hits_read_after_ranking_are_the_hits_of_one_call_and_never_a_marker(ope
     store = open_store(search=SearchOptions(prefetch_limit=1000))
     _fill(store, doc_records)
     even = sum(len(records) for records in doc_records.values() if records[0].metadata["group"] == "even")
-    searches = [{"k": 5}, {"k": 5, "doc_level": False, "rerank": "none"},
-                {"k": 1000, "doc_level": False, "filter": {"group": "even"}}, {"k": 3, "alpha": 0.0}]
+    searches = [{"k": 5}, {"k": 5, "one_per_document": False, "rerank": "node"},
+                {"k": 1000, "one_per_document": False, "filter": {"group": "even"}}, {"k": 3, "alpha": 0.0}]
     query = _first_sentence(docs["page2.txt"])
     monkeypatch.setattr(store.backend, "single_writer", True)  # Edge, a local-mode folder (a server in this test)
     ranked_first = [store.search(query, **kwargs) for kwargs in searches]
@@ -350,7 +350,7 @@ def test_reranked_hits_rank_ties_by_point_id(open_store, doc_records, docs) -> N
     for name in ("first", "second"):
         store = open_store(name, search=SearchOptions(prefetch_limit=1000))
         store.upsert_encoded_documents(copies.items())  # one write: Edge stores its points in a random internal order
-        runs.append([[(h.node_id, h.score) for h in store.search(_first_sentence(text), k=5, doc_level=False)]
+        runs.append([[(h.node_id, h.score) for h in store.search(_first_sentence(text), k=5, one_per_document=False)]
                      for text in docs.values()])
     assert [[node for node, _ in hits] for hits in runs[0]] == [[node for node, _ in hits] for hits in runs[1]]
     for first, second in zip(runs[0], runs[1]):  # a score on a rounding boundary may differ in its 6th decimal

@@ -108,7 +108,7 @@ def test_a_read_only_query_imports_neither_torch_nor_transformers(stores, onnx_c
     query = next(iter(docs.values())).split(". ")[0][:200]
     with LandmarkStore(stores[kind]) as store:  # a writable handle: the store's own encoder (torch or int8)
         expected = [[hit.doc_id, hit.node_id] for hit in store.search(query, k=5)]
-        nodes = [hit.node_id for hit in store.search(query, k=5, doc_level=False)]  # as LlamaIndex queries
+        nodes = [hit.node_id for hit in store.search(query, k=5, one_per_document=False)]  # as LlamaIndex queries
     searched = output(run(SEARCH, stores[kind], query, onnx_cache))
     assert searched["heavy"] == [] and searched["hits"] == expected
     assert searched["settings"]["backend"] == "onnx"

@@ -5,7 +5,7 @@ prefetch, chunk MaxSim and BM25 fused by the store's ``alpha``), documents ranke
 Searches run at the product's depth: the prefetch a ``k=10`` query uses (100 candidates per branch), whatever
 the ranking depth the harness asks for, so nDCG@10 is the product's. Variants: ``lmk-rag-alpha1`` (MaxSim
 alone, BM25 only widens the prefetch), ``lmk-rag-dense`` (no BM25 at all), ``lmk-rag-static`` (static MaxSim
-rerank), ``lmk-rag-norerank`` (node vector instead of a rerank)."""
+rerank), ``lmk-rag-node`` (``rerank="node"``: the node vector instead of a multivector rerank)."""
 
 from __future__ import annotations
 
@@ -129,13 +129,15 @@ class LmkRagPipeline:
         :return: one ranking per query (documents by their best node's score).
         """
         assert self._store is not None, "index() must be called before search()"
+        from lmk_rag.store import EncodedQuery
+
         encoded = self._encoder.encode_queries(list(queries))
         prefetch_limit = max(self._prefetch_limit, 4 * PRODUCT_K)
         rankings: list[Ranking] = []
         for text, query in zip(queries, encoded):
-            static_query = self._store.static_encoder.encode_query_tokens(text) if self.static else None
-            hits = self._store.search_encoded(query, k=k, rerank=self.rerank, doc_level=True, text=text,
-                                              static_query=static_query, prefetch_limit=prefetch_limit)
+            static_vectors = self._store.static_encoder.encode_query_tokens(text) if self.static else None
+            hits = self._store.search_encoded(EncodedQuery.of(query, text, static_vectors), k=k, rerank=self.rerank,
+                                              one_per_document=True, prefetch_limit=prefetch_limit)
             rankings.append([(int(hit.doc_id), hit.score) for hit in hits])
         return rankings
 
@@ -162,11 +164,11 @@ class LmkRagStaticPipeline(LmkRagPipeline):
     static = True
 
 
-@register_pipeline("lmk-rag-norerank")
-class LmkRagNoRerankPipeline(LmkRagPipeline):
-    """``lmk-rag`` with ``rerank="none"``: the node vector's cosine fused with BM25, no rerank."""
+@register_pipeline("lmk-rag-node")
+class LmkRagNodePipeline(LmkRagPipeline):
+    """``lmk-rag`` with ``rerank="node"``: the node vector's cosine fused with BM25, no multivector rerank."""
 
-    rerank = "none"
+    rerank = "node"
 
 
 def _drop_store(store: Any, folder: str) -> None:

@@ -74,14 +74,16 @@ class StaticStorePipeline:
         :param k: documents per query at most.
         :return: one ranking per query (documents by their best node's score).
         """
+        from lmk_rag.store import EncodedQuery
+
         assert self._store is not None, "index() must be called before search()"
         store = self._store
         prefetch_limit = max(self._prefetch_limit, 4 * PRODUCT_K)
         rankings: list[Ranking] = []
         for text in queries:
-            hits = store.search_encoded(store.encoder.encode_queries(text), k=k, doc_level=True, text=text,
-                                        static_query=store.static_encoder.encode_query_tokens(text),
-                                        prefetch_limit=prefetch_limit)
+            query = EncodedQuery.of(store.encoder.encode_queries(text), text,
+                                    store.static_encoder.encode_query_tokens(text))
+            hits = store.search_encoded(query, k=k, one_per_document=True, prefetch_limit=prefetch_limit)
             rankings.append([(int(hit.doc_id), hit.score) for hit in hits])
         return rankings
 

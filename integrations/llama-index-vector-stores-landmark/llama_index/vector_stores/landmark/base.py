@@ -91,7 +91,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
     stores_text: bool = True
     is_embedding_query: bool = False
     rerank: Rerank | None = Field(
-        default=None, description="Default second stage: chunks, static or none (None: the store's)."
+        default=None, description="Default second stage: chunks, static or node (None: the store's)."
     )
 
     _store: LandmarkStore = PrivateAttr()
@@ -201,8 +201,8 @@ class LandmarkVectorStore(BasePydanticVectorStore):
         if store is not None and given:
             raise InvalidInputError(f"give either store= or the arguments that open one ({', '.join(sorted(given))}), "
                                     "not both")
-        try:
-            super().__init__(rerank=rerank)
+        try:  # Rerank itself names a mode's new name (a config recorded "none": now "node")
+            super().__init__(rerank=None if rerank is None else Rerank(rerank))
         except ValidationError as error:
             raise invalid_fields("LandmarkVectorStore", error) from None
         self._config, self._owns_store = config, store is None
@@ -443,7 +443,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
             ``mmr_threshold``. With a ``hybrid_fusion_fn``, a ``hybrid`` query runs the dense search
             (``similarity_top_k``) and the BM25 search (``sparse_top_k``) apart and returns the function's fusion of
             the two.
-        :param kwargs: ``rerank`` (``"chunks"``, ``"static"``, ``"none"``) and ``alpha`` (weight of the rerank
+        :param kwargs: ``rerank`` (``"chunks"``, ``"static"``, ``"node"``) and ``alpha`` (weight of the rerank
             score against BM25, see :meth:`LandmarkStore.search`) override the store's defaults; ``mmr_threshold``
             overrides the query's; ``qdrant_filters`` (a qdrant-client ``models.Filter``, as ``QdrantVectorStore``
             takes it) must hold beside the query's ``filters`` (AND).
@@ -504,7 +504,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
                     f"query mode {mode.value!r} scores words with BM25: VectorStoreQuery.query_str is None; give the "
                     "query's text"
                 )
-            return store.search_vector(_embedding(query, mode), k=k, filter=flt, doc_level=False)
+            return store.search_vector(_embedding(query, mode), k=k, filter=flt, one_per_document=False)
         if mode in LEXICAL and not store.bm25:
             raise SettingsMismatchError(
                 f"query mode {mode.value!r} ranks by BM25 keyword vectors, and {store.where} was built without them "
@@ -514,7 +514,7 @@ class LandmarkVectorStore(BasePydanticVectorStore):
             alpha = query.alpha
         top_k = {VectorStoreQueryMode.HYBRID: query.hybrid_top_k, VectorStoreQueryMode.SPARSE: query.sparse_top_k}
         return store.search(text, k=top_k.get(mode) or k, rerank=rerank or self.rerank, filter=flt,
-                            doc_level=False, alpha=alpha if fixed_alpha is None else fixed_alpha)
+                            one_per_document=False, alpha=alpha if fixed_alpha is None else fixed_alpha)
 
     def get_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None) -> list[BaseNode]:
         """Stored nodes by id and/or metadata filter, with their embeddings.
