@@ -4,6 +4,7 @@ from lmk_rag.store.filters import Condition, FieldCondition, Filter
 from lmk_rag.store.store import LandmarkStore
 from lmk_rag.store.types import (
     DEFAULT_BATCH_SIZE,
+    ChunkScore,
     Evidence,
     Hit,
     NodeRecord,
@@ -16,6 +17,7 @@ from lmk_rag.store.types import (
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
+    "ChunkScore",
     "Condition",
     "Evidence",
     "FieldCondition",
