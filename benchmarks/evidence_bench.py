@@ -245,7 +245,8 @@ def write_report(args: argparse.Namespace, results: list[dict[str, Any]]) -> Non
                   f"{result['rank1_even128'] / max(first, 1):.3f})."
                   " Mean tokens handed to the LLM by the evidence context: "
                   + ", ".join(f"{key}: {value:.0f}" for key, value in result["tokens"].items())
-                  + f". Ingest {result['ingest_s']:.0f} s; set {result['wall_s']:.0f} s in all ({result.get('date', '')})"
+                  + f". Ingest {result['ingest_s']:.0f} s; set {result['wall_s']:.0f} s in all "
+                  + f"({result.get('date', '')})"
                   + (f"; the stock rows are carried from {result['stock_from']}" if result.get("stock_from") else "")
                   + ".", ""]
     args.out.write_text("\n".join(lines) + "\n")
