@@ -11,7 +11,7 @@ counts when at least half of the needle passage's characters are inside that con
   higher (into the adjacent node of the document where the cut reaches its node's edge), then
   ``MaxContextTokens(budget * top)`` (a hit with weak evidence stays whole and the cap cuts it);
 - ``lmk-rag evidence, even``: the same without the hits' chunk scores, so the cut grows a word after, then a word
-  before, in turn (the context before chunk scores);
+  before, in turn (the context before chunk scores, as a LlamaIndex retriever's hits of another store would be);
 - ``lmk-rag nodes``: the same hits, each node's first ``budget`` tokens (what a prompt gets when each retrieved node
   is truncated to an equal share, as LlamaIndex's ``PromptHelper`` does);
 - ``stock-1024`` / ``stock-250``: the report's stock LlamaIndex retrieval (:mod:`stock_retrieval`), each retrieved
@@ -94,7 +94,7 @@ def first_tokens(text: str, budget: int) -> int:
     return len(text) if len(tokens) <= budget else len(ENCODING.decode(tokens[:budget]))
 
 
-def product_contexts(vector_store: Any, budget: int, top: int, hits: list, scored: bool = True
+def product_contexts(vector_store: Any, budget: int, top: int, query: str, hits: list, scored: bool = True
                      ) -> tuple[list, list, int]:
     """The product's two contexts for one query's hits: evidence-cut (widening into the adjacent nodes of
     ``vector_store``, the store searched; growing toward the higher-scored chunks, or evenly where ``scored`` is
@@ -112,7 +112,8 @@ def product_contexts(vector_store: Any, budget: int, top: int, hits: list, score
                                         hit.chunk_scores if scored else ()),
                            score=hit.score) for hit in hits[:top]]
     cut = MaxContextTokens(max_context_tokens=budget * top, tokenizer=count).postprocess_nodes(
-        EvidenceContext(tokens_per_node=budget, tokenizer=count, vector_store=vector_store).postprocess_nodes(nodes))
+        EvidenceContext(tokens_per_node=budget, tokenizer=count, vector_store=vector_store).postprocess_nodes(
+            nodes, query_str=query))
     evidence = [(n.node.metadata["doc"], n.node.start_char_idx, n.node.end_char_idx) for n in cut]
     used = sum(len(count(n.node.get_content())) for n in cut)
     whole = [(hit.doc_id, hit.span[0], hit.span[0] + first_tokens(hit.text, budget)) for hit in hits[:top]]
@@ -148,8 +149,8 @@ def run_set(name: str, args: argparse.Namespace) -> dict[str, Any]:
                 anchored += (min(best.end, needle[1]) - max(best.start, needle[0])) > 0
             for budget in BUDGETS:
                 for top in TOPS:
-                    evidence, whole, tokens = product_contexts(vector_store, budget, top, hits)
-                    even, _, _ = product_contexts(vector_store, budget, top, hits, scored=False)
+                    evidence, whole, tokens = product_contexts(vector_store, budget, top, query, hits)
+                    even, _, _ = product_contexts(vector_store, budget, top, query, hits, scored=False)
                     used.setdefault((budget, top), []).append(tokens)
                     for label, pieces in (("lmk-rag evidence", evidence), ("lmk-rag evidence, even", even),
                                           ("lmk-rag nodes", whole)):

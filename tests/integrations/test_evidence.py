@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
@@ -27,6 +28,7 @@ from llama_index.vector_stores.landmark import (
     node_chunk_scores,
     node_evidence,
 )
+from llama_index.vector_stores.landmark.context import adjacent_text
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.store import Evidence
 from tests.conftest import _FILLER, NEEDLE_QUERY, NEEDLE_SENTENCE
@@ -188,6 +190,13 @@ def test_evidence_context_widens_into_the_adjacent_node(straddling) -> None:
         count = _count_with(get_tokenizer())
         (inside,) = EvidenceContext(tokens_per_node=128).postprocess_nodes([hit])
         (wide,) = EvidenceContext(tokens_per_node=128, vector_store=vector_store).postprocess_nodes([hit])
+        (scored,) = EvidenceContext(tokens_per_node=128, vector_store=vector_store).postprocess_nodes(
+            [hit], query_str=NEEDLE_QUERY)  # the adjacent node's chunks scored with the query
+        queries = vector_store.store.encoder.encode_queries(NEEDLE_QUERY).chunk_vectors
+        queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+        adjacent = adjacent_text(whole, vector_store, lambda: queries)
+        others = [record for record in vector_store.store.get_nodes() if record.node_id != whole.node_id
+                  and record.span[1] >= whole.start_char_idx and record.span[0] <= whole.end_char_idx]
     assert not (inside.node.start_char_idx <= start and end <= inside.node.end_char_idx)  # part of the sentence
     assert whole.start_char_idx <= inside.node.start_char_idx and inside.node.end_char_idx <= whole.end_char_idx
     node = wide.node
@@ -198,6 +207,12 @@ def test_evidence_context_widens_into_the_adjacent_node(straddling) -> None:
         "text": text[: node.start_char_idx].rsplit(maxsplit=1)[-1] + " " + node.text + " "
         + text[node.end_char_idx :].split(maxsplit=1)[0]}))
     assert wide.score == hit.score and node.node_id == whole.node_id
+    assert scored.node.start_char_idx <= start and end <= scored.node.end_char_idx  # the whole sentence
+    assert scored.node.text == text[scored.node.start_char_idx : scored.node.end_char_idx]
+    assert adjacent.text == text[adjacent.start : adjacent.start + len(adjacent.text)] and adjacent.chunks
+    by_span = {span: score for other in others  # the adjacent nodes' chunks, scored as the store scores its hits'
+               for span, score in zip(other.chunk_spans, (queries @ other.chunk_vectors.T).mean(axis=0))}
+    assert all(chunk.score == pytest.approx(by_span[chunk.span], abs=1e-5) for chunk in adjacent.chunks)
 
 
 def test_evidence_context_refuses_a_store_that_is_not_landmarks() -> None:

@@ -7,14 +7,15 @@ their share of it, and the query's score of each of its chunks
 (:data:`~llama_index.vector_stores.landmark.evidence.CHUNK_SCORES_KEY`). The cut keeps the best chunk, then widens
 word by word while the node (as the LLM sees it, counted with the given tokenizer) stays within the budget, each next
 word taken on the side whose chunk the query scores higher (ties: after), so that the cut grows by whole chunks toward
-where the match goes on; text beyond the node's chunks (the adjacent node's) scores as the node's chunk at that edge
-(the passage goes on as it was). Without chunk scores (a static rerank's token evidence) it widens alternately after
-and before. Where the cut reaches an edge of the node and the store is given, it widens on into the adjacent node
-of the same document (a passage that straddles two nodes is then kept whole), its text still one span of the
-document. The evidence is *weak* when the
-cut cannot hold chunks carrying :data:`MIN_SHARE` of the node's rerank score (a query whose vectors matched several
-far-apart chunks), or when there is no passage to cut to (a BM25-only hit, a node whose chunk spans are unknown): the
-node then stays whole. A budget that holds not one word of the passage raises :class:`NoRoomError`.
+where the match goes on; where a side's next word lies in no scored chunk, or the node has no chunk scores (a static
+rerank's token evidence), it takes a word after, then one before, in turn. Where the cut reaches an edge of the node
+and the store is given, it widens on into the adjacent node of the same document (a passage that straddles two nodes
+is then kept whole), its text still one span of the document, and that node's chunks are scored as the store scores
+its hits' (the query's vectors, encoded once by the store's encoder, against the chunk vectors it holds). The
+evidence is *weak* when the best chunk carries less than :data:`MIN_SHARE` of the node's rerank score (a query whose
+vectors matched several far-apart chunks), or when there is no passage to cut to (a BM25-only hit, a node whose chunk
+spans are unknown): the node then stays whole. A budget that holds not one word of the passage raises
+:class:`NoRoomError`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
+import numpy as np
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, ValidationError
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle, TextNode
@@ -38,10 +41,27 @@ MIN_SHARE = 0.5
 """The share of a node's rerank score its best piece of evidence must carry; below it the evidence is weak and the
 node stays whole (a query of one vector has one piece of evidence carrying all of it)."""
 _WORD = re.compile(r"\S+")
-Around = Callable[[BaseNode], "tuple[int, str] | None"]
-"""The document text around a node, ``(start char, text)`` (:func:`adjacent_text`), or None where unknown."""
-Scorer = Callable[[int], float]
-"""The query's score of the chunk at a char of the document (:func:`chunk_scorer`)."""
+Scorer = Callable[[int], "float | None"]
+"""The query's score of the chunk at a char of the document, None where no scored chunk holds it
+(:func:`chunk_scorer`)."""
+
+
+class Adjacent(NamedTuple):
+    """The document text around a node (:func:`adjacent_text`).
+
+    :param start: the char of the document ``text`` starts at.
+    :param text: the text from the start of the node before to the end of the node after.
+    :param chunks: the adjacent nodes' chunks with the query's scores of them, in document order; empty where the
+        query is not known.
+    """
+
+    start: int
+    text: str
+    chunks: tuple[ChunkScore, ...] = ()
+
+
+Around = Callable[[BaseNode], "Adjacent | None"]
+"""The document text around a node (:func:`adjacent_text`), or None where unknown."""
 
 
 def init_fields(postprocessor: BaseNodePostprocessor, arguments: tuple[str, ...], **fields: object) -> None:
@@ -78,8 +98,8 @@ def cut_to_evidence(node: BaseNode, budget: int, count: Callable[[BaseNode], int
     :param budget: the most tokens the cut node may count.
     :param count: the tokens a node counts (as the LLM sees it).
     :param around: where the cut reaches an edge of the node (it holds every word of the node on that side), the
-        document text around the node, ``(start char, text)`` holding the node's span (:func:`adjacent_text`), which
-        the cut may then widen into; None: the node's own text only.
+        document text around the node, holding the node's span, and the query's scores of its chunks
+        (:func:`adjacent_text`), which the cut may then widen into; None: the node's own text only.
     :return: the cut node (``text``, ``start_char_idx`` and ``end_char_idx`` of the kept passage of the document;
         the rest of the node as it was), or None where the evidence is weak: keep the node whole.
     :raises NoRoomError: when not one word of the passage fits in ``budget``.
@@ -94,13 +114,14 @@ def cut_to_evidence(node: BaseNode, budget: int, count: Callable[[BaseNode], int
     clone = node.model_copy()
     low, high = max(best.start - start, 0), min(best.end - start, len(node.text))
     origin, text = start, node.text
-    score = chunk_scorer(node_chunk_scores(node))
-    kept = _cut(clone, text, (low, high), budget, count, _shifted(score, origin))
+    chunks = node_chunk_scores(node)
+    kept = _cut(clone, text, (low, high), budget, count, _shifted(chunk_scorer(chunks), origin))
     at_edge = not _WORD.search(text, 0, kept[0]) or not _WORD.search(text, kept[1])
     wider = around(node) if around is not None and at_edge else None
-    if wider is not None and wider[1] != text:
-        shift = start - wider[0]
-        origin, text = wider
+    if wider is not None and wider.text != text:
+        shift = start - wider.start
+        origin, text = wider.start, wider.text
+        score = chunk_scorer(sorted([*chunks, *wider.chunks], key=lambda chunk: chunk.start) if chunks else [])
         kept = _cut(clone, text, (low + shift, high + shift), budget, count, _shifted(score, origin))
     clone.text = text[kept[0] : kept[1]]
     clone.start_char_idx, clone.end_char_idx = origin + kept[0], origin + kept[1]
@@ -108,13 +129,17 @@ def cut_to_evidence(node: BaseNode, budget: int, count: Callable[[BaseNode], int
 
 
 def chunk_scorer(chunks: Sequence[ChunkScore]) -> Scorer | None:
-    """The query's score at each char of the document from a node's chunk scores: the score of the chunk the char
-    is in, or of the nearest chunk before it; chars before the first chunk score as the first. None without
-    chunks."""
+    """The query's score at each char of the document from chunk scores in document order: the score of the last
+    chunk starting at or before the char (the blank after a chunk belongs to it), None before the first chunk and
+    after the last. None without chunks."""
     if not chunks:
         return None
-    starts, scores = [chunk.start for chunk in chunks], [chunk.score for chunk in chunks]
-    return lambda char: scores[max(bisect_right(starts, char) - 1, 0)]
+    starts, scores, first, last = [c.start for c in chunks], [c.score for c in chunks], chunks[0].start, chunks[-1].end
+
+    def score(char: int) -> float | None:
+        return scores[bisect_right(starts, char) - 1] if first <= char < last else None
+
+    return score
 
 
 def _shifted(score: Scorer | None, origin: int) -> Scorer | None:
@@ -148,11 +173,16 @@ def _cut(clone: TextNode, text: str, passage: tuple[int, int], budget: int, coun
     return steps[_longest(steps, fits)]
 
 
-def adjacent_text(node: BaseNode, vector_store: LandmarkVectorStore) -> tuple[int, str] | None:
-    """The document text from the start of the node before ``node`` to the end of the node after it, ``(start char,
-    text)``: the stored nodes of its document (``ref_doc_id``) whose spans touch or overlap its own, one on each
-    side, joined by their char spans (a side with no such node adds nothing).
+def adjacent_text(node: BaseNode, vector_store: LandmarkVectorStore,
+                  queries: Callable[[], np.ndarray | None] | None = None) -> Adjacent | None:
+    """The document text from the start of the node before ``node`` to the end of the node after it: the stored
+    nodes of its document (``ref_doc_id``) whose spans touch or overlap its own, one on each side, joined by their
+    char spans (a side with no such node adds nothing); with ``queries``, their chunks scored as the store scores a
+    hit's (:attr:`lmk_rag.store.Hit.chunk_scores`: the mean over the query vectors of their cosines with each chunk
+    vector).
 
+    :param queries: gives the query's unit vectors, (q, dim), or None where the query is not known; called only when
+        an adjacent node with chunk vectors and spans is found.
     :return: None for a node without a document or a span.
     """
     start, end = getattr(node, "start_char_idx", None), getattr(node, "end_char_idx", None)
@@ -163,14 +193,24 @@ def adjacent_text(node: BaseNode, vector_store: LandmarkVectorStore) -> tuple[in
                if len(record.text) == record.span[1] - record.span[0]]  # a text that is its span (else unknown)
     before = [r for r in records if r.span[0] < start <= r.span[1] and r.node_id != node.node_id]
     after = [r for r in records if r.span[0] <= end < r.span[1] and r.node_id != node.node_id]
-    text, first = node.text, start
+    text, first, adjacent = node.text, start, []
     if before:
         previous = min(before, key=lambda record: record.span[0])
         text, first = previous.text[: start - previous.span[0]] + text, previous.span[0]
+        adjacent.append(previous)
     if after:
         following = max(after, key=lambda record: record.span[1])
         text += following.text[end - following.span[0] :]
-    return first, text
+        adjacent.append(following)
+    scored = [r for r in adjacent if r.chunk_vectors is not None and r.chunk_spans is not None
+              and len(r.chunk_spans) == len(r.chunk_vectors)]
+    query = queries() if queries is not None and scored else None
+    if query is None:
+        return Adjacent(first, text)
+    chunks = [ChunkScore(int(low), int(high), float(score)) for record in scored for (low, high), score in
+              zip(record.chunk_spans, (query @ np.asarray(record.chunk_vectors, dtype=np.float32).T).mean(axis=0))
+              if (low < start and record.span[0] < start) or (high > end and record.span[1] > end)]
+    return Adjacent(first, text, tuple(sorted(chunks, key=lambda chunk: chunk.start)))
 
 
 def _longest(steps: list[tuple[int, int]], fits: Callable[[tuple[int, int]], bool]) -> int:
@@ -187,8 +227,9 @@ def _longest(steps: list[tuple[int, int]], fits: Callable[[tuple[int, int]], boo
 
 def _steps(text: str, low: int, high: int, score: Scorer | None) -> list[tuple[int, int]]:
     """The spans a cut tries, from the passage ``[low, high)`` to the whole text, each one word wider: the next word
-    after it or the next one before it, whichever starts in the chunk ``score`` ranks higher (ties: after); without
-    ``score``, after and before in turn. One side alone once the other has none left."""
+    after it or the next one before it, whichever starts in the chunk ``score`` ranks higher (ties: after); where
+    either is in no scored chunk (or without ``score``), after and before in turn. One side alone once the other has
+    none left."""
     after = [(match.start(), match.end()) for match in _WORD.finditer(text, high)]
     before = [match.start() for match in _WORD.finditer(text, 0, low)][::-1]
     steps, start, end = [(low, high)], low, high
@@ -198,10 +239,13 @@ def _steps(text: str, low: int, high: int, score: Scorer | None) -> list[tuple[i
             go_after = True
         elif taken_after == len(after):
             go_after = False
-        elif score is None:
-            go_after = taken_after <= taken_before
         else:
-            go_after = score(after[taken_after][0]) >= score(before[taken_before])
+            after_score = None if score is None else score(after[taken_after][0])
+            before_score = None if score is None else score(before[taken_before])
+            if after_score is None or before_score is None:  # a side not scored: in turn
+                go_after = taken_after <= taken_before
+            else:
+                go_after = after_score >= before_score
         if go_after:
             end = after[taken_after][1]
             taken_after += 1
@@ -243,7 +287,8 @@ class EvidenceContext(BaseNodePostprocessor):
         :param tokenizer: a function text -> tokens, the LLM's; default: ``llama_index.core.utils.get_tokenizer()``
             (``Settings.tokenizer`` when set, else tiktoken ``cl100k_base``).
         :param vector_store: the store the nodes were retrieved from, whose adjacent nodes a cut at a node's edge
-            may widen into; None: each cut stays inside its node.
+            may widen into (their chunks scored with the query of the ``query_bundle``, encoded by the store's
+            encoder once, when a cut first widens); None: each cut stays inside its node.
         :param kwargs: other fields (``metadata_mode``).
         :raises InvalidInputError: for a ``vector_store`` that is not a :class:`LandmarkVectorStore`, or a field of
             the wrong type or range (``tokens_per_node=0``), naming it.
@@ -269,7 +314,17 @@ class EvidenceContext(BaseNodePostprocessor):
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         store = self._vector_store
-        around = None if store is None else (lambda node: adjacent_text(node, store))
+        known: list[np.ndarray | None] = []  # the query's unit vectors, encoded on first use
+
+        def queries() -> np.ndarray | None:
+            if not known:
+                text = None if query_bundle is None else query_bundle.query_str
+                vectors = None if not text or store is None else np.atleast_2d(
+                    np.asarray(store.store.encoder.encode_queries(text).chunk_vectors, dtype=np.float32))
+                known.append(None if vectors is None else vectors / np.linalg.norm(vectors, axis=1, keepdims=True))
+            return known[0]
+
+        around = None if store is None else (lambda node: adjacent_text(node, store, queries))
         out = []
         for scored in nodes:
             cut = cut_to_evidence(scored.node, self.tokens_per_node, self.count_tokens, around)
