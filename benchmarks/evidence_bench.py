@@ -220,7 +220,8 @@ def write_report(args: argparse.Namespace, results: list[dict[str, Any]]) -> Non
         "",
         f"{dt.date.today()}, {cpu} ({os.cpu_count()} cores; avx512f {'avx512f' in flags}), load average "
         f"{Path('/proc/loadavg').read_text().split()[0]} at the end; `python benchmarks/evidence_bench.py --sets "
-        f"{' '.join(args.sets)}`.",
+        f"{' '.join(args.sets)}` (the last run; each set says the day it ran, the sets of earlier runs kept from "
+        f"{args.out.with_suffix('.json').name}).",
         "",
         "Share of needle queries with at least half of the needle passage's characters inside the context handed to "
         "the LLM, at a budget of tokens per hit (tiktoken cl100k_base) and top-1 / top-3 (the same total budget, "
@@ -228,7 +229,8 @@ def write_report(args: argparse.Namespace, results: list[dict[str, Any]]) -> Non
             "\n\n")[1].replace("\n", " "),
         "",
     ]
-    labels = ["lmk-rag evidence", "lmk-rag evidence, even", "lmk-rag nodes", *args.stock]
+    stock = sorted({key.split("|")[0] for result in results for key in result["counts"] if key.startswith("stock-")})
+    labels = ["lmk-rag evidence", "lmk-rag evidence, even", "lmk-rag nodes", *stock]
     for result in results:
         n = result["queries"]
         lines += [f"## {result['set']} ({result['docs']} documents, {n} queries with a needle)", "",
