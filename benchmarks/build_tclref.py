@@ -8,17 +8,23 @@ library).
   relevant to it.
 * ``tcl-needle-L2048/``: as the shared ``manpages-needle`` sets are built: a page's purpose -> the first ~700
   characters of its DESCRIPTION, hidden in a haystack of other manual pages (sections 1 and 8 of this machine) of
-  about 2,048 tokens, at relative position 0, 0.25, 0.5, 0.75 or 1.
+  about 2,048 tokens, at relative position 0, 0.25, 0.5, 0.75 or 1; ``needles.jsonl`` records each needle's char
+  span in its document (``corpus-id``, ``start``, ``end``, as the shared sets' ``needles.jsonl``), for measures of
+  where the answer is (benchmarks/evidence_bench.py), never for ranking.
 
 Held out: report them, never tune on them. Deterministic: the same installed packages give the same bytes.
+``--needles-only`` records the needles of the set already written (its haystacks come from the machine that built
+it): each needle is found in its document by its text.
 
-    python benchmarks/build_tclref.py [--out benchmarks/data]
+    python benchmarks/build_tclref.py [--out benchmarks/data] [--needles-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -136,15 +142,45 @@ def haystack_words() -> Iterator[list[str]]:
             yield words
 
 
-def build_needles(pages: list[Page]) -> BeirSet:
-    """``tcl-needle-L2048``: :data:`NEEDLES` purposes held by one page each (the first by sha1 of the purpose),
-    each -> its own haystack with the page's needle in it; haystack pages are used once, the last one cut."""
+def chosen_needles(pages: list[Page]) -> list[Page]:
+    """The pages whose needles the set hides: :data:`NEEDLES` purposes held by one page each (the first by sha1 of
+    the purpose), in the set's order."""
     holders: dict[str, list[Page]] = defaultdict(list)
     for page in pages:
         holders[page.purpose].append(page)
     chosen = [holder[0] for purpose, holder in holders.items() if len(holder) == 1
               and len(purpose.split()) >= MIN_PURPOSE_WORDS and needle_of(holder[0].text)]
-    chosen = sorted(chosen, key=lambda page: hashlib.sha1(f"{NEEDLE}:{page.purpose}".encode()).hexdigest())[:NEEDLES]
+    return sorted(chosen, key=lambda page: hashlib.sha1(f"{NEEDLE}:{page.purpose}".encode()).hexdigest())[:NEEDLES]
+
+
+def needle_spans(pages: list[Page], docs: dict[str, str]) -> list[dict[str, object]]:
+    """Each chosen page's needle span in its document (found by its text, which occurs there once), as the rows of
+    ``needles.jsonl``.
+
+    :raises ValueError: when a needle does not occur exactly once in its document (the set was built from other
+        pages).
+    """
+    rows = []
+    for page in chosen_needles(pages):
+        doc_id, needle = opaque_id("d", NEEDLE, page.name), " ".join(needle_of(page.text).split())
+        text = docs[doc_id]
+        if text.count(needle) != 1:
+            raise ValueError(f"{page.name}: its needle occurs {text.count(needle)} times in {doc_id}, not once: "
+                             "rebuild the set on this machine (without --needles-only)")
+        start = text.index(needle)
+        rows.append({"corpus-id": doc_id, "start": start, "end": start + len(needle)})
+    return rows
+
+
+def write_needles(folder: Path, rows: list[dict[str, object]]) -> None:
+    """Write ``needles.jsonl`` (one span a line, in the set's order)."""
+    (folder / "needles.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+
+
+def build_needles(pages: list[Page]) -> BeirSet:
+    """``tcl-needle-L2048``: :data:`NEEDLES` purposes held by one page each (the first by sha1 of the purpose),
+    each -> its own haystack with the page's needle in it; haystack pages are used once, the last one cut."""
+    chosen = chosen_needles(pages)
     fill = haystack_words()
     length = round(HAYSTACK_TOKENS / 1.3)
     docs, queries, qrels = [], [], []
@@ -188,8 +224,16 @@ def main() -> None:
     """Write both sets and their READMEs under ``--out``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=OUT, help="the data folder (default: benchmarks/data)")
+    parser.add_argument("--needles-only", action="store_true",
+                        help=f"only record the needle spans of the {NEEDLE} set already written")
     args = parser.parse_args()
     pages, notes = tcl_pages()
+    if args.needles_only:
+        with gzip.open(args.out / NEEDLE / "corpus.jsonl.gz", "rt", encoding="utf-8") as lines:
+            docs = {row["_id"]: row["text"] for row in map(json.loads, lines)}
+        write_needles(args.out / NEEDLE, needle_spans(pages, docs))
+        print(f"{args.out / NEEDLE}/needles.jsonl: {NEEDLES} needle spans")
+        return
     haystacks = ", ".join(f"`{folder}`" for folder in HAYSTACK_PAGES)
     ref_how = f"""A page's document is its text without the title line and the NAME section, relevant to its purpose
 and to every page sharing that purpose. A page of fewer than {MIN_PAGE_WORDS} words without NAME is no document
@@ -200,13 +244,17 @@ and to every page sharing that purpose. A page of fewer than {MIN_PAGE_WORDS} wo
 the order of sha1("{NEEDLE}:" + file name), each page used once, the last of a haystack cut), the i-th needle at
 relative position {" / ".join(map(str, POSITIONS))} (i mod 5) of the haystack's words. {NEEDLES} needles: the first
 purposes by sha1("{NEEDLE}:" + purpose). The haystack pages vary with what the machine has installed: the bytes
-are reproducible on the same installed packages only."""
+are reproducible on the same installed packages only. `needles.jsonl` gives each needle's char span in its document
+(`corpus-id`, `start`, `end`, as the shared sets' `needles.jsonl`): for measures of where the answer is, never for
+ranking."""
     sets = {
         REF: ("another domain's reference pages", build_ref(pages, notes), ref_how),
         NEEDLE: ("another domain's needles in manual-page haystacks", build_needles(pages), needle_how),
     }
     for name, (title, beir, how) in sets.items():
         write_beir(args.out / name, beir)
+        if name == NEEDLE:
+            write_needles(args.out / name, needle_spans(pages, dict(beir.docs)))
         (args.out / name / "README.md").write_text(reflow(readme(name, title, beir, how)), encoding="utf-8")
         print(f"{args.out / name}: {len(beir.docs)} documents, {len(beir.queries)} queries, {len(beir.qrels)} qrels")
 

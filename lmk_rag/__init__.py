@@ -21,6 +21,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "LandmarkStore": ("lmk_rag.store", "edge"),
     "Hit": ("lmk_rag.store", "edge"),
     "Evidence": ("lmk_rag.store", "edge"),
+    "ChunkScore": ("lmk_rag.store", "edge"),
     "StorageOptions": ("lmk_rag.store", "edge"),
     "SearchOptions": ("lmk_rag.store", "edge"),
     "ServerOptions": ("lmk_rag.store", "edge"),
@@ -32,7 +33,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from lmk_rag.encoder.protocols import DocumentEncoder, TokenEncoder  # noqa: F401
     from lmk_rag.nodes import DEFAULT_NODE_TOKENS  # noqa: F401
     from lmk_rag.static import StaticTokenEncoder  # noqa: F401
-    from lmk_rag.store import Evidence, Hit, LandmarkStore, SearchOptions, ServerOptions, StorageOptions  # noqa: F401
+    from lmk_rag.store import (  # noqa: F401
+        ChunkScore,
+        Evidence,
+        Hit,
+        LandmarkStore,
+        SearchOptions,
+        ServerOptions,
+        StorageOptions,
+    )
 
 __all__ = ["__version__", *_LAZY]  # noqa: PLE0604 (the lazy names are str keys)
 

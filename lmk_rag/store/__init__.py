@@ -4,6 +4,7 @@ from lmk_rag.store.filters import Condition, FieldCondition, Filter
 from lmk_rag.store.store import LandmarkStore
 from lmk_rag.store.types import (
     DEFAULT_BATCH_SIZE,
+    ChunkScore,
     EncodedQuery,
     Evidence,
     Hit,
@@ -17,6 +18,7 @@ from lmk_rag.store.types import (
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
+    "ChunkScore",
     "Condition",
     "EncodedQuery",
     "Evidence",

@@ -489,10 +489,11 @@ def _native_vectors(vectors: dict[str, Any]) -> dict[str, Any]:
 
 
 def _point(record: Any) -> PointData:
-    """An Edge record as a neutral point."""
+    """An Edge record as a neutral point (``record.vector`` read once: each read builds its Python lists anew)."""
     vectors: dict[str, Any] = {}
-    if isinstance(record.vector, dict):
-        for name, value in record.vector.items():
+    named = record.vector
+    if isinstance(named, dict):
+        for name, value in named.items():
             is_sparse = hasattr(value, "indices")
             vectors[name] = SparseVector(list(value.indices), list(value.values)) if is_sparse else value
     return PointData(str(record.id), vectors, record.payload or {})

@@ -59,6 +59,7 @@ from lmk_rag.errors import CorruptStoreError, InvalidInputError, SettingsMismatc
 from lmk_rag.store.records import DOCUMENT_CHUNKS, DOCUMENT_KEY
 from lmk_rag.store.types import (
     Branch,
+    ChunkScore,
     Constant,
     Evidence,
     EvidenceKind,
@@ -509,30 +510,57 @@ def best_hits(points: Sequence[ScoredPointData], k: int, one_per_document: bool)
     return best
 
 
-def matched_evidence(queries: np.ndarray, vectors: np.ndarray, spans: Sequence[tuple[int, int]] | None,
-                     node_span: tuple[int, int], kind: EvidenceKind) -> tuple[Evidence, ...]:
-    """The pieces of a node that carried its MaxSim, best first (ties: document order).
+def matched_evidence(cosines: np.ndarray, spans: Sequence[tuple[int, int]] | None, node_span: tuple[int, int],
+                     kind: EvidenceKind) -> tuple[tuple[Evidence, ...], tuple[ChunkScore, ...]]:
+    """The pieces of a node that carried its MaxSim, best first (ties: document order), and, for chunks, the query's
+    score of each of them.
 
-    :param queries: the query vectors, (q, dim), unit length (as the store's scorers take them).
-    :param vectors: the node's chunk (or static token) vectors, (n, dim), unit length (as the store keeps them).
+    :param cosines: the query vectors' cosines with the node's chunk (or static token) vectors, (q, n): unit query
+        vectors (as the store's scorers take them) times the node's stored unit vectors (:func:`vector_cosines`).
     :param spans: each vector's char span in the document, (n,), or None where unknown.
     :param node_span: the node's span in the document.
     :param kind: what one vector is (``"chunk"`` or ``"token"``).
     :return: one :class:`Evidence` per vector that is some query vector's best, its score the share of the MaxSim it
-        carried (the scores add up to the MaxSim over ``q``); where ``spans`` is None or does not match ``vectors``
-        (n spans), one ``"node"`` evidence spanning the node with the whole MaxSim.
+        carried (the scores add up to the MaxSim over ``q``); where ``spans`` is None or does not match the vectors
+        (n spans), one ``"node"`` evidence spanning the node with the whole MaxSim. With them, for ``"chunk"``
+        evidence, every chunk's :class:`ChunkScore` (its column's mean), in document order; none otherwise.
     """
-    if len(queries) == 0 or len(vectors) == 0:
-        return (Evidence(node_span[0], node_span[1], None, "node"),)
-    cosines = queries @ vectors.T
-    best = cosines.argmax(axis=1)
-    shares = np.bincount(best, weights=cosines[np.arange(len(queries)), best], minlength=len(vectors)) / len(queries)
-    if spans is None or len(spans) != len(vectors):
-        return (Evidence(node_span[0], node_span[1], round(float(shares.sum()), 6), "node"),)
-    rows = np.unique(best) if len(queries) > 1 else best
-    order = sorted(rows.tolist(), key=lambda row: (-shares[row], spans[row][0]))
-    return tuple(Evidence(int(spans[row][0]), int(spans[row][1]), round(float(shares[row]), 6), kind)
-                 for row in order)
+    queries, n = cosines.shape
+    if queries == 0 or n == 0:
+        return (Evidence(node_span[0], node_span[1], None, "node"),), ()
+    if queries == 1:  # one query vector (every query of at most one chunk): its best vector carries all
+        row = cosines[0].tolist()
+        best = max(range(n), key=row.__getitem__)
+        shares, rows = {best: row[best]}, [best]
+    else:
+        argmax = cosines.argmax(axis=1)
+        summed = np.bincount(argmax, weights=cosines[np.arange(queries), argmax], minlength=n) / queries
+        rows = np.unique(argmax).tolist()
+        shares = {index: float(summed[index]) for index in rows}
+    if spans is None or len(spans) != n:
+        return (Evidence(node_span[0], node_span[1], round(sum(shares.values()), 6), "node"),), ()
+    order = sorted(rows, key=lambda index: (-shares[index], spans[index][0]))
+    evidence = tuple(Evidence(int(spans[index][0]), int(spans[index][1]), round(shares[index], 6), kind)
+                     for index in order)
+    if kind != "chunk":
+        return evidence, ()
+    means = cosines[0].tolist() if queries == 1 else cosines.mean(axis=0).tolist()
+    scores = sorted(zip(spans, means))
+    return evidence, tuple(ChunkScore(int(start), int(end), round(score, 6)) for (start, end), score in scores)
+
+
+def vector_cosines(queries: np.ndarray, vectors: Sequence[Any]) -> list[np.ndarray]:
+    """The cosines of unit query vectors with each of several nodes' stored vectors, in one product.
+
+    :param queries: the query vectors, (q, dim), unit length.
+    :param vectors: each node's vectors as the engine returns them: rows of ``dim`` numbers, (n_i, dim).
+    :return: one (q, n_i) array per node.
+    """
+    counts = [len(rows) for rows in vectors]
+    stacked = np.array([row for rows in vectors for row in rows], dtype=np.float32).reshape(-1, queries.shape[1])
+    cosines = queries.astype(np.float32, copy=False) @ stacked.T
+    bounds = np.cumsum([0, *counts]).tolist()
+    return [cosines[:, bounds[i] : bounds[i + 1]] for i in range(len(counts))]
 
 
 def keyword_evidence(node_span: tuple[int, int]) -> tuple[Evidence, ...]:

@@ -39,12 +39,14 @@ from lmk_rag.store.query import (
     keyword_evidence,
     matched_evidence,
     plan_mmr,
+    vector_cosines,
 )
 from lmk_rag.store.read_write_lock import ReadWriteLock
 from lmk_rag.store.records import every, scroll
 from lmk_rag.store.store_encoder import StoreEncoder
 from lmk_rag.store.types import (
     Branch,
+    ChunkScore,
     EncodedQuery,
     Evidence,
     Hit,
@@ -137,8 +139,8 @@ class Reader:
         if matched is None:
             return [rec.hit_from_point(point, point.score, keyword_evidence(_span(point))) for point in best]
         queries = _unit(np.asarray(scorer.query if matched == scorer.using else query.chunk_vectors, dtype=np.float32))
-        return [rec.hit_from_point(point, point.score, self._evidence(point, queries, vectors.get(point.id), matched))
-                for point in best]
+        return [rec.hit_from_point(point, point.score, *evidence)
+                for point, evidence in zip(best, self._evidence(best, queries, vectors, matched))]
 
     def _matched_vector(self, scorer: Branch) -> str:
         """The named vector a search's evidence is found in: the static token vectors for a static rerank, else the
@@ -154,21 +156,29 @@ class Reader:
             return {}
         return {point.id: point.vectors for point in self.backend.retrieve(ids, [name])}
 
-    def _evidence(self, point: ScoredPointData, queries: np.ndarray, vectors: dict[str, Any] | None,
-                  name: str) -> tuple[Evidence, ...]:
-        """A hit's evidence (:func:`~lmk_rag.store.query.matched_evidence`) from its point's vector ``name``: its
-        chunk vectors and their spans, or its static token vectors and their spans (its token encoder's, over its
-        text); the whole node where the vectors or their spans cannot be read (a point replaced since the search)."""
-        span, found = _span(point), (vectors or {}).get(name)
-        if found is None or name == "node":
-            return (Evidence(span[0], span[1], None, "node"),)
-        if name == "chunks":
-            return matched_evidence(queries, np.array(found), rec.chunk_spans(point.payload),
-                                    span, "chunk")
-        tokens = self.queries.static_encoder
-        offsets = None if tokens is None else tokens.document_token_spans(point.payload.get("text", "")) + span[0]
-        return matched_evidence(queries, np.array(found),
-                                None if offsets is None else offsets.tolist(), span, "token")
+    def _evidence(self, points: list[ScoredPointData], queries: np.ndarray, vectors: dict[str, dict[str, Any]],
+                  name: str) -> list[tuple[tuple[Evidence, ...], tuple[ChunkScore, ...]]]:
+        """Each hit's evidence and chunk scores (:func:`~lmk_rag.store.query.matched_evidence`) from its point's
+        vector ``name`` (``vectors``, by point id): its chunk vectors and their spans, or its static token vectors and
+        their spans (its token encoder's, over its text); the whole node where the vectors or their spans cannot be
+        read (a point replaced since the search), or ``name`` is the node vector. The cosines of every hit come from
+        one product (:func:`~lmk_rag.store.query.vector_cosines`)."""
+        found = [None if name == "node" else vectors.get(point.id, {}).get(name) for point in points]
+        read = [rows for rows in found if rows is not None]
+        cosines = iter(vector_cosines(queries, read) if read else [])
+        out: list[tuple[tuple[Evidence, ...], tuple[ChunkScore, ...]]] = []
+        for point, rows in zip(points, found):
+            span = _span(point)
+            if rows is None:
+                out.append(((Evidence(span[0], span[1], None, "node"),), ()))
+            elif name == "chunks":
+                out.append(matched_evidence(next(cosines), rec.chunk_spans(point.payload), span, "chunk"))
+            else:
+                tokens = self.queries.static_encoder
+                offsets = None if tokens is None else (
+                    tokens.document_token_spans(point.payload.get("text", "")) + span[0]).tolist()
+                out.append(matched_evidence(next(cosines), offsets, span, "token"))
+        return out
 
     def document_weight(self) -> float:
         """The document cosine's share of the chunk rerank in this store

@@ -40,7 +40,7 @@ import numpy as np
 from lmk_rag.errors import CorruptStoreError, InvalidInputError
 from lmk_rag.store.base import Backend
 from lmk_rag.store.filters import LOWER_KEY, ConditionBuilder, FilterLike, translate
-from lmk_rag.store.types import CollectionSpec, Evidence, Hit, NodeRecord, PointData, StoreMode
+from lmk_rag.store.types import ChunkScore, CollectionSpec, Evidence, Hit, NodeRecord, PointData, StoreMode
 
 NAMESPACE = uuid.UUID("6f1d3c52-7f4e-4a55-9a38-5b1f0c2d9e10")
 SETTINGS_POINT_ID = str(uuid.uuid5(NAMESPACE, "lmk-rag-store-settings"))
@@ -202,8 +202,9 @@ def chunk_spans(payload: Mapping[str, Any]) -> tuple[tuple[int, int], ...] | Non
     return None if spans is None else tuple((int(start), int(end)) for start, end in spans)
 
 
-def hit_from_point(point: PointData, score: float, evidence: tuple[Evidence, ...] = ()) -> Hit:
-    """A :class:`Hit` from a node point's payload, its score and its evidence."""
+def hit_from_point(point: PointData, score: float, evidence: tuple[Evidence, ...] = (),
+                   chunk_scores: tuple[ChunkScore, ...] = ()) -> Hit:
+    """A :class:`Hit` from a node point's payload, its score, its evidence and its chunks' scores."""
     payload = point.payload
     return Hit(
         doc_id=payload["doc_id"],
@@ -213,6 +214,7 @@ def hit_from_point(point: PointData, score: float, evidence: tuple[Evidence, ...
         span=(int(payload["span"][0]), int(payload["span"][1])),
         metadata=payload.get("meta") or {},
         evidence=evidence,
+        chunk_scores=chunk_scores,
     )
 
 

@@ -193,8 +193,9 @@ class Evidence:
     """The passage of a hit that carried its score: a span of its document and that passage's share of the score.
 
     A hit's evidence is computed from its node's own stored vectors, for the returned hits only
-    (:mod:`lmk_rag.store.evidence`): each query vector's best chunk (its argmax over the node's chunk vectors) is
-    evidence, and a chunk that is the best of several query vectors is one piece of evidence with their summed share.
+    (:func:`~lmk_rag.store.query.matched_evidence`): each query vector's best chunk (its argmax over the node's chunk
+    vectors) is evidence, and a chunk that is the best of several query vectors is one piece of evidence with their
+    summed share.
 
     :param start: the passage's first char in the document (as :attr:`Hit.span`).
     :param end: the char after its last.
@@ -223,6 +224,32 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class ChunkScore:
+    """One landmark chunk of a hit's node and the query's score of it alone: the chunk's MaxSim with the query (the
+    mean, over the query vectors, of their cosines with the chunk vector), what the node would score were it this
+    one chunk. A hit's chunk scores, in document order, say where in the node the match is strong and where it fades
+    (:class:`~llama_index.vector_stores.landmark.EvidenceContext` grows a cut toward the stronger side).
+
+    :param start: the chunk's first char in the document (as :attr:`Hit.span`).
+    :param end: the char after its last.
+    :param score: its cosine with the query, averaged over the query vectors, in [-1, 1].
+    """
+
+    start: int
+    end: int
+    score: float
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """``(start, end)``."""
+        return self.start, self.end
+
+    def as_dict(self) -> dict[str, Any]:
+        """The chunk score as JSON values (what the LlamaIndex metadata carries)."""
+        return {"start": self.start, "end": self.end, "score": self.score}
+
+
+@dataclass(frozen=True)
 class Hit:
     """One search result.
 
@@ -236,6 +263,9 @@ class Hit:
     :param metadata: the document's metadata as given at ingest.
     :param evidence: the passages that carried the score, best first (:class:`Evidence`); empty for a hit of a
         diverse search (:meth:`~lmk_rag.store.LandmarkStore.search_mmr`), which has no rerank.
+    :param chunk_scores: every chunk of the node with the query's score of it (:class:`ChunkScore`), in document
+        order, computed with the ``"chunk"`` evidence from the same vectors; empty where the evidence is of another
+        kind (a static rerank's tokens, a node whose chunk spans are unknown, BM25 alone, a diverse search).
     """
 
     doc_id: str
@@ -245,6 +275,7 @@ class Hit:
     span: tuple[int, int]
     metadata: dict[str, Any] = field(default_factory=dict)
     evidence: tuple[Evidence, ...] = ()
+    chunk_scores: tuple[ChunkScore, ...] = ()
 
     def passage(self, evidence: Evidence | None = None) -> str:
         """The text of a piece of this hit's evidence (the best one by default), cut from :attr:`text`; ``""``

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
@@ -18,13 +19,16 @@ from transformers import AutoTokenizer
 from llama_index.embeddings.landmark import LandmarkEmbedding
 from llama_index.node_parser.landmark import LandmarkNodeParser
 from llama_index.vector_stores.landmark import (
+    CHUNK_SCORES_KEY,
     EVIDENCE_KEY,
     EvidenceContext,
     LandmarkVectorStore,
     MaxContextTokens,
     NoRoomError,
+    node_chunk_scores,
     node_evidence,
 )
+from llama_index.vector_stores.landmark.context import adjacent_text
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.store import Evidence
 from tests.conftest import _FILLER, NEEDLE_QUERY, NEEDLE_SENTENCE
@@ -61,9 +65,14 @@ def test_a_retrieved_node_carries_its_evidence_hidden_from_llm_and_embeddings(re
     assert node_evidence(best)[0] == Evidence(start, end + 1, node_evidence(best)[0].score, "chunk")
     assert best.metadata[EVIDENCE_KEY][0] == {"start": start, "end": end + 1, "score": node_evidence(best)[0].score,
                                               "kind": "chunk"}
-    assert EVIDENCE_KEY in best.excluded_llm_metadata_keys and EVIDENCE_KEY in best.excluded_embed_metadata_keys
+    for key in (EVIDENCE_KEY, CHUNK_SCORES_KEY):
+        assert key in best.excluded_llm_metadata_keys and key in best.excluded_embed_metadata_keys
     for mode in (MetadataMode.LLM, MetadataMode.EMBED):
-        assert EVIDENCE_KEY not in best.get_content(metadata_mode=mode) and "page: p1" in best.get_content(mode)
+        content = best.get_content(metadata_mode=mode)
+        assert EVIDENCE_KEY not in content and CHUNK_SCORES_KEY not in content and "page: p1" in content
+    scores = node_chunk_scores(best)  # every chunk (sentence) of the node, in document order; the best is the needle
+    assert [chunk.start for chunk in scores] == sorted(chunk.start for chunk in scores) and len(scores) > 1
+    assert max(scores, key=lambda chunk: chunk.score).span == node_evidence(best)[0].span
     passage = best.text[start - best.start_char_idx : end + 1 - best.start_char_idx]
     assert passage.strip() == NEEDLE_SENTENCE
 
@@ -103,6 +112,30 @@ def test_weak_evidence_keeps_the_node_whole(retrieved) -> None:
         assert context.postprocess_nodes([NodeWithScore(node=weak, score=1.0)])[0].node is weak
     plain = NodeWithScore(node=TextNode(text="no evidence here " * 40), score=1.0)
     assert context.postprocess_nodes([plain]) == [plain]
+
+
+#: Two more sentences of the answer, after the needle sentence: an answer of three chunks (one per sentence).
+FOLLOW_UP = ("Keyrotate then re-encrypts the Zanzibar archives with the new encryption keys.",
+             "Rotating the Zanzibar keys more often than every ninety days gains nothing.")
+
+
+def test_evidence_context_grows_toward_the_chunks_the_query_scores_higher(tmp_path: Path, sentence_embedding) -> None:
+    answer = " ".join((NEEDLE_SENTENCE, *FOLLOW_UP))
+    text = f"{' '.join(_FILLER[:5])} {answer} {' '.join(_FILLER[5:10])}"
+    with LandmarkVectorStore(path=tmp_path / "store", embed_model=sentence_embedding) as vector_store:
+        vector_store.add(LandmarkNodeParser(embed_model=sentence_embedding).get_nodes_from_documents(
+            [Document(text=text, id_="doc")]))
+        index = VectorStoreIndex.from_vector_store(vector_store, embed_model=sentence_embedding)
+        (hit,) = index.as_retriever(similarity_top_k=1).retrieve(NEEDLE_QUERY)
+    assert hit.node.text == text and node_evidence(hit.node)[0].span in {c.span for c in node_chunk_scores(hit.node)}
+    budget = len(get_tokenizer()(answer)) + 2  # the three answer sentences (and a space the best chunk may end with)
+    (cut,) = EvidenceContext(tokens_per_node=budget).postprocess_nodes([hit])
+    assert all(sentence in cut.node.text for sentence in (NEEDLE_SENTENCE, *FOLLOW_UP))  # grown by whole chunks
+    assert cut.node.text == text[cut.node.start_char_idx : cut.node.end_char_idx]  # toward the answer's other chunks
+    metadata = {key: value for key, value in hit.node.metadata.items() if key != CHUNK_SCORES_KEY}
+    unscored = NodeWithScore(node=hit.node.model_copy(update={"metadata": metadata}), score=hit.score)
+    (evenly,) = EvidenceContext(tokens_per_node=budget).postprocess_nodes([unscored])  # without chunk scores: a word
+    assert not all(sentence in evenly.node.text for sentence in (NEEDLE_SENTENCE, *FOLLOW_UP))  # after, one before
 
 
 def test_a_bm25_only_query_says_so_through_llama_index(tmp_path: Path, sentence_embedding, needle_document) -> None:
@@ -157,6 +190,13 @@ def test_evidence_context_widens_into_the_adjacent_node(straddling) -> None:
         count = _count_with(get_tokenizer())
         (inside,) = EvidenceContext(tokens_per_node=128).postprocess_nodes([hit])
         (wide,) = EvidenceContext(tokens_per_node=128, vector_store=vector_store).postprocess_nodes([hit])
+        (scored,) = EvidenceContext(tokens_per_node=128, vector_store=vector_store).postprocess_nodes(
+            [hit], query_str=NEEDLE_QUERY)  # the adjacent node's chunks scored with the query
+        queries = vector_store.store.encoder.encode_queries(NEEDLE_QUERY).chunk_vectors
+        queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+        adjacent = adjacent_text(whole, vector_store, lambda: queries)
+        others = [record for record in vector_store.store.get_nodes() if record.node_id != whole.node_id
+                  and record.span[1] >= whole.start_char_idx and record.span[0] <= whole.end_char_idx]
     assert not (inside.node.start_char_idx <= start and end <= inside.node.end_char_idx)  # part of the sentence
     assert whole.start_char_idx <= inside.node.start_char_idx and inside.node.end_char_idx <= whole.end_char_idx
     node = wide.node
@@ -167,6 +207,12 @@ def test_evidence_context_widens_into_the_adjacent_node(straddling) -> None:
         "text": text[: node.start_char_idx].rsplit(maxsplit=1)[-1] + " " + node.text + " "
         + text[node.end_char_idx :].split(maxsplit=1)[0]}))
     assert wide.score == hit.score and node.node_id == whole.node_id
+    assert scored.node.start_char_idx <= start and end <= scored.node.end_char_idx  # the whole sentence
+    assert scored.node.text == text[scored.node.start_char_idx : scored.node.end_char_idx]
+    assert adjacent.text == text[adjacent.start : adjacent.start + len(adjacent.text)] and adjacent.chunks
+    by_span = {span: score for other in others  # the adjacent nodes' chunks, scored as the store scores its hits'
+               for span, score in zip(other.chunk_spans, (queries @ other.chunk_vectors.T).mean(axis=0))}
+    assert all(chunk.score == pytest.approx(by_span[chunk.span], abs=1e-5) for chunk in adjacent.chunks)
 
 
 def test_evidence_context_refuses_a_store_that_is_not_landmarks() -> None:
@@ -175,14 +221,14 @@ def test_evidence_context_refuses_a_store_that_is_not_landmarks() -> None:
 
 
 @pytest.mark.parametrize(("make", "typo", "close"), [
-    (lambda **kw: EvidenceContext(**{"tokens_per_node": 64, **kw}), "min_shar", "min_share"),
+    (lambda **kw: EvidenceContext(**{"tokens_per_node": 64, **kw}), "metadata_mod", "metadata_mode"),
     (lambda **kw: MaxContextTokens(**{"max_context_tokens": 64, **kw}), "metadata_mod", "metadata_mode"),
 ])
 def test_the_context_postprocessors_refuse_mistyped_keywords_and_bad_values(make, typo, close) -> None:
     with pytest.raises(TypeError, match=f"'{typo}' \\(did you mean '{close}'\\?\\)"):
         make(**{typo: "llm"})  # silently ignored before: a misspelled option must not fall back to the default
     with pytest.raises(InvalidInputError, match=r"(tokens_per_node|max_context_tokens)=0: Input should be greater"):
-        make(**{"tokens_per_node" if close == "min_share" else "max_context_tokens": 0})
-    with pytest.raises(InvalidInputError, match=r"min_share=2"):
-        EvidenceContext(tokens_per_node=64, min_share=2)
+        make(**{"max_context_tokens" if "max_context_tokens" in make().model_fields else "tokens_per_node": 0})
+    with pytest.raises(TypeError, match="'min_share'"):  # no option: its effect measured null (docs/decisions.md)
+        EvidenceContext(tokens_per_node=64, min_share=0.5)
     assert type(make()).from_dict(make().to_dict()).to_dict() == make().to_dict()  # serialisation still round-trips

@@ -57,7 +57,9 @@ def test_ingest_query_info(tmp_path, docs):
     out = json.loads(result.stdout)
     assert out["query"] == query
     assert out["hits"][0]["doc_id"] == "sub/b.md"
-    assert set(out["hits"][0]) == {"doc_id", "node_id", "score", "text", "span", "metadata", "evidence"}
+    assert set(out["hits"][0]) == {"doc_id", "node_id", "score", "text", "span", "metadata", "evidence",
+                                   "chunk_scores"}
+    assert {"start", "end", "score"} == set(out["hits"][0]["chunk_scores"][0])
     assert out["hits"][0]["metadata"]["path"].endswith("b.md")
 
     scores = {}

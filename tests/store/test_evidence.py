@@ -11,7 +11,7 @@ import pytest
 from lmk_rag.encoder import LandmarkEncoder
 from lmk_rag.errors import InvalidInputError
 from lmk_rag.static.document_encoder import StaticDocumentEncoder
-from lmk_rag.store import Evidence, NodeRecord, SearchOptions
+from lmk_rag.store import ChunkScore, Evidence, NodeRecord, SearchOptions
 from tests.conftest import NEEDLE_QUERY, NEEDLE_SENTENCE
 
 OTHER = "gzip reduces the size of the named files using Lempel-Ziv coding (LZ77)."
@@ -53,13 +53,32 @@ def test_evidence_scores_add_up_to_the_hits_maxsim(open_store, needle_document, 
     assert _overlap(hits[0].evidence[0].span, needle) > 0  # the best chunk holds part of the needle sentence
 
 
+def test_each_hit_scores_every_chunk_of_its_node(open_store, needle_document, minilm_encoder) -> None:
+    text, _ = needle_document
+    store = open_store(encoder=minilm_encoder)
+    store.add_documents([("doc", text, None), ("other", OTHER, None)])
+    long_query = NEEDLE_QUERY + " " + " ".join(["Also, the rotation schedule."] * 12)
+    for query in (NEEDLE_QUERY, long_query):
+        (hit,) = store.search(query, k=1, alpha=1.0)
+        (node,) = store.get_nodes(node_ids=[hit.node_id])
+        vectors = minilm_encoder.encode_queries(query).chunk_vectors
+        vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        expected = (vectors @ node.chunk_vectors.T).mean(axis=0)  # each chunk's MaxSim with the query, over q
+        assert [(c.start, c.end) for c in hit.chunk_scores] == list(node.chunk_spans)  # document order
+        assert [c.score for c in hit.chunk_scores] == pytest.approx(expected.tolist(), abs=1e-4)
+        if len(vectors) == 1:  # one query vector: the best chunk is the evidence, its score the whole MaxSim
+            best = max(hit.chunk_scores, key=lambda chunk: chunk.score)
+            assert (best.span, best.score) == (hit.evidence[0].span, hit.evidence[0].score)
+    assert ChunkScore(3, 9, 0.25).as_dict() == {"start": 3, "end": 9, "score": 0.25}
+
+
 def test_a_bm25_only_search_says_its_hits_have_no_rerank_evidence(open_store, needle_document,
                                                                     minilm_encoder) -> None:
     text, _ = needle_document
     store = open_store(encoder=minilm_encoder)
     store.upsert_documents([("doc", text, None), ("other", OTHER, None)])
     (hit,) = store.search("Zanzibar keyrotate", k=1, alpha=0.0)
-    assert hit.evidence == (Evidence(hit.span[0], hit.span[1], None, "bm25"),)
+    assert hit.evidence == (Evidence(hit.span[0], hit.span[1], None, "bm25"),) and hit.chunk_scores == ()
 
 
 def test_nodes_without_chunk_spans_give_the_whole_node(open_store, minilm_encoder) -> None:
@@ -91,7 +110,7 @@ def test_a_static_store_gives_the_token_that_matched(open_store, needle_document
     store.upsert_documents([("doc", text, None), ("other", OTHER, None)])
     (hit,) = store.search("Zanzibar", k=1, alpha=1.0)
     best = hit.evidence[0]
-    assert best.kind == "token" and start <= best.start < best.end <= end
+    assert best.kind == "token" and start <= best.start < best.end <= end and hit.chunk_scores == ()
     assert text[best.start : best.end].lower() in "zanzibar"  # a word piece of it
 
 
@@ -99,7 +118,7 @@ def test_a_diverse_search_has_no_evidence(open_store, needle_document, minilm_en
     text, _ = needle_document
     store = open_store(encoder=minilm_encoder)
     store.upsert_documents([("doc", text, None), ("other", OTHER, None)])
-    assert all(hit.evidence == () for hit in store.search_mmr(NEEDLE_QUERY, k=2))
+    assert all(hit.evidence == () == hit.chunk_scores for hit in store.search_mmr(NEEDLE_QUERY, k=2))
 
 
 def test_evidence_is_read_with_the_hits_and_shown_as_json_values() -> None:

@@ -616,8 +616,9 @@ def _to_node(stored: Hit | NodeRecord, embedding: list[float] | None = None) -> 
 
 
 def _result(hits: list[Hit]) -> VectorStoreQueryResult:
-    """LlamaIndex's result from store hits, each node with its hit's evidence (:func:`add_evidence`)."""
-    return VectorStoreQueryResult(nodes=[add_evidence(_to_node(hit), hit.evidence) for hit in hits],
+    """LlamaIndex's result from store hits, each node with its hit's evidence and chunk scores
+    (:func:`add_evidence`)."""
+    return VectorStoreQueryResult(nodes=[add_evidence(_to_node(hit), hit.evidence, hit.chunk_scores) for hit in hits],
                                   similarities=[hit.score for hit in hits], ids=[hit.node_id for hit in hits])
 
 

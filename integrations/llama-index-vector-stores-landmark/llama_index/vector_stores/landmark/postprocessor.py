@@ -9,7 +9,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
 from llama_index.core.utils import get_tokenizer
 
-from llama_index.vector_stores.landmark.context import MIN_SHARE, NoRoomError, cut_to_evidence, init_fields
+from llama_index.vector_stores.landmark.context import NoRoomError, cut_to_evidence, init_fields
 
 
 class MaxContextTokens(BaseNodePostprocessor):
@@ -73,7 +73,7 @@ class MaxContextTokens(BaseNodePostprocessor):
                 used += cost
                 continue
             try:
-                cut = cut_to_evidence(node.node, self.max_context_tokens - used, self.count_tokens, MIN_SHARE)
+                cut = cut_to_evidence(node.node, self.max_context_tokens - used, self.count_tokens)
             except NoRoomError:
                 cut = None
             if cut is None:
