@@ -56,7 +56,7 @@ def test_evidence_scores_add_up_to_the_hits_maxsim(open_store, needle_document, 
 def test_each_hit_scores_every_chunk_of_its_node(open_store, needle_document, minilm_encoder) -> None:
     text, _ = needle_document
     store = open_store(encoder=minilm_encoder)
-    store.add_documents([("doc", text, None), ("other", OTHER, None)])
+    store.upsert_documents([("doc", text, None), ("other", OTHER, None)])
     long_query = NEEDLE_QUERY + " " + " ".join(["Also, the rotation schedule."] * 12)
     for query in (NEEDLE_QUERY, long_query):
         (hit,) = store.search(query, k=1, alpha=1.0)
