@@ -41,7 +41,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 
 from lmk_rag.encoder import DEFAULT_GRANULARITY, LandmarkEncoder
-from lmk_rag.encoder.runtime import cpu_flags
+from lmk_rag.research import cpu_flags
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 HERE = Path(__file__).resolve().parent
