@@ -1,8 +1,8 @@
 """Where ingest time goes (issue 63 item 2, first step): the encoder's stages and the forward pass's operators.
 
 Encodes a small sample of manual pages (the shared dev sets, ``../shared/data``, else the shipped test corpus,
-``tests/fixtures/data``) with the default encoder
-(torch float32) and its ONNX float32 and int8 runtimes, timing each stage of ``encode_documents``: tokenisation,
+``tests/fixtures/data``) with the default encoder (torch float32), torch bfloat16, and its ONNX float32 and int8
+runtimes, timing each stage of ``encode_documents``: tokenisation,
 landmark planning, window packing, padding, the forward pass, and the rest (scatter of states, pooling,
 projection); it counts the padded tokens. Then it profiles the same padded batches operator by operator: torch's
 profiler (self CPU time by aten operator) and ONNX Runtime's (time by node type). Writes
@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "results" / "ingest_profile.md"
 SHARED = REPO.parent / "shared" / "data"
 DATA = SHARED if SHARED.is_dir() else REPO / "tests" / "fixtures" / "data"
-FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile")
+FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
 
 
 def texts(data: Path, short: int, long: int) -> list[str]:
@@ -148,13 +148,14 @@ def main() -> None:
     sample = texts(args.data, args.docs, args.long)
     started, load_start = dt.datetime.now(dt.timezone.utc), os.getloadavg()
     encoders = {"torch float32 (default)": LandmarkEncoder(),
+                "torch bfloat16": LandmarkEncoder(dtype="bfloat16"),
                 "onnx float32": LandmarkEncoder(backend="onnx"),
                 "onnx int8": LandmarkEncoder(backend="onnx", dtype="int8")}
     for encoder in encoders.values():  # warm-up: first calls allocate
         encoder.encode_documents(sample[:2], show_progress_bar=False)
     measured = {name: stages(encoder, sample) for name, encoder in encoders.items()}
-    operators = {"torch float32 (default)": torch_operators(encoders["torch float32 (default)"],
-                                                            measured["torch float32 (default)"]["batches"])}
+    operators = {name: torch_operators(encoders[name], measured[name]["batches"])
+                 for name in ("torch float32 (default)", "torch bfloat16")}
     for name in ("onnx float32", "onnx int8"):
         operators[name] = onnx_operators(encoders[name].runtime.path, torch.get_num_threads(),
                                          measured[name]["batches"])

@@ -24,7 +24,8 @@ this module; it needs every extra.
 - the product's eval pipeline, for a benchmark that reads more of each search than its ranking
   (``LmkRagPipeline``, its depth ``PRODUCT_K``: evidence_questions.py reads each hit's evidence);
 - the module whose steps ingest_profile.py times by wrapping them (``encoder_steps``: tokenisation, planning,
-  windows and the forward pass of :class:`~lmk_rag.LandmarkEncoder`).
+  windows and the forward pass of :class:`~lmk_rag.LandmarkEncoder`);
+- the CPU flags a new store's runtime follows, which encode_throughput.py names with its table (``cpu_flags``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from __future__ import annotations
 from lmk_rag.encoder import encoder as encoder_steps
 from lmk_rag.encoder.projection import SHIPPED_PROJECTION_DIR, LinearProjection
 from lmk_rag.encoder.resolve import model_digest
+from lmk_rag.encoder.runtime import cpu_flags
 from lmk_rag.eval.pipelines.lmk_rag_pipeline import PRODUCT_K, LmkRagPipeline
 from lmk_rag.nodes import group_chunks
 from lmk_rag.paths import user_cache_dir
@@ -82,6 +84,7 @@ __all__ = [
     "SparseVector",
     "VectorSpec",
     "best_hits",
+    "cpu_flags",
     "default_mixer_dir",
     "document_weight",
     "encoder_steps",

@@ -270,7 +270,9 @@ def internal_lmk_rag_imports(root: Path, public: Mapping[str, Sequence[str]]) ->
     :param public: module -> the names it exports.
     """
     found = []
-    for path in sorted(root.rglob("*.py")):
+    # not in hidden folders: benchmarks/st_baselines/.venv (build_venv.sh) holds a whole environment
+    for path in sorted(path for path in root.rglob("*.py") if not any(part.startswith(".") for part in
+                                                                    path.relative_to(root).parts)):
         name = ".".join(path.relative_to(root).with_suffix("").parts)
         for imported in sorted(imported_names(name, path)):
             package, _, last = imported.rpartition(".")

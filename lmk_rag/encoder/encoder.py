@@ -22,7 +22,7 @@ from lmk_rag.encoder.planning import LandmarkPlan, check_granularity, plan_landm
 from lmk_rag.encoder.pooling import pool_states
 from lmk_rag.encoder.projection import AUTO_PROJECTION, LinearProjection, resolve_projection
 from lmk_rag.encoder.resolve import DEFAULT_MODEL, model_digest, resolve_model_path
-from lmk_rag.encoder.runtime import Runtime, check_dtype
+from lmk_rag.encoder.runtime import BFLOAT16_CPU_FLAGS, Runtime, check_dtype, cpu_flags
 from lmk_rag.encoder.st_config import SUPPORTED_POOLING, ModelConfig, read_model_config
 from lmk_rag.encoder.types import ChunkStates, ChunkVector, Context, EncodedText, EncoderBackend, Granularity, Pooling
 from lmk_rag.encoder.windows import (
@@ -35,7 +35,7 @@ from lmk_rag.encoder.windows import (
     special_token_count,
     tokenize_with_offsets,
 )
-from lmk_rag.errors import InvalidInputError, ModelLoadError, needs_extra
+from lmk_rag.errors import InvalidInputError, MissingExtraError, ModelLoadError, needs_extra
 from lmk_rag.hashing import short_hash
 from lmk_rag.jsonl import read_json_object
 from lmk_rag.paths import recorded_folder
@@ -469,6 +469,25 @@ class LandmarkEncoder:
     def _forward(self, sequences: list[list[int]]) -> np.ndarray:
         """Final hidden states of padded sequences, float32, shape (batch, longest, dim)."""
         return self.runtime(*pad_windows(sequences, self.special.pad_id))
+
+
+def new_store_runtime() -> dict[str, str]:
+    """The runtime of the encoder a new store builds when it is given none, as ``LandmarkEncoder`` keyword arguments:
+    the fastest backend and dtype that kept every dev set checked within -0.005 nDCG@10 of torch float32 on this
+    machine (docs/decisions.md, "encoder: ONNX backend and int8"; benchmarks/results/encode_throughput.md).
+
+    On a CPU that multiplies bfloat16 natively (:data:`~lmk_rag.encoder.runtime.BFLOAT16_CPU_FLAGS`), where torch
+    would run on the CPU: torch bfloat16. Elsewhere nothing: the encoder's defaults (torch float32 on other CPUs,
+    bfloat16 on CUDA; without torch, the encoder's own error). The store records the dtype, so it reopens with the same
+    vectors on any machine; ``encoder=LandmarkEncoder()`` (torch float32) stays one argument away.
+    """
+    if not set(BFLOAT16_CPU_FLAGS) & cpu_flags():
+        return {}
+    try:
+        device = _resolve_device(EncoderBackend.TORCH, None)
+    except MissingExtraError:
+        return {}
+    return {"backend": "torch", "dtype": "bfloat16"} if device.type == "cpu" else {}
 
 
 def _pooled_positions(window: Window, include_prompt: bool) -> np.ndarray:

@@ -9,6 +9,7 @@ torch nor transformers once the export exists. The encoder imports the backend i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -68,3 +69,19 @@ def check_dtype(backend: str, dtype: str) -> str:
     others = [name for name, names in BACKEND_DTYPES.items() if name != backend and dtype in names]
     fix = f"; dtype={dtype!r} needs backend={others[0]!r}" if others else ""
     raise InvalidInputError(f"backend={backend!r} runs dtype {', '.join(map(repr, choices))}; got {dtype!r}{fix}")
+
+
+BFLOAT16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
+"""CPU flags (as Linux names them) of a CPU that multiplies bfloat16 natively: AMX tiles, or AVX-512 BF16."""
+
+
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags as Linux lists them in ``/proc/cpuinfo`` (empty elsewhere)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return frozenset(line.partition(":")[2].split())
+    return frozenset()

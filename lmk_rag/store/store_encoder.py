@@ -151,14 +151,19 @@ def _runtime(settings: Mapping[str, Any]) -> tuple[str, str]:
     return settings.get("backend", "torch"), settings.get("dtype", "float32")
 
 
+_TWINNED = ("float32", "auto", "bfloat16")
+"""The torch dtypes whose stores' read-only handles encode queries with the ONNX float32 twin (bfloat16: the default of
+new stores on CPUs with native bfloat16, :func:`~lmk_rag.encoder.encoder.new_store_runtime`)."""
+
+
 def queries_without_torch(settings: Mapping[str, Any]) -> bool:
     """Whether the queries of a store whose encoder has these recorded settings are encoded on ONNX Runtime in a
-    read-only handle: an ONNX encoder's by itself, a torch float32 encoder's by its ONNX float32 twin (the same
-    settings with ``backend="onnx"``, cosine >= 0.9999 to torch's query vectors, docs/store.md); a bfloat16 or float16
-    torch encoder's by torch. Needs onnxruntime (the ``onnx`` extra); without it queries run as the store was built.
+    read-only handle: an ONNX encoder's by itself, a torch float32 or bfloat16 encoder's by its ONNX float32 twin (the
+    same settings with ``backend="onnx"``, cosine >= 0.9999 to torch's query vectors, docs/store.md); a float16 torch
+    encoder's by torch. Needs onnxruntime (the ``onnx`` extra); without it queries run as the store was built.
     """
     backend, dtype = _runtime(settings)
-    twin = backend == "onnx" or dtype in ("float32", "auto")
+    twin = backend == "onnx" or dtype in _TWINNED
     return twin and importlib.util.find_spec("onnxruntime") is not None
 
 
@@ -171,7 +176,7 @@ def query_record(encoder: Any) -> dict[str, Any]:
     """
     settings = getattr(encoder, "settings", {})
     backend, dtype = _runtime(settings)
-    if not hasattr(encoder, "fingerprint_with") or (backend != "onnx" and dtype not in ("float32", "auto")):
+    if not hasattr(encoder, "fingerprint_with") or (backend != "onnx" and dtype not in _TWINNED):
         return {}
     dtype = "float32" if backend != "onnx" or dtype == "auto" else dtype
     return {"queries": {"backend": "onnx", "dtype": dtype, "fingerprint": encoder.fingerprint_with("onnx", dtype)}}
@@ -229,9 +234,10 @@ def check_static(settings: dict[str, Any], static_encoder: TokenEncoder | None, 
 
 
 class StoreEncoder:
-    """A store's encoder: the one given, else built on first use from the store's recorded settings (the defaults
-    for a new store) and checked against them. A read-only handle's is the one that encodes its queries without torch
-    where there is one (:func:`queries_without_torch`).
+    """A store's encoder: the one given, else built on first use from the store's recorded settings and checked
+    against them; a new store's has the encoder's defaults on this machine's fastest quality-safe runtime
+    (:func:`~lmk_rag.encoder.encoder.new_store_runtime`). A read-only handle's is the one that encodes its queries
+    without torch where there is one (:func:`queries_without_torch`).
 
     :param given: the encoder the store was opened with, or None.
     :param where: the store, for messages.
@@ -265,12 +271,19 @@ class StoreEncoder:
     def _built(self) -> LandmarkEncoder:
         """The encoder the record describes; for a read-only handle its torch-free query encoder where there is one
         (a torch encoder where the exporter cannot convert the model)."""
-        settings = self.settings["encoder"]["settings"] if self.settings else {}
-        if not (self.read_only and self.settings is not None and self.settings["mode"] == StoreMode.TRANSFORMER.value
+        if not self.settings:  # a new store: the fastest quality-safe runtime of this machine, then recorded
+            from lmk_rag.encoder.encoder import new_store_runtime
+
+            return self._build(new_store_runtime())
+        settings = self.settings["encoder"]["settings"]
+        if not (self.read_only and self.settings["mode"] == StoreMode.TRANSFORMER.value
                 and queries_without_torch(settings)):
             return self._build(settings)
+        twin = {**settings, "backend": "onnx"}
+        if _runtime(settings)[0] != "onnx":
+            twin.pop("dtype", None)  # a torch store's twin runs the float32 export
         try:
-            return self._build({**settings, "backend": "onnx"})
+            return self._build(twin)
         except ModelExportError as error:
             try:
                 encoder = self._build(settings)
