@@ -21,7 +21,7 @@ from llama_index.core.vector_stores.types import (
 
 from llama_index.embeddings.landmark import LandmarkEmbedding
 from llama_index.node_parser.landmark import ENCODER_KEY, LandmarkNode, LandmarkNodeParser
-from llama_index.vector_stores.landmark import EVIDENCE_KEY, LandmarkVectorStore
+from llama_index.vector_stores.landmark import CHUNK_SCORES_KEY, EVIDENCE_KEY, LandmarkVectorStore
 from llama_index.vector_stores.landmark.base import NO_SOURCE
 from lmk_rag.errors import EmptyTextError, InvalidInputError, SettingsMismatchError
 from lmk_rag.store import LandmarkStore
@@ -340,7 +340,9 @@ def test_reads_a_store_written_by_the_core_api(
     vector_store = LandmarkVectorStore(path=tmp_path / "core", embed_model=embed_model)
     try:
         node = vector_store.query(_query(k=1)).nodes[0]
-        assert node.ref_doc_id == "page" and node.metadata == {"rank": 0, EVIDENCE_KEY: node.metadata[EVIDENCE_KEY]}
+        assert node.ref_doc_id == "page" and node.metadata == {
+            "rank": 0, EVIDENCE_KEY: node.metadata[EVIDENCE_KEY], CHUNK_SCORES_KEY: node.metadata[CHUNK_SCORES_KEY]
+        }
         assert node.text == text[node.start_char_idx : node.end_char_idx]
     finally:
         vector_store.store.close()
