@@ -17,7 +17,7 @@ counts when at least half of the needle passage's characters are inside that con
 - ``stock-1024`` / ``stock-250``: the report's stock LlamaIndex retrieval (:mod:`stock_retrieval`), each retrieved
   node's first ``budget`` tokens (its top nodes, so several may come from one document).
 
-    flock /work/cpu.lock python benchmarks/evidence_bench.py --sets L512 L2048 L8192 tcl-needle-L2048
+    python benchmarks/evidence_bench.py --sets L512 L2048 L8192 tcl-needle-L2048
 """
 
 from __future__ import annotations
